@@ -1,0 +1,3 @@
+from oiexec.cli import main
+
+main()

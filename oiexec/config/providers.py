@@ -1,0 +1,102 @@
+"""Built-in model providers and how a provider's credentials are resolved."""
+
+from __future__ import annotations
+
+import os
+
+from oiexec.config.settings import ProviderConfig, Settings
+from oiexec.errors import ConfigError
+
+BUILTIN_PROVIDERS: dict[str, ProviderConfig] = {
+    "openai": ProviderConfig(
+        name="OpenAI",
+        base_url="https://api.openai.com/v1",
+        env_key="OPENAI_API_KEY",
+        wire_api="responses",
+        requires_openai_auth=True,
+    ),
+    "openrouter": ProviderConfig(
+        name="OpenRouter",
+        base_url="https://openrouter.ai/api/v1",
+        env_key="OPENROUTER_API_KEY",
+        wire_api="chat",
+    ),
+    "deepseek": ProviderConfig(
+        name="DeepSeek",
+        base_url="https://api.deepseek.com/v1",
+        env_key="DEEPSEEK_API_KEY",
+        wire_api="chat",
+    ),
+    "moonshot": ProviderConfig(
+        name="Moonshot (Kimi)",
+        base_url="https://api.moonshot.ai/v1",
+        env_key="MOONSHOT_API_KEY",
+        wire_api="chat",
+    ),
+    "dashscope": ProviderConfig(
+        name="DashScope (Qwen)",
+        base_url="https://dashscope-intl.aliyuncs.com/compatible-mode/v1",
+        env_key="DASHSCOPE_API_KEY",
+        wire_api="chat",
+    ),
+    "zhipu": ProviderConfig(
+        name="Zhipu (GLM)",
+        base_url="https://open.bigmodel.cn/api/paas/v4",
+        env_key="ZHIPUAI_API_KEY",
+        wire_api="chat",
+    ),
+    "ollama": ProviderConfig(
+        name="Ollama", base_url="http://localhost:11434/v1", env_key=None, wire_api="chat"
+    ),
+    "lmstudio": ProviderConfig(
+        name="LM Studio", base_url="http://localhost:1234/v1", env_key=None, wire_api="chat"
+    ),
+}
+
+#: `--oss` providers; `--local-provider` picks one, ollama otherwise.
+LOCAL_PROVIDERS = ("ollama", "lmstudio")
+#: The Codex SDK passes its key here; it works for the built-in OpenAI provider.
+CODEX_API_KEY_ENV = "CODEX_API_KEY"
+
+
+def resolve_provider(settings: Settings) -> tuple[str, ProviderConfig]:
+    """The provider a run uses: a custom `[model_providers.<id>]` or a built-in one."""
+    provider_id = settings.model_provider
+    if provider_id in BUILTIN_PROVIDERS:
+        provider = BUILTIN_PROVIDERS[provider_id]
+        if provider_id == "openai" and settings.openai_base_url:
+            provider = provider.model_copy(update={"base_url": settings.openai_base_url})
+        overrides = settings.model_providers.get(provider_id)
+        if overrides is not None:
+            # Built-in ids keep their identity; only tuning fields may be layered on top.
+            provider = provider.model_copy(
+                update=overrides.model_dump(exclude_unset=True, exclude={"name", "env_key"})
+            )
+        return provider_id, provider
+    if provider_id in settings.model_providers:
+        return provider_id, settings.model_providers[provider_id]
+    known = sorted({*BUILTIN_PROVIDERS, *settings.model_providers})
+    raise ConfigError(
+        f"Model provider `{provider_id}` not found",
+        hint=f"Known providers: {', '.join(known)}. Define it under [model_providers.{provider_id}].",
+    )
+
+
+def resolve_api_key(provider_id: str, provider: ProviderConfig) -> str | None:
+    """The bearer token for a provider, or None when it needs none.
+
+    Raises ConfigError naming the variable when the provider needs one that is unset.
+    """
+    if provider.experimental_bearer_token:
+        return provider.experimental_bearer_token
+    if provider_id == "openai" and os.environ.get(CODEX_API_KEY_ENV):
+        return os.environ[CODEX_API_KEY_ENV]
+    if not provider.env_key:
+        return None
+    value = os.environ.get(provider.env_key, "").strip()
+    if not value:
+        hint = provider.env_key_instructions or (
+            f"Export {provider.env_key} with your {provider.name or provider_id} API key."
+        )
+        raise ConfigError(f"Missing environment variable: `{provider.env_key}`.", hint=hint)
+    return value

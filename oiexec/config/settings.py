@@ -1,0 +1,128 @@
+"""The typed settings tree. Field names are Codex's `config.toml` keys.
+
+Layering (which file sets what) lives in `oiexec.config.loader`; this module only says what
+a valid effective config looks like.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field
+from pydantic_settings import BaseSettings, PydanticBaseSettingsSource, SettingsConfigDict
+
+from oiexec.sandbox.base import SandboxMode
+
+WireApi = Literal["responses", "chat", "messages"]
+ApprovalPolicy = Literal["untrusted", "on-failure", "on-request", "never"]
+ReasoningEffort = Literal[
+    "none", "minimal", "low", "medium", "high", "xhigh", "max", "ultra", "persistent"
+]
+
+
+class _Table(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+
+class ProviderConfig(_Table):
+    """`[model_providers.<id>]`: where requests go and how they are authenticated."""
+
+    name: str = ""
+    base_url: str = ""
+    #: Environment variable holding the API key; unset means no Authorization header.
+    env_key: str | None = None
+    env_key_instructions: str | None = None
+    experimental_bearer_token: str | None = Field(default=None, repr=False)
+    wire_api: WireApi = "responses"
+    query_params: dict[str, str] = Field(default_factory=dict)
+    http_headers: dict[str, str] = Field(default_factory=dict)
+    #: Header name -> environment variable; sent only when the variable is set.
+    env_http_headers: dict[str, str] = Field(default_factory=dict)
+    request_max_retries: int = Field(default=4, ge=0, le=100)
+    stream_max_retries: int = Field(default=5, ge=0, le=100)
+    stream_idle_timeout_ms: int = Field(default=300_000, gt=0)
+    requires_openai_auth: bool = False
+
+
+class SandboxWorkspaceWrite(_Table):
+    """`[sandbox_workspace_write]`: what `workspace-write` adds to the workspace."""
+
+    writable_roots: list[str] = Field(default_factory=list)
+    network_access: bool = False
+    exclude_tmpdir_env_var: bool = False
+    exclude_slash_tmp: bool = False
+
+
+class ShellEnvironmentPolicy(_Table):
+    """`[shell_environment_policy]`: the environment model-run commands see.
+
+    Unlike Codex, variables that look like secrets (`*KEY*`, `*SECRET*`, `*TOKEN*`,
+    `*PASSWORD*`) and the provider's `env_key` are dropped unless `ignore_default_excludes`.
+    """
+
+    inherit: Literal["all", "core", "none"] = "all"
+    ignore_default_excludes: bool = False
+    exclude: list[str] = Field(default_factory=list)
+    include_only: list[str] = Field(default_factory=list)
+    set: dict[str, str] = Field(default_factory=dict)
+
+
+class ProjectConfig(_Table):
+    trust_level: Literal["trusted", "untrusted"] | None = None
+
+
+class Settings(BaseSettings):
+    """The effective configuration of one run."""
+
+    model_config = SettingsConfigDict(extra="forbid", validate_default=True)
+
+    model: str = "gpt-5.5"
+    model_provider: str = "openai"
+    model_providers: dict[str, ProviderConfig] = Field(default_factory=dict)
+    openai_base_url: str | None = None
+    review_model: str | None = None
+    model_reasoning_effort: ReasoningEffort | None = None
+    model_reasoning_summary: Literal["auto", "concise", "detailed", "none"] | None = None
+    model_verbosity: Literal["low", "medium", "high"] | None = None
+    model_context_window: int | None = None
+
+    harness: str | None = None
+    harness_guidance: bool = True
+
+    #: None means: `workspace-write` in a trusted project, `read-only` otherwise.
+    sandbox_mode: SandboxMode | None = None
+    sandbox_workspace_write: SandboxWorkspaceWrite = Field(default_factory=SandboxWorkspaceWrite)
+    #: "full" refuses a degraded sandbox backend (Landlock without protected paths).
+    sandbox_require: Literal["full", "any"] = "any"
+    approval_policy: ApprovalPolicy = "on-request"
+    shell_environment_policy: ShellEnvironmentPolicy = Field(
+        default_factory=ShellEnvironmentPolicy
+    )
+
+    project_doc_max_bytes: int = Field(default=32 * 1024, ge=0)
+    project_doc_fallback_filenames: list[str] = Field(default_factory=list)
+    tool_output_token_limit: int = Field(default=10_000, gt=0)
+    hide_agent_reasoning: bool = False
+
+    projects: dict[str, ProjectConfig] = Field(default_factory=dict)
+    profiles: dict[str, dict[str, Any]] = Field(default_factory=dict)
+    profile: str | None = None
+
+    # Accepted for Codex compatibility (the SDK and existing configs pass them).
+    web_search: Literal["disabled", "cached", "live"] | None = None
+    features: dict[str, bool] = Field(default_factory=dict)
+    tools: dict[str, Any] = Field(default_factory=dict)
+    notify: list[str] | None = None
+
+    @classmethod
+    def settings_customise_sources(
+        cls,
+        settings_cls: type[BaseSettings],
+        init_settings: PydanticBaseSettingsSource,
+        env_settings: PydanticBaseSettingsSource,
+        dotenv_settings: PydanticBaseSettingsSource,
+        file_secret_settings: PydanticBaseSettingsSource,
+    ) -> tuple[PydanticBaseSettingsSource, ...]:
+        # The loader merges every layer itself (deep merge, with origins for each key), so
+        # the only source is the merged mapping passed to the constructor.
+        return (init_settings,)

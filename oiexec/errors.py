@@ -1,0 +1,96 @@
+"""One rooted error tree; every class carries the exit code the CLI returns for it.
+
+    OiexecError                 exit 1  (the run failed)
+    ├── UsageError              exit 2  (bad flags or arguments)
+    ├── ConfigError             exit 3  (config files, -c overrides, providers, API keys)
+    ├── LimitExceeded           (never raised directly)
+    │   ├── MaxTurnsExceeded    exit 4
+    │   └── RunTimedOut         exit 5
+    ├── SandboxUnavailable      exit 6
+    ├── ReviewGateBlocked       exit 7
+    ├── ProviderError           exit 1  (the model provider failed after retries)
+    └── SessionError            exit 1  (unknown or unreadable session)
+    Interrupted                 exit 130 (SIGINT / SIGTERM)
+
+Third-party errors are translated into this tree where they cross into the package, so the
+CLI only ever has to map `OiexecError.exit_code`.
+"""
+
+from __future__ import annotations
+
+from enum import IntEnum
+from typing import ClassVar
+
+
+class ExitCode(IntEnum):
+    """The documented exit codes of `interpreter` (README, "Exit codes")."""
+
+    SUCCESS = 0
+    FAILED = 1
+    USAGE = 2
+    CONFIG = 3
+    MAX_TURNS = 4
+    TIMEOUT = 5
+    SANDBOX_UNAVAILABLE = 6
+    REVIEW_BLOCKED = 7
+    INTERRUPTED = 130
+
+
+class OiexecError(Exception):
+    """Base of every error the package raises on purpose."""
+
+    exit_code: ClassVar[ExitCode] = ExitCode.FAILED
+
+    def __init__(self, message: str, *, hint: str | None = None) -> None:
+        super().__init__(message)
+        self.message = message
+        self.hint = hint
+
+    def render(self) -> str:
+        return f"{self.message}\n{self.hint}" if self.hint else self.message
+
+
+class UsageError(OiexecError):
+    exit_code = ExitCode.USAGE
+
+
+class ConfigError(OiexecError):
+    exit_code = ExitCode.CONFIG
+
+
+class LimitExceeded(OiexecError):
+    """A run limit was reached; `limit` names it in `turn.failed`."""
+
+    limit: ClassVar[str] = ""
+
+
+class MaxTurnsExceeded(LimitExceeded):
+    exit_code = ExitCode.MAX_TURNS
+    limit = "max_turns"
+
+
+class RunTimedOut(LimitExceeded):
+    exit_code = ExitCode.TIMEOUT
+    limit = "timeout"
+
+
+class SandboxUnavailable(OiexecError):
+    exit_code = ExitCode.SANDBOX_UNAVAILABLE
+
+
+class ReviewGateBlocked(OiexecError):
+    exit_code = ExitCode.REVIEW_BLOCKED
+
+
+class ProviderError(OiexecError):
+    """The provider answered with an error we do not retry, or retries ran out."""
+
+
+class SessionError(OiexecError):
+    pass
+
+
+class Interrupted(BaseException):
+    """Raised from the SIGINT/SIGTERM handler so cleanup runs before exiting 130."""
+
+    exit_code: ClassVar[ExitCode] = ExitCode.INTERRUPTED

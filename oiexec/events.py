@@ -1,0 +1,209 @@
+"""The public JSONL contract of `interpreter exec --json`.
+
+Every line on stdout in JSON mode is one `ThreadEvent`, tagged by `type`, with the same names
+and fields as `codex exec --json` so the Codex SDK and existing tooling read it unchanged.
+`oiexec/schemas/events.schema.json` is generated from these models (`python -m
+oiexec.events`) and a test keeps the committed copy in sync.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Annotated, Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, TypeAdapter
+
+SCHEMA_VERSION = "1"
+
+
+class _Model(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+
+# --- items -------------------------------------------------------------------------------
+
+
+class AgentMessageItem(_Model):
+    """The assistant's text; the JSON string of the answer under `--output-schema`."""
+
+    id: str
+    type: Literal["agent_message"] = "agent_message"
+    text: str
+
+
+class ReasoningItem(_Model):
+    """A reasoning summary (parts joined by newlines, empty parts dropped)."""
+
+    id: str
+    type: Literal["reasoning"] = "reasoning"
+    text: str
+
+
+CommandStatus = Literal["in_progress", "completed", "failed", "declined"]
+
+
+class CommandExecutionItem(_Model):
+    """A shell command; `exit_code` is null while it runs, non-zero exit means `failed`."""
+
+    id: str
+    type: Literal["command_execution"] = "command_execution"
+    command: str
+    aggregated_output: str = ""
+    exit_code: int | None = None
+    status: CommandStatus = "in_progress"
+
+
+class FileUpdateChange(_Model):
+    path: str
+    kind: Literal["add", "delete", "update"]
+
+
+class FileChangeItem(_Model):
+    """Files changed by a patch or an edit tool; paths are absolute."""
+
+    id: str
+    type: Literal["file_change"] = "file_change"
+    changes: list[FileUpdateChange]
+    status: Literal["in_progress", "completed", "failed"] = "in_progress"
+
+
+class TodoEntry(_Model):
+    text: str
+    completed: bool
+
+
+class TodoListItem(_Model):
+    """The plan: started on the first plan update, completed when the turn ends."""
+
+    id: str
+    type: Literal["todo_list"] = "todo_list"
+    items: list[TodoEntry]
+
+
+class ErrorItem(_Model):
+    """A non-fatal problem (config warning, refused escalation); completed only."""
+
+    id: str
+    type: Literal["error"] = "error"
+    message: str
+
+
+ThreadItem = Annotated[
+    AgentMessageItem
+    | ReasoningItem
+    | CommandExecutionItem
+    | FileChangeItem
+    | TodoListItem
+    | ErrorItem,
+    Field(discriminator="type"),
+]
+
+
+# --- events ------------------------------------------------------------------------------
+
+
+class Usage(_Model):
+    """Token counts, cumulative over the whole thread (resumes included)."""
+
+    input_tokens: int = 0
+    cached_input_tokens: int = 0
+    cache_write_input_tokens: int = 0
+    output_tokens: int = 0
+    reasoning_output_tokens: int = 0
+
+    def plus(self, other: Usage) -> Usage:
+        return Usage(
+            **{name: getattr(self, name) + getattr(other, name) for name in Usage.model_fields}
+        )
+
+
+class ThreadError(_Model):
+    message: str
+
+
+class ThreadStarted(_Model):
+    """Always the first event; the id can be passed to `exec resume`."""
+
+    type: Literal["thread.started"] = "thread.started"
+    thread_id: str
+
+
+class TurnStarted(_Model):
+    """Emitted once the prompt has been accepted and the first model request is made."""
+
+    type: Literal["turn.started"] = "turn.started"
+
+
+class TurnCompleted(_Model):
+    """The last event of a successful run."""
+
+    type: Literal["turn.completed"] = "turn.completed"
+    usage: Usage
+
+
+class TurnFailed(_Model):
+    """The last event of a failed run (provider failure, limit, sandbox, bad answer)."""
+
+    type: Literal["turn.failed"] = "turn.failed"
+    error: ThreadError
+
+
+class ItemStarted(_Model):
+    type: Literal["item.started"] = "item.started"
+    item: ThreadItem
+
+
+class ItemUpdated(_Model):
+    type: Literal["item.updated"] = "item.updated"
+    item: ThreadItem
+
+
+class ItemCompleted(_Model):
+    type: Literal["item.completed"] = "item.completed"
+    item: ThreadItem
+
+
+class StreamError(_Model):
+    """A stream-level error; one per retry as `Reconnecting... n/N (<message>)`."""
+
+    type: Literal["error"] = "error"
+    message: str
+
+
+ThreadEvent = Annotated[
+    ThreadStarted
+    | TurnStarted
+    | TurnCompleted
+    | TurnFailed
+    | ItemStarted
+    | ItemUpdated
+    | ItemCompleted
+    | StreamError,
+    Field(discriminator="type"),
+]
+
+_EVENT_ADAPTER: TypeAdapter[ThreadEvent] = TypeAdapter(ThreadEvent)
+
+
+def to_json_line(event: ThreadEvent) -> str:
+    """Serialise one event as a compact JSON line (no trailing newline)."""
+    return event.model_dump_json()
+
+
+def parse_event(line: str | bytes) -> ThreadEvent:
+    return _EVENT_ADAPTER.validate_json(line)
+
+
+def json_schema() -> dict[str, Any]:
+    schema = _EVENT_ADAPTER.json_schema()
+    schema["title"] = "oiexec JSONL event"
+    schema["$id"] = f"https://openinterpreter.com/schemas/oiexec-events-v{SCHEMA_VERSION}.json"
+    return schema
+
+
+def main() -> None:
+    print(json.dumps(json_schema(), indent=2, sort_keys=True))
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,94 @@
+"""The seams of the runner. Implementations are injected, never inherited from.
+
+    ModelClient   one provider wire (Responses, Chat Completions, ...)
+    Tool          one model-facing tool backed by a shared implementation
+    Harness       the prompt, tools and completion rule a model family was tuned with
+    Sandbox       how a command is confined (none, bubblewrap, Landlock, Seatbelt)
+    EventSink     where events go (stdout JSONL, stderr transcript, session rollout)
+    SessionStore  the append-only rollout of one thread
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, Protocol
+
+from oiexec.events import ThreadEvent
+from oiexec.types import HistoryItem, ModelRequest, ModelResponse, ToolCall, ToolOutput, ToolSpec
+
+if TYPE_CHECKING:
+    from oiexec.sandbox.base import PreparedCommand, SandboxPolicy
+    from oiexec.tools.base import ToolContext
+
+#: Called before each retry with (attempt, max_attempts, reason).
+RetryCallback = Callable[[int, int, str], None]
+
+
+class ModelClient(Protocol):
+    """One provider wire. Returns only complete responses, so a retried stream never
+    yields an item twice."""
+
+    def respond(self, request: ModelRequest, on_retry: RetryCallback) -> ModelResponse: ...
+
+    def close(self) -> None: ...
+
+
+class Tool(Protocol):
+    """A tool the model can call. Failures are returned as output, not raised: the model
+    reads them and decides what to do next."""
+
+    @property
+    def spec(self) -> ToolSpec: ...
+
+    def run(self, call: ToolCall, ctx: ToolContext) -> ToolOutput: ...
+
+
+class Harness(Protocol):
+    """What one model family sees: instructions, initial context and tools."""
+
+    @property
+    def id(self) -> str: ...
+
+    def instructions(self) -> str: ...
+
+    def tools(self) -> Sequence[Tool]: ...
+
+    def initial_context(self, cwd: Path, policy: SandboxPolicy) -> list[HistoryItem]: ...
+
+    def is_complete(self, response: ModelResponse) -> bool: ...
+
+
+class Sandbox(Protocol):
+    """Confines one command. `prepare` raises `SandboxUnavailable` rather than ever
+    running a command with less confinement than the policy asks for."""
+
+    @property
+    def backend(self) -> str: ...
+
+    @property
+    def policy(self) -> SandboxPolicy: ...
+
+    def prepare(self, argv: list[str], *, cwd: Path, env: dict[str, str]) -> PreparedCommand: ...
+
+    def describe(self) -> dict[str, Any]: ...
+
+
+class EventSink(Protocol):
+    def emit(self, event: ThreadEvent) -> None: ...
+
+    def close(self) -> None: ...
+
+
+class SessionStore(Protocol):
+    """The rollout of one thread: appended and flushed record by record."""
+
+    @property
+    def thread_id(self) -> str: ...
+
+    @property
+    def path(self) -> Path | None: ...
+
+    def append(self, record_type: str, payload: dict[str, Any]) -> None: ...
+
+    def close(self) -> None: ...

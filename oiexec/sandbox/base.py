@@ -1,0 +1,103 @@
+"""Sandbox policy and the command a backend prepares.
+
+A backend turns (argv, cwd, env) into a `PreparedCommand` that the process layer spawns. The
+process layer knows nothing about namespaces or Landlock; backends know nothing about PTYs,
+output caps or timeouts.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Literal
+
+SandboxMode = Literal["read-only", "workspace-write", "danger-full-access"]
+SANDBOX_MODES: tuple[SandboxMode, ...] = ("read-only", "workspace-write", "danger-full-access")
+
+
+@dataclass(frozen=True)
+class SandboxPolicy:
+    """What commands may do. Paths are absolute; the backend resolves symlinks itself."""
+
+    mode: SandboxMode
+    cwd: Path
+    #: Extra writable roots from `--add-dir` and `[sandbox_workspace_write] writable_roots`.
+    extra_roots: tuple[Path, ...] = ()
+    network_access: bool = False
+    exclude_tmpdir_env_var: bool = False
+    exclude_slash_tmp: bool = False
+    #: "full" refuses degraded backends; "any" accepts them with a warning.
+    require: Literal["full", "any"] = "any"
+
+    @property
+    def network_disabled(self) -> bool:
+        return self.mode != "danger-full-access" and not (
+            self.mode == "workspace-write" and self.network_access
+        )
+
+    def writable_roots(self) -> list[Path]:
+        """Roots a command may write under (empty for read-only)."""
+        if self.mode != "workspace-write":
+            return []
+        roots = [self.cwd, *self.extra_roots]
+        if not self.exclude_slash_tmp:
+            roots.append(Path("/tmp"))
+        tmpdir = os.environ.get("TMPDIR")
+        if tmpdir and not self.exclude_tmpdir_env_var:
+            roots.append(Path(tmpdir))
+        seen: list[Path] = []
+        for root in roots:
+            if root not in seen:
+                seen.append(root)
+        return seen
+
+    def summary(self) -> str:
+        """Human form for the stderr header, e.g. `workspace-write [workdir, /tmp, $TMPDIR]`."""
+        if self.mode != "workspace-write":
+            return self.mode
+        parts = ["workdir", *(str(p) for p in self.extra_roots)]
+        if not self.exclude_slash_tmp:
+            parts.append("/tmp")
+        if not self.exclude_tmpdir_env_var:
+            parts.append("$TMPDIR")
+        net = ", network on" if self.network_access else ""
+        return f"workspace-write [{', '.join(parts)}]{net}"
+
+
+@dataclass
+class PreparedCommand:
+    """A command ready to spawn, plus what must run after it exits.
+
+    `after` returns notes for the model (e.g. a tripwire that restored `.git/hooks`); it is
+    called exactly once, whatever the exit status.
+    """
+
+    argv: list[str]
+    env: dict[str, str]
+    cwd: Path
+    pass_fds: tuple[int, ...] = ()
+    preexec_fn: Callable[[], None] | None = None
+    after: Callable[[], list[str]] = field(default=lambda: [])
+    #: Exit status a launcher uses for "could not set up the sandbox" (not the command's).
+    setup_failure_exit_code: int | None = None
+
+
+class NoSandbox:
+    """`danger-full-access`: the command runs as the runner does."""
+
+    backend = "none"
+
+    def __init__(self, policy: SandboxPolicy) -> None:
+        self._policy = policy
+
+    @property
+    def policy(self) -> SandboxPolicy:
+        return self._policy
+
+    def prepare(self, argv: list[str], *, cwd: Path, env: dict[str, str]) -> PreparedCommand:
+        return PreparedCommand(argv=argv, env=env, cwd=cwd)
+
+    def describe(self) -> dict[str, Any]:
+        return {"backend": "none", "mode": self._policy.mode, "degraded": [], "remediation": []}

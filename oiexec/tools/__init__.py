@@ -1,0 +1,1 @@
+"""Shared tool implementations; harnesses map model-facing names onto them."""

@@ -1,0 +1,115 @@
+"""Internal values that cross the seams: conversation history, tool specs, model turns.
+
+History is kept in a wire-neutral shape close to the Responses API (the richest wire); each
+provider wire translates it. The same items are written to the session rollout, so a resumed
+run rebuilds exactly the conversation the model saw.
+"""
+
+from __future__ import annotations
+
+from typing import Annotated, Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from oiexec.events import Usage
+
+
+class _Value(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+
+class ImageInput(_Value):
+    """An image attached to a user message, as a data URL."""
+
+    path: str
+    data_url: str
+
+
+class Message(_Value):
+    """A text message. `developer` carries base instructions on wires that have no system role."""
+
+    kind: Literal["message"] = "message"
+    role: Literal["system", "developer", "user", "assistant"]
+    text: str
+    images: tuple[ImageInput, ...] = ()
+
+
+class Reasoning(_Value):
+    """Model reasoning, kept so wires that require echoing it (encrypted or plain) can."""
+
+    kind: Literal["reasoning"] = "reasoning"
+    summary: tuple[str, ...] = ()
+    # Provider-specific payload that must be sent back unchanged (Responses encrypted_content,
+    # Chat `reasoning_content`, Anthropic thinking signature).
+    encrypted_content: str | None = None
+    content: str | None = None
+    item_id: str | None = None
+
+
+class ToolCall(_Value):
+    """A call the model made. `custom` calls (freeform tools) carry raw text in `arguments`."""
+
+    kind: Literal["tool_call"] = "tool_call"
+    call_id: str
+    name: str
+    arguments: str
+    call_type: Literal["function", "custom"] = "function"
+
+
+class ToolOutput(_Value):
+    """What a tool returned to the model for `call_id`."""
+
+    kind: Literal["tool_output"] = "tool_output"
+    call_id: str
+    output: str
+    call_type: Literal["function", "custom"] = "function"
+    is_error: bool = False
+
+
+HistoryItem = Annotated[Message | Reasoning | ToolCall | ToolOutput, Field(discriminator="kind")]
+
+
+class ToolSpec(_Value):
+    """A tool as advertised to the model.
+
+    `function` tools carry a JSON Schema in `parameters`; `custom` tools (Codex's freeform
+    `apply_patch`) carry a grammar in `format` and receive raw text.
+    """
+
+    name: str
+    description: str
+    type: Literal["function", "custom"] = "function"
+    parameters: dict[str, Any] | None = None
+    format: dict[str, Any] | None = None
+
+
+class ModelRequest(_Value):
+    """One request to the model: everything a wire needs to build its body."""
+
+    model: str
+    instructions: str
+    history: tuple[HistoryItem, ...]
+    tools: tuple[ToolSpec, ...] = ()
+    output_schema: dict[str, Any] | None = None
+    reasoning_effort: str | None = None
+    reasoning_summary: str | None = None
+    prompt_cache_key: str | None = None
+    parallel_tool_calls: bool = True
+
+
+class ModelResponse(_Value):
+    """A completed model response: the new history items, in order, and their token usage."""
+
+    items: tuple[HistoryItem, ...]
+    usage: Usage = Usage()
+    response_id: str | None = None
+    finish_reason: str | None = None
+
+    @property
+    def tool_calls(self) -> list[ToolCall]:
+        return [item for item in self.items if isinstance(item, ToolCall)]
+
+    @property
+    def final_text(self) -> str | None:
+        texts = [i.text for i in self.items if isinstance(i, Message) and i.role == "assistant"]
+        return "\n\n".join(texts) if texts else None
