@@ -1,0 +1,333 @@
+"""Layered configuration: which file sets what, merged deeply, with the origin of every key.
+
+Layers, lowest first: built-in defaults, `$OPENINTERPRETER_HOME/config.toml`, the profile
+(`[profiles.NAME]` in the user config, then `NAME.config.toml` in the home), the project's
+`.openinterpreter/config.toml` (only when the project is trusted), `-c` overrides, dedicated
+flags, then the values exec forces (`approval_policy = "never"`).
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import tomllib
+import types
+import typing
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from pydantic import BaseModel, ValidationError
+
+from oiexec.config.overrides import nest, parse_override
+from oiexec.config.settings import Settings
+from oiexec.errors import ConfigError
+
+HOME_ENV = "OPENINTERPRETER_HOME"
+PROJECT_DIR = ".openinterpreter"
+
+
+def default_home() -> Path:
+    env = os.environ.get(HOME_ENV)
+    return Path(env).expanduser() if env else Path.home() / ".openinterpreter"
+
+
+@dataclass(frozen=True)
+class Layer:
+    """One source of settings. `path` is set for files, so errors can name file and line."""
+
+    name: str
+    data: dict[str, Any]
+    path: Path | None = None
+    text: str | None = None
+    #: Where this layer's keys sit inside `text` (a `[profiles.NAME]` table).
+    key_prefix: tuple[str, ...] = ()
+
+    def where(self, key_path: list[str]) -> str:
+        if self.path is None:
+            return self.name
+        line = _find_line(self.text or "", [*self.key_prefix, *key_path])
+        return f"{self.path}:{line}" if line else str(self.path)
+
+
+@dataclass
+class LoadedConfig:
+    settings: Settings
+    #: dotted key -> human description of the layer that set it
+    origins: dict[str, str]
+    warnings: list[str]
+    home: Path
+    project_root: Path
+    trusted: bool
+    layers: list[Layer] = field(default_factory=list)
+
+
+@dataclass(frozen=True)
+class ConfigInputs:
+    """What the command line contributes to configuration."""
+
+    cwd: Path
+    profile: str | None = None
+    overrides: tuple[str, ...] = ()
+    flags: dict[str, Any] = field(default_factory=dict)
+    forced: dict[str, Any] = field(default_factory=dict)
+    strict: bool = False
+
+
+def load_config(inputs: ConfigInputs, home: Path | None = None) -> LoadedConfig:
+    home = home or default_home()
+    warnings: list[str] = []
+    layers: list[Layer] = []
+
+    user = _read_toml_layer("user", home / "config.toml")
+    if user:
+        layers.append(user)
+    user_data = user.data if user else {}
+
+    profile_name = inputs.profile or user_data.get("profile")
+    if profile_name:
+        layers.extend(_profile_layers(str(profile_name), home, user))
+
+    project_root = find_project_root(inputs.cwd)
+    trusted = _is_trusted(user_data, project_root, inputs.cwd)
+    project = _read_toml_layer("project", project_root / PROJECT_DIR / "config.toml")
+    if project and trusted:
+        layers.append(project)
+    elif project:
+        warnings.append(
+            f"ignored {project.path}: the project is not trusted. Trust it by adding "
+            f'[projects."{project_root}"] trust_level = "trusted" to {home / "config.toml"}'
+        )
+
+    cli: dict[str, Any] = {}
+    for text in inputs.overrides:
+        key_path, value = parse_override(text)
+        cli = deep_merge(cli, nest(key_path, value))
+    if cli:
+        layers.append(Layer("-c override", cli))
+    flags = {k: v for k, v in inputs.flags.items() if v is not None}
+    if flags:
+        layers.append(Layer("command-line flag", _nest_dotted(flags)))
+    if inputs.forced:
+        layers.append(Layer("forced by exec", _nest_dotted(inputs.forced)))
+
+    merged: dict[str, Any] = {}
+    origins: dict[str, str] = {}
+    for layer in layers:
+        merged = deep_merge(merged, layer.data)
+        for key_path in _leaf_paths(layer.data):
+            origins[".".join(key_path)] = (
+                layer.name if layer.path is None else f"{layer.name} ({layer.where(key_path)})"
+            )
+
+    for key_path in unknown_keys(Settings, merged):
+        dotted = ".".join(key_path)
+        layer = _layer_of(layers, key_path)
+        where = layer.where(key_path) if layer else "?"
+        in_file = layer is not None and layer.path is not None
+        if inputs.strict and in_file:
+            raise ConfigError(
+                f"unknown config key `{dotted}` in {where}",
+                hint="Remove it, or drop --strict-config to only warn about unknown keys.",
+            )
+        warnings.append(f"ignoring unknown config key `{dotted}` ({where})")
+        _delete_path(merged, key_path)
+
+    settings = _validate(merged, layers)
+    return LoadedConfig(settings, origins, warnings, home, project_root, trusted, layers)
+
+
+# --- layers ------------------------------------------------------------------------------
+
+
+def _read_toml_layer(name: str, path: Path) -> Layer | None:
+    try:
+        text = path.read_text(encoding="utf-8")
+    except FileNotFoundError:
+        return None
+    except (OSError, UnicodeDecodeError) as exc:
+        raise ConfigError(f"cannot read config file {path}: {exc}") from exc
+    try:
+        data = tomllib.loads(text)
+    except tomllib.TOMLDecodeError as exc:
+        raise ConfigError(
+            f"invalid TOML in {path}: {exc}",
+            hint="Fix the syntax at the line shown (see https://toml.io).",
+        ) from exc
+    return Layer(name, data, path, text)
+
+
+def _profile_layers(name: str, home: Path, user: Layer | None) -> list[Layer]:
+    layers: list[Layer] = []
+    table = (user.data.get("profiles") or {}).get(name) if user else None
+    if table is not None:
+        if not isinstance(table, dict):
+            raise ConfigError(f"[profiles.{name}] in {user.path if user else '?'} is not a table")
+        layers.append(
+            Layer(
+                f"profile {name}",
+                table,
+                user.path if user else None,
+                user.text if user else None,
+                ("profiles", name),
+            )
+        )
+    file_layer = _read_toml_layer(f"profile {name}", home / f"{name}.config.toml")
+    if file_layer:
+        layers.append(file_layer)
+    if not layers:
+        raise ConfigError(
+            f"profile `{name}` not found",
+            hint=f"Define [profiles.{name}] in {home / 'config.toml'} or create "
+            f"{home / f'{name}.config.toml'}.",
+        )
+    return layers
+
+
+def find_project_root(cwd: Path) -> Path:
+    """The git root above `cwd` (a `.git` dir or file), else `cwd` itself."""
+    for candidate in (cwd, *cwd.parents):
+        if (candidate / ".git").exists():
+            return candidate
+    return cwd
+
+
+def _is_trusted(user_data: dict[str, Any], project_root: Path, cwd: Path) -> bool:
+    projects = user_data.get("projects") or {}
+    if not isinstance(projects, dict):
+        return False
+    for path in {project_root, cwd, project_root.resolve(), cwd.resolve()}:
+        entry = projects.get(str(path))
+        if isinstance(entry, dict) and entry.get("trust_level") == "trusted":
+            return True
+    return False
+
+
+# --- merging -----------------------------------------------------------------------------
+
+
+def deep_merge(base: dict[str, Any], top: dict[str, Any]) -> dict[str, Any]:
+    """Tables merge key by key; any other value in `top` replaces the one in `base`."""
+    result = dict(base)
+    for key, value in top.items():
+        if isinstance(value, dict) and isinstance(result.get(key), dict):
+            result[key] = deep_merge(result[key], value)
+        else:
+            result[key] = value
+    return result
+
+
+def _nest_dotted(flat: dict[str, Any]) -> dict[str, Any]:
+    result: dict[str, Any] = {}
+    for key, value in flat.items():
+        result = deep_merge(result, nest(key.split("."), value))
+    return result
+
+
+def _leaf_paths(data: dict[str, Any], prefix: tuple[str, ...] = ()) -> list[list[str]]:
+    paths: list[list[str]] = []
+    for key, value in data.items():
+        if isinstance(value, dict) and value:
+            paths.extend(_leaf_paths(value, (*prefix, key)))
+        else:
+            paths.append([*prefix, key])
+    return paths
+
+
+def _layer_of(layers: list[Layer], key_path: list[str]) -> Layer | None:
+    for layer in reversed(layers):
+        node: Any = layer.data
+        for part in key_path:
+            if not isinstance(node, dict) or part not in node:
+                break
+            node = node[part]
+        else:
+            return layer
+    return None
+
+
+def _delete_path(data: dict[str, Any], key_path: list[str]) -> None:
+    node = data
+    for part in key_path[:-1]:
+        node = node[part]
+    node.pop(key_path[-1], None)
+
+
+# --- validation --------------------------------------------------------------------------
+
+
+def _model_of(annotation: Any) -> type[BaseModel] | None:
+    if isinstance(annotation, type) and issubclass(annotation, BaseModel):
+        return annotation
+    return None
+
+
+def _dict_value_model(annotation: Any) -> type[BaseModel] | None:
+    if typing.get_origin(annotation) is dict:
+        args = typing.get_args(annotation)
+        return _model_of(args[1]) if len(args) == 2 else None
+    return None
+
+
+def unknown_keys(model: type[BaseModel], data: dict[str, Any]) -> list[list[str]]:
+    """Key paths in `data` that `model` does not define (checked through nested tables)."""
+    found: list[list[str]] = []
+    for key, value in data.items():
+        info = model.model_fields.get(key)
+        if info is None:
+            found.append([key])
+            continue
+        annotation = info.annotation
+        if isinstance(annotation, types.UnionType):
+            non_none = [a for a in typing.get_args(annotation) if a is not type(None)]
+            annotation = non_none[0] if len(non_none) == 1 else annotation
+        nested = _model_of(annotation)
+        if nested and isinstance(value, dict):
+            found.extend([key, *sub] for sub in unknown_keys(nested, value))
+        value_model = _dict_value_model(annotation)
+        if value_model and isinstance(value, dict):
+            for name, table in value.items():
+                if isinstance(table, dict):
+                    found.extend([key, name, *sub] for sub in unknown_keys(value_model, table))
+    return found
+
+
+def _validate(merged: dict[str, Any], layers: list[Layer]) -> Settings:
+    try:
+        return Settings(**merged)
+    except ValidationError as exc:
+        problems = []
+        for error in exc.errors():
+            key_path = [str(part) for part in error["loc"]]
+            layer = _layer_of(layers, key_path)
+            where = layer.where(key_path) if layer else "built-in default"
+            got = error.get("input")
+            got_text = f" (got {got!r})" if not isinstance(got, dict) else ""
+            problems.append(f"`{'.'.join(key_path)}` in {where}: {error['msg']}{got_text}")
+        raise ConfigError(
+            "invalid configuration:\n  " + "\n  ".join(problems),
+            hint="Fix the value(s) above; `interpreter config show --origins` shows every layer.",
+        ) from None
+
+
+_HEADER = re.compile(r"^\s*\[\[?\s*([^\]]+?)\s*\]\]?\s*(#.*)?$")
+
+
+def _find_line(text: str, key_path: list[str]) -> int | None:
+    """Best-effort line number of a key in TOML text (tomllib keeps no positions)."""
+    table: list[str] = []
+    leaf = key_path[-1]
+    for number, line in enumerate(text.splitlines(), start=1):
+        header = _HEADER.match(line)
+        if header:
+            table = [p.strip().strip('"').strip("'") for p in header.group(1).split(".")]
+            continue
+        key, sep, _ = line.partition("=")
+        if not sep:
+            continue
+        parts = [p.strip().strip('"').strip("'") for p in key.strip().split(".")]
+        if [*table, *parts] == key_path or (table == key_path[:-1] and parts == [leaf]):
+            return number
+        if [*table, *parts] == key_path[: len(table) + len(parts)] and parts:
+            return number
+    return None
