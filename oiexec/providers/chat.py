@@ -1,0 +1,328 @@
+"""The Chat Completions wire: `POST {base_url}/chat/completions` streamed over SSE.
+
+Freeform (custom) tools do not exist on this wire, so each is offered as a function with one
+string parameter, `input`, holding the raw text; calls to it are mapped back to custom calls.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterator, Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+import httpx
+from httpx_sse import ServerSentEvent
+
+from oiexec.config.settings import ProviderConfig
+from oiexec.errors import ProviderError
+from oiexec.events import Usage
+from oiexec.protocols import RetryCallback
+from oiexec.providers.http import STREAM_DISCONNECTED, ProviderHttp, RetryTiming, StreamInterrupted
+from oiexec.providers.responses import OUTPUT_SCHEMA_NAME
+from oiexec.types import (
+    HistoryItem,
+    Message,
+    ModelRequest,
+    ModelResponse,
+    Reasoning,
+    ToolCall,
+    ToolOutput,
+    ToolSpec,
+)
+
+__all__ = ["CUSTOM_INPUT_PARAM", "ChatClient", "build_body", "parse_stream"]
+
+#: The single parameter a custom tool gets when offered as a chat function.
+CUSTOM_INPUT_PARAM = "input"
+
+
+class ChatClient:
+    """`ModelClient` for providers with `wire_api = "chat"`."""
+
+    def __init__(
+        self,
+        provider: ProviderConfig,
+        api_key: str | None,
+        *,
+        provider_id: str = "chat",
+        extra_headers: Mapping[str, str] | None = None,
+        timing: RetryTiming | None = None,
+        transport: httpx.BaseTransport | None = None,
+    ) -> None:
+        self._http = ProviderHttp(
+            provider_id,
+            provider,
+            api_key,
+            extra_headers=extra_headers,
+            timing=timing,
+            transport=transport,
+        )
+
+    def respond(self, request: ModelRequest, on_retry: RetryCallback) -> ModelResponse:
+        custom = frozenset(spec.name for spec in request.tools if spec.type == "custom")
+        return self._http.stream(
+            "chat/completions",
+            build_body(request),
+            lambda events: parse_stream(events, custom_tools=custom),
+            on_retry,
+        )
+
+    def close(self) -> None:
+        self._http.close()
+
+
+def build_body(request: ModelRequest) -> dict[str, Any]:
+    body: dict[str, Any] = {
+        "model": request.model,
+        "stream": True,
+        "stream_options": {"include_usage": True},
+        "messages": _messages(request),
+    }
+    if request.tools:
+        body["tools"] = [_tool(spec) for spec in request.tools]
+        body["tool_choice"] = "auto"
+        body["parallel_tool_calls"] = request.parallel_tool_calls
+    if request.reasoning_effort:
+        body["reasoning_effort"] = request.reasoning_effort
+    if request.output_schema is not None:
+        body["response_format"] = {
+            "type": "json_schema",
+            "json_schema": {
+                "name": OUTPUT_SCHEMA_NAME,
+                "strict": True,
+                "schema": request.output_schema,
+            },
+        }
+    return body
+
+
+@dataclass
+class _AssistantTurn:
+    """Consecutive assistant-side history items, sent as one chat message."""
+
+    texts: list[str] = field(default_factory=list)
+    reasoning: list[str] = field(default_factory=list)
+    tool_calls: list[dict[str, Any]] = field(default_factory=list)
+    has_reasoning: bool = False
+
+    def message(self) -> dict[str, Any]:
+        message: dict[str, Any] = {"role": "assistant", "content": "\n\n".join(self.texts)}
+        if self.tool_calls:
+            message["tool_calls"] = self.tool_calls
+        if self.has_reasoning:
+            # DeepSeek and Kimi reject tool-call turns whose reasoning was dropped.
+            message["reasoning_content"] = "".join(self.reasoning)
+        return message
+
+    def is_empty(self) -> bool:
+        return not (self.texts or self.tool_calls or self.has_reasoning)
+
+
+def _messages(request: ModelRequest) -> list[dict[str, Any]]:
+    messages: list[dict[str, Any]] = []
+    if request.instructions:
+        messages.append({"role": "system", "content": request.instructions})
+    turn = _AssistantTurn()
+
+    def flush() -> None:
+        nonlocal turn
+        if not turn.is_empty():
+            messages.append(turn.message())
+        turn = _AssistantTurn()
+
+    for item in request.history:
+        if isinstance(item, Reasoning):
+            if item.content is not None:
+                turn.reasoning.append(item.content)
+                turn.has_reasoning = True
+        elif isinstance(item, ToolCall):
+            turn.tool_calls.append(_tool_call(item))
+        elif isinstance(item, Message) and item.role == "assistant":
+            turn.texts.append(item.text)
+        else:
+            flush()
+            messages.append(_non_assistant(item))
+    flush()
+    return messages
+
+
+def _non_assistant(item: Message | ToolOutput) -> dict[str, Any]:
+    if isinstance(item, ToolOutput):
+        return {"role": "tool", "tool_call_id": item.call_id, "content": item.output}
+    # Few chat providers know the `developer` role; `system` means the same to all of them.
+    role = "user" if item.role == "user" else "system"
+    if not item.images:
+        return {"role": role, "content": item.text}
+    parts: list[dict[str, Any]] = [
+        {"type": "image_url", "image_url": {"url": image.data_url}} for image in item.images
+    ]
+    parts.append({"type": "text", "text": item.text})
+    return {"role": role, "content": parts}
+
+
+def _tool_call(call: ToolCall) -> dict[str, Any]:
+    arguments = (
+        json.dumps({CUSTOM_INPUT_PARAM: call.arguments})
+        if call.call_type == "custom"
+        else call.arguments
+    )
+    return {
+        "id": call.call_id,
+        "type": "function",
+        "function": {"name": call.name, "arguments": arguments},
+    }
+
+
+def _tool(spec: ToolSpec) -> dict[str, Any]:
+    if spec.type == "custom":
+        description = spec.description
+        definition = (spec.format or {}).get("definition")
+        if definition:
+            # The chat wire cannot constrain output with a grammar, so the model reads it.
+            description = (
+                f"{description}\n\nPass the raw text in `{CUSTOM_INPUT_PARAM}`; it must match "
+                f"this grammar:\n{definition}"
+            )
+        parameters: dict[str, Any] = {
+            "type": "object",
+            "properties": {
+                CUSTOM_INPUT_PARAM: {"type": "string", "description": "The raw tool input."}
+            },
+            "required": [CUSTOM_INPUT_PARAM],
+            "additionalProperties": False,
+        }
+    else:
+        description = spec.description
+        parameters = spec.parameters or {"type": "object", "properties": {}}
+    return {
+        "type": "function",
+        "function": {"name": spec.name, "description": description, "parameters": parameters},
+    }
+
+
+@dataclass
+class _PendingCall:
+    call_id: str = ""
+    name: str = ""
+    arguments: list[str] = field(default_factory=list)
+
+
+@dataclass
+class _ChatAccumulator:
+    text: list[str] = field(default_factory=list)
+    reasoning: list[str] = field(default_factory=list)
+    calls: dict[int, _PendingCall] = field(default_factory=dict)
+    usage: Usage = field(default_factory=Usage)
+    response_id: str | None = None
+    finish_reason: str | None = None
+
+    def add_chunk(self, chunk: dict[str, Any]) -> None:
+        self.response_id = self.response_id or chunk.get("id")
+        if chunk.get("usage"):
+            self.usage = _usage(chunk["usage"])
+        for choice in chunk.get("choices") or []:
+            delta = choice.get("delta") or {}
+            if delta.get("content"):
+                self.text.append(str(delta["content"]))
+            # DeepSeek/Kimi/Qwen say `reasoning_content`; OpenRouter says `reasoning`.
+            thinking = delta.get("reasoning_content") or delta.get("reasoning")
+            if isinstance(thinking, str) and thinking:
+                self.reasoning.append(thinking)
+            for fragment in delta.get("tool_calls") or []:
+                self._add_call_fragment(fragment)
+            if choice.get("finish_reason"):
+                self.finish_reason = str(choice["finish_reason"])
+
+    def _add_call_fragment(self, fragment: dict[str, Any]) -> None:
+        index = int(fragment.get("index") or 0)
+        pending = self.calls.setdefault(index, _PendingCall())
+        if fragment.get("id"):
+            pending.call_id = str(fragment["id"])
+        function = fragment.get("function") or {}
+        if function.get("name"):
+            pending.name += str(function["name"])
+        if function.get("arguments"):
+            pending.arguments.append(str(function["arguments"]))
+
+    def response(self, custom_tools: frozenset[str]) -> ModelResponse:
+        items: list[HistoryItem] = []
+        if self.reasoning:
+            items.append(Reasoning(content="".join(self.reasoning)))
+        text = "".join(self.text)
+        if text:
+            items.append(Message(role="assistant", text=text))
+        for index in sorted(self.calls):
+            pending = self.calls[index]
+            arguments = "".join(pending.arguments)
+            call_id = pending.call_id or f"call_{index}"
+            if pending.name in custom_tools:
+                items.append(
+                    ToolCall(
+                        call_id=call_id,
+                        name=pending.name,
+                        arguments=_custom_input(arguments),
+                        call_type="custom",
+                    )
+                )
+            else:
+                items.append(ToolCall(call_id=call_id, name=pending.name, arguments=arguments))
+        return ModelResponse(
+            items=tuple(items),
+            usage=self.usage,
+            response_id=self.response_id,
+            finish_reason=self.finish_reason,
+        )
+
+
+def parse_stream(
+    events: Iterator[ServerSentEvent], *, custom_tools: frozenset[str] = frozenset()
+) -> ModelResponse:
+    """Accumulate chat chunks into a complete response.
+
+    The response is complete at `data: [DONE]`, or when the stream closes after a chunk
+    with a `finish_reason` (some servers omit `[DONE]`). Anything shorter is a dropped stream.
+    """
+    acc = _ChatAccumulator()
+    for event in events:
+        if event.data.strip() == "[DONE]":
+            return acc.response(custom_tools)
+        if not event.data:
+            continue
+        try:
+            chunk = json.loads(event.data)
+        except ValueError:
+            continue
+        if not isinstance(chunk, dict):
+            continue
+        if chunk.get("error"):
+            error = chunk["error"]
+            message = error.get("message") if isinstance(error, dict) else str(error)
+            raise ProviderError(f"{STREAM_DISCONNECTED}: {message or json.dumps(error)}")
+        acc.add_chunk(chunk)
+    if acc.finish_reason is not None:
+        return acc.response(custom_tools)
+    raise StreamInterrupted("stream closed before [DONE]")
+
+
+def _custom_input(arguments: str) -> str:
+    """The raw text of a custom call; models sometimes skip the JSON wrapper."""
+    try:
+        parsed = json.loads(arguments)
+    except ValueError:
+        return arguments
+    if isinstance(parsed, dict) and isinstance(parsed.get(CUSTOM_INPUT_PARAM), str):
+        return str(parsed[CUSTOM_INPUT_PARAM])
+    return arguments
+
+
+def _usage(raw: dict[str, Any]) -> Usage:
+    prompt_details = raw.get("prompt_tokens_details") or {}
+    completion_details = raw.get("completion_tokens_details") or {}
+    cached = prompt_details.get("cached_tokens") or raw.get("prompt_cache_hit_tokens") or 0
+    return Usage(
+        input_tokens=int(raw.get("prompt_tokens") or 0),
+        cached_input_tokens=int(cached),
+        output_tokens=int(raw.get("completion_tokens") or 0),
+        reasoning_output_tokens=int(completion_details.get("reasoning_tokens") or 0),
+    )

@@ -1,0 +1,60 @@
+"""Picks the wire client for a provider."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+
+import httpx
+
+from oiexec.config.settings import ProviderConfig
+from oiexec.errors import ConfigError
+from oiexec.protocols import ModelClient
+from oiexec.providers.chat import ChatClient
+from oiexec.providers.http import RetryTiming
+from oiexec.providers.responses import ResponsesClient
+
+__all__ = ["create_client"]
+
+
+def create_client(
+    provider_id: str,
+    provider: ProviderConfig,
+    api_key: str | None,
+    *,
+    extra_headers: Mapping[str, str] | None = None,
+    timing: RetryTiming | None = None,
+    transport: httpx.BaseTransport | None = None,
+) -> ModelClient:
+    """The `ModelClient` for `provider`'s `wire_api`.
+
+    Raises ConfigError when the provider cannot be used (no base URL, unsupported wire).
+    """
+    if not provider.base_url:
+        raise ConfigError(
+            f"Model provider `{provider_id}` has no base_url",
+            hint=f"Set model_providers.{provider_id}.base_url in config.toml.",
+        )
+    if provider.wire_api == "responses":
+        return ResponsesClient(
+            provider,
+            api_key,
+            provider_id=provider_id,
+            extra_headers=extra_headers,
+            timing=timing,
+            transport=transport,
+        )
+    if provider.wire_api == "chat":
+        return ChatClient(
+            provider,
+            api_key,
+            provider_id=provider_id,
+            extra_headers=extra_headers,
+            timing=timing,
+            transport=transport,
+        )
+    raise ConfigError(
+        f'Model provider `{provider_id}` uses `wire_api = "{provider.wire_api}"`, which is not '
+        "supported yet",
+        hint="The Anthropic Messages wire comes with the harness emulation work; use a "
+        '"responses" or "chat" provider for now.',
+    )
