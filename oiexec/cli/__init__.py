@@ -1,5 +1,81 @@
-"""The `interpreter` command line (placeholder until the CLI lands)."""
+"""The `interpreter` command line (also installed as `oiexec` and `i`).
+
+Only click is imported up front, so `--version` and `--help` stay fast; each command imports
+what it needs when it runs.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+
+import click
+
+from oiexec import __version__
+
+
+class _LazyGroup(click.Group):
+    """Subcommands are imported only when used."""
+
+    _lazy = {
+        "exec": ("oiexec.cli.exec_cmd", "exec_group"),
+        "resume": ("oiexec.cli.exec_cmd", "top_resume_command"),
+        "config": ("oiexec.cli.config_cmd", "config_group"),
+        "sandbox": ("oiexec.cli.sandbox_cmd", "sandbox_group"),
+    }
+    _aliases = {"e": "exec"}
+
+    def list_commands(self, ctx: click.Context) -> list[str]:
+        return sorted(self._lazy)
+
+    def get_command(self, ctx: click.Context, cmd_name: str) -> click.Command | None:
+        name = self._aliases.get(cmd_name, cmd_name)
+        if name not in self._lazy:
+            return None
+        import importlib
+
+        module_name, attr = self._lazy[name]
+        command: click.Command = getattr(importlib.import_module(module_name), attr)
+        return command
+
+
+@click.group(cls=_LazyGroup, context_settings={"help_option_names": ["-h", "--help"]})
+@click.version_option(__version__, "-V", "--version", prog_name="interpreter")
+def cli() -> None:
+    """oiexec: run coding-agent tasks headless, in CI and pipelines."""
 
 
 def main() -> None:
-    raise SystemExit("not yet")
+    """Entry point: map every error to its documented exit code, never a traceback."""
+    from oiexec.errors import ExitCode, Interrupted, OiexecError
+
+    try:
+        code = cli.main(prog_name="interpreter", standalone_mode=False)
+    except OiexecError as exc:
+        click.echo(f"Error: {exc.render()}", err=True)
+        code = int(exc.exit_code)
+    except click.exceptions.Exit as exc:
+        code = exc.exit_code
+    except click.ClickException as exc:
+        exc.show()
+        code = ExitCode.USAGE if isinstance(exc, click.UsageError) else exc.exit_code
+    except click.exceptions.Abort:
+        click.echo("Aborted.", err=True)
+        code = ExitCode.INTERRUPTED
+    except (KeyboardInterrupt, Interrupted):
+        click.echo("interrupted", err=True)
+        code = ExitCode.INTERRUPTED
+    except BrokenPipeError:
+        # The reader went away (e.g. `| head`); nothing useful can be written any more.
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        code = ExitCode.FAILED
+    except Exception as exc:
+        if os.environ.get("OIEXEC_DEBUG"):
+            raise
+        click.echo(
+            f"internal error: {type(exc).__name__}: {exc}\n"
+            "This is a bug in oiexec. Re-run with OIEXEC_DEBUG=1 for the traceback and report it.",
+            err=True,
+        )
+        code = ExitCode.FAILED
+    sys.exit(int(code or 0))

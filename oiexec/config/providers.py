@@ -61,6 +61,13 @@ CODEX_API_KEY_ENV = "CODEX_API_KEY"
 
 def resolve_provider(settings: Settings) -> tuple[str, ProviderConfig]:
     """The provider a run uses: a custom `[model_providers.<id>]` or a built-in one."""
+    provider_id, provider = _lookup_provider(settings)
+    if settings.chat_completions:
+        provider = provider.model_copy(update={"wire_api": "chat"})
+    return provider_id, provider
+
+
+def _lookup_provider(settings: Settings) -> tuple[str, ProviderConfig]:
     provider_id = settings.model_provider
     if provider_id in BUILTIN_PROVIDERS:
         provider = BUILTIN_PROVIDERS[provider_id]

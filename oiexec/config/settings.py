@@ -80,6 +80,8 @@ class Settings(BaseSettings):
     model_provider: str = "openai"
     model_providers: dict[str, ProviderConfig] = Field(default_factory=dict)
     openai_base_url: str | None = None
+    #: Talk to the chosen provider over Chat Completions (`--chat-completions`).
+    chat_completions: bool = False
     review_model: str | None = None
     model_reasoning_effort: ReasoningEffort | None = None
     model_reasoning_summary: Literal["auto", "concise", "detailed", "none"] | None = None

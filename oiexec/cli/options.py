@@ -1,0 +1,96 @@
+"""The exec options, Codex's names first, then the pipeline additions.
+
+They are attached to `exec` and to each of its subcommands, because Codex accepts most of them
+on either side of `resume <id>`; `merged_params` reconciles the two.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any, TypeVar
+
+import click
+
+F = TypeVar("F", bound=Callable[..., Any])
+
+SANDBOX_CHOICES = ("read-only", "workspace-write", "danger-full-access")
+
+_EXEC_OPTIONS: list[Callable[[Any], Any]] = [
+    click.option(
+        "-c",
+        "--config",
+        "config_overrides",
+        multiple=True,
+        metavar="KEY=VALUE",
+        help="Override a config value (dotted key; the value is parsed as TOML).",
+    ),
+    click.option("--enable", "enable_features", multiple=True, metavar="FEATURE",
+                 help="Same as -c features.FEATURE=true."),
+    click.option("--disable", "disable_features", multiple=True, metavar="FEATURE",
+                 help="Same as -c features.FEATURE=false."),
+    click.option("--strict-config", is_flag=True, help="Treat unknown config keys as errors."),
+    click.option("-m", "--model", help="Model to use."),
+    click.option("--oss", is_flag=True, help="Use a local open-source provider (ollama)."),
+    click.option("--local-provider", type=click.Choice(["ollama", "lmstudio"]),
+                 help="Local provider for --oss."),
+    click.option("--chat-completions", is_flag=True,
+                 help="Talk to the provider over the Chat Completions wire."),
+    click.option("-p", "--profile", help="Config profile ([profiles.NAME] or NAME.config.toml)."),
+    click.option("-s", "--sandbox", "sandbox_mode", type=click.Choice(SANDBOX_CHOICES),
+                 help="Sandbox for model-run commands."),
+    click.option("-a", "--ask-for-approval", "approval", metavar="POLICY",
+                 help="Accepted for compatibility; exec always uses `never`."),
+    click.option("--dangerously-bypass-approvals-and-sandbox", "--yolo", "bypass", is_flag=True,
+                 help="Run commands without any sandbox. Only inside an isolated container."),
+    click.option("-C", "--cd", "cd", type=click.Path(file_okay=False, path_type=str),
+                 help="Working directory of the agent."),
+    click.option("--add-dir", "add_dirs", multiple=True, type=click.Path(path_type=str),
+                 help="Extra writable directory (repeatable)."),
+    click.option("--skip-git-repo-check", is_flag=True,
+                 help="Allow running outside a git repository."),
+    click.option("--ephemeral", is_flag=True, help="Do not write a session rollout."),
+    click.option("--json", "json_mode", is_flag=True, help="Print JSONL events on stdout."),
+    click.option("--experimental-json", "experimental_json", is_flag=True, hidden=True),
+    click.option("-o", "--output-last-message", "last_message_file",
+                 type=click.Path(dir_okay=False, path_type=str),
+                 help="Write the final message to FILE (only after a completed turn)."),
+    click.option("--output-schema", type=click.Path(dir_okay=False, path_type=str),
+                 help="JSON Schema the final message must match."),
+    click.option("--color", type=click.Choice(["always", "never", "auto"]), default="auto",
+                 show_default=True, help="Colour on stderr."),
+    click.option("-i", "--image", "images", multiple=True, type=click.Path(path_type=str),
+                 help="Attach an image to the prompt (repeatable)."),
+    click.option("--junit", "junit_file", type=click.Path(dir_okay=False, path_type=str),
+                 help="Write a JUnit XML report of the run."),
+    click.option("--diff", "diff_file", type=click.Path(dir_okay=False, path_type=str),
+                 help="Write the change made by the run as a patch `git apply` accepts."),
+    click.option("--max-turns", type=click.IntRange(min=1),
+                 help="Fail (exit 4) if the model needs more than N model turns."),
+    click.option("--timeout", "timeout_s", type=click.FloatRange(min=0, min_open=True),
+                 metavar="SECONDS", help="Fail (exit 5) if the run takes longer."),
+    click.option("--thread-source", hidden=True),
+    click.option("--cyber-access-program", hidden=True),
+]
+
+
+def exec_options(func: F) -> F:
+    for option in reversed(_EXEC_OPTIONS):
+        func = option(func)
+    return func
+
+
+def merged_params(ctx: click.Context) -> dict[str, Any]:
+    """The subcommand's options, falling back to the ones given before the subcommand."""
+    params = dict(ctx.params)
+    parent = ctx.parent
+    while parent is not None and parent.command.name in {"exec", "e"}:
+        for name, value in parent.params.items():
+            mine = params.get(name)
+            if isinstance(value, tuple) and isinstance(mine, tuple):
+                params[name] = (*value, *mine)
+                continue
+            source = ctx.get_parameter_source(name)
+            if name not in params or source is None or source.name in {"DEFAULT", "DEFAULT_MAP"}:
+                params[name] = value
+        parent = parent.parent
+    return params

@@ -1,0 +1,63 @@
+"""The native harness: Codex's tools and conventions, with this project's prompt."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from pathlib import Path
+
+from oiexec.harness.data import harness_dir, load_manifest
+from oiexec.protocols import Tool
+from oiexec.sandbox.base import SandboxPolicy
+from oiexec.tools.apply_patch_tool import build_apply_patch_tool
+from oiexec.tools.exec_command import ExecCommandTool, WriteStdinTool
+from oiexec.tools.process import ProcessRegistry
+from oiexec.tools.update_plan import UpdatePlanTool
+from oiexec.types import HistoryItem, Message, ModelResponse
+
+
+class NativeHarness:
+    """Tools `exec_command`, `write_stdin`, `apply_patch` (freeform) and `update_plan`; the
+    run ends on a response without tool calls."""
+
+    id = "native"
+
+    def __init__(
+        self,
+        *,
+        user_instructions: str | None,
+        environment_context: str,
+        freeform_patch: bool = True,
+        output_token_limit: int = 10_000,
+    ) -> None:
+        self._prompt = (harness_dir(self.id) / load_manifest(self.id)["prompt"]).read_text(
+            encoding="utf-8"
+        )
+        self._user_instructions = user_instructions
+        self._environment_context = environment_context
+        self.processes = ProcessRegistry()
+        self.plan = UpdatePlanTool()
+        patch = build_apply_patch_tool(freeform=freeform_patch)
+        self._tools: list[Tool] = [
+            ExecCommandTool(
+                self.processes, apply_patch_tool=patch, output_token_limit=output_token_limit
+            ),
+            WriteStdinTool(self.processes, output_token_limit=output_token_limit),
+            patch,
+            self.plan,
+        ]
+
+    def instructions(self) -> str:
+        return self._prompt
+
+    def tools(self) -> Sequence[Tool]:
+        return self._tools
+
+    def initial_context(self, cwd: Path, policy: SandboxPolicy) -> list[HistoryItem]:
+        items: list[HistoryItem] = []
+        if self._user_instructions:
+            items.append(Message(role="user", text=self._user_instructions))
+        items.append(Message(role="user", text=self._environment_context))
+        return items
+
+    def is_complete(self, response: ModelResponse) -> bool:
+        return not response.tool_calls

@@ -1,0 +1,145 @@
+"""The readable transcript on stderr: header, commands, patches, messages, token use.
+
+Colour only when asked (a TTY or `--color always`). Inside GitHub Actions each model step is
+folded into a `::group::` so long runs stay readable in the job log.
+"""
+
+from __future__ import annotations
+
+import os
+from typing import TextIO, assert_never
+
+import click
+
+from oiexec.events import (
+    AgentMessageItem,
+    CommandExecutionItem,
+    ErrorItem,
+    FileChangeItem,
+    ItemCompleted,
+    ItemStarted,
+    ItemUpdated,
+    ReasoningItem,
+    StreamError,
+    ThreadEvent,
+    ThreadStarted,
+    TodoListItem,
+    TurnCompleted,
+    TurnFailed,
+    TurnStarted,
+)
+from oiexec.redact import redact
+
+_OUTPUT_TAIL_LINES = 12
+
+
+def in_github_actions() -> bool:
+    return os.environ.get("GITHUB_ACTIONS") == "true"
+
+
+class HumanSink:
+    def __init__(self, stream: TextIO, *, color: bool, show_reasoning: bool = True) -> None:
+        self._stream = stream
+        self._color = color
+        self._show_reasoning = show_reasoning
+        self._groups = in_github_actions()
+        self._group_open = False
+
+    # -- plumbing -----------------------------------------------------------------------
+
+    def _write(self, text: str) -> None:
+        self._stream.write(redact(text) + "\n")
+        self._stream.flush()
+
+    def _style(self, text: str, **styles: object) -> str:
+        return click.style(text, **styles) if self._color else text  # type: ignore[arg-type]
+
+    def header(self, title: str, fields: list[tuple[str, str]]) -> None:
+        self._write(title)
+        self._write("--------")
+        for name, value in fields:
+            self._write(f"{self._style(name + ':', bold=True)} {value}")
+        self._write("--------")
+
+    def note(self, text: str) -> None:
+        self._write(text)
+
+    def warning(self, text: str) -> None:
+        self._write(self._style("warning: ", fg="yellow", bold=True) + text)
+
+    def step(self, number: int) -> None:
+        if not self._groups:
+            return
+        if self._group_open:
+            self._write("::endgroup::")
+        self._write(f"::group::Turn {number}")
+        self._group_open = True
+
+    def _end_group(self) -> None:
+        if self._group_open:
+            self._write("::endgroup::")
+            self._group_open = False
+
+    # -- events ---------------------------------------------------------------------------
+
+    def emit(self, event: ThreadEvent) -> None:
+        match event:
+            case ThreadStarted() | TurnStarted():
+                pass
+            case ItemStarted(item=item):
+                if isinstance(item, CommandExecutionItem):
+                    self._write(self._style("exec ", fg="magenta", bold=True) + item.command)
+            case ItemUpdated(item=item):
+                if isinstance(item, TodoListItem):
+                    self._todo(item)
+            case ItemCompleted(item=item):
+                self._completed(item)
+            case StreamError(message=message):
+                self._write(self._style("error: ", fg="red", bold=True) + message)
+            case TurnCompleted(usage=usage):
+                self._end_group()
+                total = usage.input_tokens + usage.output_tokens
+                self._write(self._style("tokens used: ", bold=True) + f"{total:,}")
+            case TurnFailed(error=error):
+                self._end_group()
+                self._write(self._style("ERROR: ", fg="red", bold=True) + error.message)
+            case _:
+                assert_never(event)
+
+    def _completed(self, item: object) -> None:
+        match item:
+            case CommandExecutionItem():
+                ok = item.status == "completed"
+                verdict = "succeeded" if ok else f"{item.status} (exit {item.exit_code})"
+                self._write(self._style(verdict, fg="green" if ok else "red"))
+                lines = item.aggregated_output.rstrip("\n").splitlines()
+                if len(lines) > _OUTPUT_TAIL_LINES:
+                    hidden = len(lines) - _OUTPUT_TAIL_LINES
+                    self._write(self._style(f"  … {hidden} lines hidden", dim=True))
+                for line in lines[-_OUTPUT_TAIL_LINES:]:
+                    self._write(self._style("  " + line, dim=True))
+            case FileChangeItem():
+                verdict = "applied" if item.status == "completed" else "failed"
+                self._write(self._style(f"patch {verdict}", fg="cyan", bold=True))
+                marks = {"add": "A", "delete": "D", "update": "M"}
+                for change in item.changes:
+                    self._write(f"  {marks[change.kind]} {change.path}")
+            case AgentMessageItem():
+                self._write(self._style("assistant", fg="blue", bold=True))
+                self._write(item.text)
+            case ReasoningItem():
+                if self._show_reasoning:
+                    self._write(self._style("thinking", italic=True))
+                    self._write(self._style(item.text, dim=True))
+            case TodoListItem():
+                self._todo(item)
+            case ErrorItem():
+                self.warning(item.message)
+
+    def _todo(self, item: TodoListItem) -> None:
+        self._write(self._style("plan", bold=True))
+        for entry in item.items:
+            self._write(f"  [{'x' if entry.completed else ' '}] {entry.text}")
+
+    def close(self) -> None:
+        self._end_group()

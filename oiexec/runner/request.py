@@ -1,0 +1,39 @@
+"""The frozen request the CLI builds and the runner executes."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Literal
+
+from oiexec.config.loader import ConfigInputs
+
+
+@dataclass(frozen=True)
+class ResumeTarget:
+    session_id: str | None = None
+    last: bool = False
+    all_cwds: bool = False
+
+
+@dataclass(frozen=True)
+class ExecRequest:
+    prompt: str
+    cwd: Path
+    config: ConfigInputs
+    images: tuple[Path, ...] = ()
+    add_dirs: tuple[Path, ...] = ()
+    skip_git_repo_check: bool = False
+    ephemeral: bool = False
+    json: bool = False
+    color: Literal["always", "never", "auto"] = "auto"
+    output_last_message: Path | None = None
+    output_schema: Path | None = None
+    junit: Path | None = None
+    diff: Path | None = None
+    max_turns: int | None = None
+    timeout: float | None = None
+    dangerously_bypass: bool = False
+    resume: ResumeTarget | None = None
+    fork_from: str | None = None
+    warnings: tuple[str, ...] = field(default=())

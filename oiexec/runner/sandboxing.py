@@ -1,0 +1,62 @@
+"""From settings and flags to a sandbox policy; and noticing when the sandbox refused."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+from oiexec.config.settings import Settings
+from oiexec.errors import SandboxUnavailable
+from oiexec.protocols import Sandbox
+from oiexec.runner.request import ExecRequest
+from oiexec.sandbox.base import PreparedCommand, SandboxMode, SandboxPolicy
+
+
+def effective_mode(settings: Settings, *, trusted: bool, bypass: bool) -> SandboxMode:
+    if bypass:
+        return "danger-full-access"
+    if settings.sandbox_mode:
+        return settings.sandbox_mode
+    # Codex's default: an untrusted project gets read-only, a trusted one workspace-write.
+    return "workspace-write" if trusted else "read-only"
+
+
+def build_policy(settings: Settings, request: ExecRequest, *, trusted: bool) -> SandboxPolicy:
+    extra = settings.sandbox_workspace_write
+    roots = [*request.add_dirs, *(Path(p).expanduser() for p in extra.writable_roots)]
+    return SandboxPolicy(
+        mode=effective_mode(settings, trusted=trusted, bypass=request.dangerously_bypass),
+        cwd=request.cwd,
+        extra_roots=tuple(r if r.is_absolute() else request.cwd / r for r in roots),
+        network_access=extra.network_access,
+        exclude_tmpdir_env_var=extra.exclude_tmpdir_env_var,
+        exclude_slash_tmp=extra.exclude_slash_tmp,
+        require=settings.sandbox_require,
+    )
+
+
+class RefusalTracker:
+    """Wraps a sandbox and remembers each refusal, so the run can end with the sandbox exit
+    code instead of pretending the task was done."""
+
+    def __init__(self, inner: Sandbox) -> None:
+        self._inner = inner
+        self.refusals: list[str] = []
+
+    @property
+    def backend(self) -> str:
+        return self._inner.backend
+
+    @property
+    def policy(self) -> SandboxPolicy:
+        return self._inner.policy
+
+    def prepare(self, argv: list[str], *, cwd: Path, env: dict[str, str]) -> PreparedCommand:
+        try:
+            return self._inner.prepare(argv, cwd=cwd, env=env)
+        except SandboxUnavailable as exc:
+            self.refusals.append(exc.message.removeprefix("sandbox unavailable: "))
+            raise
+
+    def describe(self) -> dict[str, Any]:
+        return self._inner.describe()
