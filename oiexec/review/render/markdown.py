@@ -1,0 +1,88 @@
+"""A readable Markdown report: verdict, gate outcome, a table of findings, then details."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from oiexec.review.gate import GatePolicy, blocking_findings, is_blocking, priority_label
+from oiexec.review.model import CORRECT, INCORRECT, ReviewFinding, ReviewOutput
+
+__all__ = ["render_markdown", "write_markdown"]
+
+_VERDICT = {
+    CORRECT: "✅ patch is correct",
+    INCORRECT: "❌ patch is incorrect",
+    "": "⚠️ no verdict (the reviewer gave no structured review)",
+}
+_STATUS = {
+    "in_diff": "in the change",
+    "outside_diff": "outside the change",
+    "file_missing": "file not found",
+    "line_out_of_range": "lines not in file",
+    "in_file": "in file",
+    "unchecked": "not checked",
+}
+
+
+def render_markdown(
+    review: ReviewOutput, *, policy: GatePolicy | None = None, title: str | None = None
+) -> str:
+    policy = policy or GatePolicy()
+    blocking = blocking_findings(review, policy)
+    lines = [f"# Code review{f': {title}' if title else ''}", ""]
+    lines.append(
+        f"**Verdict:** {_VERDICT[review.overall_correctness]} "
+        f"(confidence {review.overall_confidence_score:.2f})  "
+    )
+    threshold = f"P{policy.fail_on}"
+    if blocking:
+        gate = f"❌ blocked: {len(blocking)} finding(s) at or above {threshold}"
+    else:
+        gate = f"✅ passed: no finding at or above {threshold}"
+    if policy.min_confidence:
+        gate += f" with confidence ≥ {policy.min_confidence:.2f}"
+    lines += [f"**Gate:** {gate}", ""]
+    if review.overall_explanation.strip():
+        lines += [review.overall_explanation.strip(), ""]
+    if not review.findings:
+        lines.append("No findings.")
+        return "\n".join(lines) + "\n"
+    lines += [
+        "| # | Priority | Finding | Location | Confidence | Blocks |",
+        "|---|---|---|---|---|---|",
+    ]
+    for number, finding in enumerate(review.findings, 1):
+        lines.append(
+            f"| {number} | {priority_label(finding)} | {_cell(finding.title)} "
+            f"| {_cell(_location(finding))} | {finding.confidence_score:.2f} "
+            f"| {'yes' if is_blocking(finding, policy) else 'no'} |"
+        )
+    lines += ["", "## Details", ""]
+    for number, finding in enumerate(review.findings, 1):
+        lines += [
+            f"### {number}. {finding.title}",
+            "",
+            f"`{_location(finding)}` · {priority_label(finding)} · confidence "
+            f"{finding.confidence_score:.2f} · {_STATUS[finding.location_status]}"
+            + (" · **blocking**" if is_blocking(finding, policy) else ""),
+            "",
+            finding.body.strip(),
+            "",
+        ]
+    return "\n".join(lines).rstrip("\n") + "\n"
+
+
+def write_markdown(
+    path: Path, review: ReviewOutput, *, policy: GatePolicy | None = None, title: str | None = None
+) -> None:
+    path.write_text(render_markdown(review, policy=policy, title=title), encoding="utf-8")
+
+
+def _location(finding: ReviewFinding) -> str:
+    span = finding.code_location.line_range
+    return f"{finding.display_path}:{span.start}-{span.end}"
+
+
+def _cell(text: str) -> str:
+    # A table cell ends at a pipe or a newline.
+    return " ".join(text.replace("|", "\\|").split())
