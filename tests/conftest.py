@@ -1,0 +1,140 @@
+"""Shared fixtures: an isolated home, real git repos, the real CLI as a subprocess, and the
+scripted model server."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from collections.abc import Iterator, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from tests.support.model_server import ModelServer, model_server  # noqa: F401
+
+_SCRUBBED_PREFIXES = ("OPENAI_", "CODEX_", "OPENINTERPRETER_", "ANTHROPIC_", "GITHUB_")
+
+
+@pytest.fixture(autouse=True)
+def isolated_env(tmp_path_factory: pytest.TempPathFactory, monkeypatch: pytest.MonkeyPatch) -> Path:
+    """Every test gets its own HOME and OPENINTERPRETER_HOME, no provider keys, fast retries."""
+    home = tmp_path_factory.mktemp("home")
+    for name in list(os.environ):
+        if name.startswith(_SCRUBBED_PREFIXES) or name.endswith("_API_KEY"):
+            monkeypatch.delenv(name, raising=False)
+    monkeypatch.setenv("HOME", str(home))
+    monkeypatch.setenv("OPENINTERPRETER_HOME", str(home / ".openinterpreter"))
+    monkeypatch.setenv("OIEXEC_RETRY_BASE_DELAY_MS", "1")
+    monkeypatch.setenv("GIT_AUTHOR_NAME", "Test")
+    monkeypatch.setenv("GIT_AUTHOR_EMAIL", "test@example.invalid")
+    monkeypatch.setenv("GIT_COMMITTER_NAME", "Test")
+    monkeypatch.setenv("GIT_COMMITTER_EMAIL", "test@example.invalid")
+    monkeypatch.setenv("GIT_CONFIG_NOSYSTEM", "1")
+    monkeypatch.delenv("GITHUB_ACTIONS", raising=False)
+    return home
+
+
+@pytest.fixture
+def oi_home() -> Path:
+    path = Path(os.environ["OPENINTERPRETER_HOME"])
+    path.mkdir(parents=True, exist_ok=True)
+    return path
+
+
+def git(cwd: Path, *args: str) -> str:
+    return subprocess.run(
+        ["git", *args], cwd=cwd, check=True, capture_output=True, text=True
+    ).stdout
+
+
+BUGGY_CALC = "def add(a, b):\n    return a - b\n"
+FIXED_CALC = "def add(a, b):\n    return a + b\n"
+TEST_CALC = (
+    "import unittest\n\nfrom calc import add\n\n\n"
+    "class AddTest(unittest.TestCase):\n"
+    "    def test_add(self):\n        self.assertEqual(add(2, 3), 5)\n\n\n"
+    'if __name__ == "__main__":\n    unittest.main()\n'
+)
+FIX_PATCH = (
+    "*** Begin Patch\n*** Update File: calc.py\n def add(a, b):\n"
+    "-    return a - b\n+    return a + b\n*** End Patch\n"
+)
+
+
+@pytest.fixture
+def repo(tmp_path: Path) -> Path:
+    """A git repo with one commit and a failing unit test (`python -m unittest`)."""
+    path = tmp_path / "repo"
+    path.mkdir()
+    git(path, "init", "-q", "-b", "main")
+    (path / "calc.py").write_text(BUGGY_CALC)
+    (path / "test_calc.py").write_text(TEST_CALC)
+    git(path, "add", "-A")
+    git(path, "commit", "-q", "-m", "initial")
+    return path
+
+
+@dataclass
+class CliResult:
+    returncode: int
+    stdout: str
+    stderr: str
+
+    @property
+    def events(self) -> list[dict[str, Any]]:
+        return [json.loads(line) for line in self.stdout.splitlines() if line.strip()]
+
+    def types(self) -> list[str]:
+        return [event["type"] for event in self.events]
+
+    def items(self, item_type: str, event: str = "item.completed") -> list[dict[str, Any]]:
+        return [
+            e["item"]
+            for e in self.events
+            if e["type"] == event and e["item"]["type"] == item_type
+        ]
+
+
+def run_cli(
+    args: Sequence[str],
+    *,
+    cwd: Path,
+    input: str | bytes | None = "",
+    env: dict[str, str] | None = None,
+    timeout: float = 60,
+) -> CliResult:
+    """Runs the real `interpreter` CLI in a subprocess (stdin closed unless `input`)."""
+    full_env = {**os.environ, **(env or {})}
+    data = input.encode() if isinstance(input, str) else input
+    proc = subprocess.run(
+        [sys.executable, "-m", "oiexec", *args],
+        cwd=cwd,
+        input=data,
+        stdin=None if data is not None else subprocess.DEVNULL,
+        capture_output=True,
+        env=full_env,
+        timeout=timeout,
+    )
+    return CliResult(proc.returncode, proc.stdout.decode(), proc.stderr.decode())
+
+
+@pytest.fixture
+def cli() -> Iterator[Any]:
+    yield run_cli
+
+
+def exec_args(server: ModelServer, *extra: str, wire: str = "responses", **provider: Any) -> list[str]:
+    """`exec` with the scripted provider, JSON output and danger-full-access (tests that need
+    the sandbox pass `-s` themselves, later flags win)."""
+    return [
+        "exec",
+        "--json",
+        "-s",
+        "danger-full-access",
+        *server.config_args(wire_api=wire, **provider),  # type: ignore[arg-type]
+        *extra,
+    ]
