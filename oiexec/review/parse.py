@@ -104,25 +104,30 @@ def _extract_object(text: str) -> dict[str, Any]:
     stripped = text.strip()
     if not stripped:
         raise ReviewParseError(["the answer is empty; expected a JSON object"], text)
-    candidates: list[Any] = []
-    whole = _loads(stripped)
-    if whole is not _NOTHING:
-        candidates.append(whole)
-    for match in _FENCE.finditer(text):
-        inner = _loads(match.group(1).strip())
-        if inner is not _NOTHING:
-            candidates.append(inner)
-    candidates.extend(_embedded_objects(text))
-    objects = [c for c in candidates if isinstance(c, dict)]
-    for obj in objects:
-        if _REVIEW_KEYS & obj.keys():
-            return obj
-    if objects:
-        return objects[0]
-    if candidates:
-        kind = type(candidates[0]).__name__
+    # Whole answer and fenced blocks first: what the model presented as its answer.
+    primary = [_loads(stripped)] + [_loads(m.group(1).strip()) for m in _FENCE.finditer(text)]
+    primary = [value for value in primary if value is not _NOTHING]
+    for value in [*primary, *_embedded_objects(text)]:
+        if isinstance(value, dict) and _REVIEW_KEYS & value.keys():
+            return value
+    for value in primary:
+        if isinstance(value, dict):
+            return value
+    if primary:
+        kind = _kind(primary[0])
         raise ReviewParseError([f"expected a JSON object at the top level, got {kind}"], text)
-    raise ReviewParseError(["no JSON object found in the answer"], text)
+    raise ReviewParseError([_why_no_object(text)], text)
+
+
+def _why_no_object(text: str) -> str:
+    first, last = text.find("{"), text.rfind("}")
+    if first == -1:
+        return "no JSON object found in the answer"
+    try:
+        json.loads(text[first : last + 1] if last > first else text[first:])
+    except ValueError as exc:
+        return f"no complete JSON review object found; the JSON is malformed: {exc}"
+    return "no JSON review object found in the answer"
 
 
 _NOTHING = object()

@@ -43,6 +43,7 @@ _DIFF_FLAGS = (
 )
 #: Enough of a file's head to tell text from binary, as git itself does.
 _BINARY_SNIFF = 8000
+_MAX_UNTRACKED_BYTES = 16 * 1024 * 1024
 
 
 class ReviewTargetError(UsageError):
@@ -153,7 +154,7 @@ def changed_lines(repo: Path, target: ReviewTarget) -> dict[str, set[int]] | Non
         base = _git(root, "rev-parse", "--verify", "-q", "HEAD", check=False).strip()
         lines = parse_zero_context_diff(_git(root, *_DIFF_FLAGS, base or _empty_tree(root)))
         for path in _untracked(root):
-            lines[path] = _all_lines((root / path).read_bytes())
+            lines[path] = _untracked_lines(root / path)
         return lines
     if isinstance(target, BaseBranchTarget):
         return parse_zero_context_diff(_git(root, *_DIFF_FLAGS, _merge_base(root, target.branch)))
@@ -192,6 +193,15 @@ def _unquote(path: str) -> str:
         return path
     raw = path[1:-1].encode("latin-1", "backslashreplace").decode("unicode_escape")
     return raw.encode("latin-1").decode("utf-8", "replace")
+
+
+def _untracked_lines(path: Path) -> set[int]:
+    try:
+        if path.stat().st_size > _MAX_UNTRACKED_BYTES:
+            return set()  # a data dump, not code anyone will comment on line by line
+        return _all_lines(path.read_bytes())
+    except OSError:
+        return set()
 
 
 def _all_lines(content: bytes) -> set[int]:
