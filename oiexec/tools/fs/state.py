@@ -1,0 +1,96 @@
+"""Read-before-write tracking: which files the model has seen, and whether they changed since.
+
+Claude Code, opencode and qwen-code refuse to edit or overwrite a file the model has not read
+(or that changed after the read); Claude Code and zcode also answer an unchanged re-read with a
+short note instead of the same text again. One tracker per run holds what that needs.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+from dataclasses import dataclass
+from enum import Enum
+from pathlib import Path
+
+
+class ReadGate(Enum):
+    """Whether a write to an existing file may go ahead."""
+
+    OK = "ok"
+    NEW_FILE = "new_file"
+    NOT_READ = "not_read"
+    STALE = "stale"
+
+
+@dataclass(frozen=True)
+class FileStamp:
+    """What a file looked like when last read or written by a tool."""
+
+    mtime_ns: int
+    sha256: str
+    window: tuple[int | None, int | None] = (None, None)
+
+
+def _key(path: Path) -> Path:
+    return Path(os.path.realpath(path))
+
+
+def _stamp(path: Path, window: tuple[int | None, int | None]) -> FileStamp | None:
+    try:
+        data = path.read_bytes()
+        mtime = path.stat().st_mtime_ns
+    except OSError:
+        return None
+    return FileStamp(mtime, hashlib.sha256(data).hexdigest(), window)
+
+
+class FileStateTracker:
+    """Path -> stamp at last read. Paths are compared after resolving symlinks."""
+
+    def __init__(self) -> None:
+        self._stamps: dict[Path, FileStamp] = {}
+
+    def record_read(
+        self, path: Path, *, offset: int | None = None, limit: int | None = None
+    ) -> None:
+        """Note that the model has just seen `path` (through the given window)."""
+        stamp = _stamp(path, (offset, limit))
+        if stamp is not None:
+            self._stamps[_key(path)] = stamp
+
+    def record_write(self, path: Path) -> None:
+        """A tool wrote `path`: the model knows its content, as after a full read."""
+        self.record_read(path)
+
+    def forget(self, path: Path) -> None:
+        self._stamps.pop(_key(path), None)
+
+    def was_read(self, path: Path) -> bool:
+        return _key(path) in self._stamps
+
+    def check(self, path: Path) -> ReadGate:
+        """May a tool write `path` now? New files always may."""
+        if not path.exists():
+            return ReadGate.NEW_FILE
+        seen = self._stamps.get(_key(path))
+        if seen is None:
+            return ReadGate.NOT_READ
+        now = _stamp(path, seen.window)
+        if now is None:
+            return ReadGate.NOT_READ
+        # A touched but identical file is not stale: editors and formatters often do that.
+        if now.mtime_ns != seen.mtime_ns and now.sha256 != seen.sha256:
+            return ReadGate.STALE
+        return ReadGate.OK
+
+    def unchanged_since_read(
+        self, path: Path, *, offset: int | None = None, limit: int | None = None
+    ) -> bool:
+        """True when the same window of `path` was read before and the file is unchanged,
+        so a harness can answer with its "unchanged" note instead of the text."""
+        seen = self._stamps.get(_key(path))
+        if seen is None or seen.window != (offset, limit):
+            return False
+        now = _stamp(path, seen.window)
+        return now is not None and now.sha256 == seen.sha256
