@@ -1,0 +1,135 @@
+from __future__ import annotations
+
+import xml.etree.ElementTree as ET
+from pathlib import Path
+
+import pytest
+
+from oiexec.events import Usage
+from oiexec.output.junit import RunReport, write_junit
+from oiexec.redact import clear_secrets, register_secret
+
+
+def _report(**changes: object) -> RunReport:
+    values: dict[str, object] = {
+        "prompt": "fix the failing test\nthen run the suite",
+        "thread_id": "0190a0b1-0000-7000-8000-000000000001",
+        "model": "gpt-5.5",
+        "status": "success",
+        "failure_message": None,
+        "limit_name": None,
+        "exit_code": 0,
+        "duration_s": 12.3456,
+        "commands": [
+            ("pytest -q", 1, "".join(f"line {i}\n" for i in range(100)) + "1 failed\n"),
+            ("sed -i s/a/b/ x.py", 0, ""),
+            ("sleep 100", None, "partial"),
+        ],
+        "final_message": "Fixed it.",
+        "usage": Usage(input_tokens=1200, output_tokens=300),
+    }
+    values.update(changes)
+    return RunReport(**values)  # type: ignore[arg-type]
+
+
+def _read(path: Path) -> tuple[ET.Element, ET.Element, ET.Element]:
+    root = ET.parse(path).getroot()
+    suite = root.find("testsuite")
+    assert suite is not None
+    case = suite.find("testcase")
+    assert case is not None
+    return root, suite, case
+
+
+def _props(suite: ET.Element) -> dict[str, str]:
+    return {p.attrib["name"]: p.attrib["value"] for p in suite.iter("property")}
+
+
+def test_successful_run(tmp_path: Path) -> None:
+    path = tmp_path / "reports" / "junit.xml"
+    write_junit(path, _report())
+    root, suite, case = _read(path)
+    assert root.tag == "testsuites"
+    assert suite.attrib["name"] == "oiexec"
+    assert (suite.attrib["tests"], suite.attrib["failures"], suite.attrib["errors"]) == (
+        "1",
+        "0",
+        "0",
+    )
+    assert case.attrib["name"] == "fix the failing test"
+    assert case.attrib["classname"] == "oiexec.exec"
+    assert float(case.attrib["time"]) == pytest.approx(12.346)
+    assert case.find("failure") is None
+    props = _props(suite)
+    assert props["thread_id"] == "0190a0b1-0000-7000-8000-000000000001"
+    assert props["model"] == "gpt-5.5"
+    assert props["exit_code"] == "0"
+    assert props["input_tokens"] == "1200"
+    out = case.findtext("system-out") or ""
+    assert "$ pytest -q\n[exit 1]" in out
+    assert "1 failed" in out and "line 99" in out
+    assert "line 5\n" not in out  # only the tail of long output
+    assert "$ sleep 100\n[still running]\npartial" in out
+    assert "$ sed -i s/a/b/ x.py\n[exit 0]" in out
+    assert out.endswith("Fixed it.")
+
+
+@pytest.mark.parametrize(
+    ("status", "limit", "exit_code", "expected_type"),
+    [("limit", "max_turns", 4, "max_turns"), ("limit", "timeout", 5, "timeout"),
+     ("failed", None, 1, "failed")],
+)  # fmt: skip
+def test_failed_or_limited_run_is_a_failure(
+    tmp_path: Path, status: str, limit: str | None, exit_code: int, expected_type: str
+) -> None:
+    path = tmp_path / "junit.xml"
+    write_junit(
+        path,
+        _report(
+            status=status,
+            limit_name=limit,
+            exit_code=exit_code,
+            failure_message="turn limit reached after 3 turns",
+            final_message=None,
+        ),
+    )
+    _, suite, case = _read(path)
+    assert suite.attrib["failures"] == "1"
+    failure = case.find("failure")
+    assert failure is not None
+    assert failure.attrib["type"] == expected_type
+    assert failure.attrib["message"] == "turn limit reached after 3 turns"
+    assert _props(suite)["exit_code"] == str(exit_code)
+
+
+def test_secrets_and_control_characters(tmp_path: Path) -> None:
+    register_secret("ghp_supersecret_token")
+    try:
+        path = tmp_path / "junit.xml"
+        write_junit(
+            path,
+            _report(
+                prompt="use ghp_supersecret_token <please> & thanks " + "x" * 300,
+                status="failed",
+                exit_code=1,
+                failure_message="401 for ghp_supersecret_token",
+                commands=[("echo $TOKEN", 0, "ghp_supersecret_token\x1b[31m\x00red & <b>\n")],
+            ),
+        )
+    finally:
+        clear_secrets()
+    raw = path.read_text(encoding="utf-8")
+    assert "ghp_supersecret" not in raw
+    _, _, case = _read(path)  # parses despite ESC/NUL in the output
+    assert case.attrib["name"].startswith("use [REDACTED] <please> & thanks")
+    assert len(case.attrib["name"]) <= 100
+    assert "red & <b>" in (case.findtext("system-out") or "")
+
+
+def test_empty_prompt_and_bad_status() -> None:
+    with pytest.raises(ValueError, match="status"):
+        _report(status="ok")
+    from oiexec.output.junit import case_name
+
+    assert case_name("\n  \n") == "exec"
+    assert case_name("\n  second line first\nthird") == "second line first"
