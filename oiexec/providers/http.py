@@ -21,6 +21,7 @@ import httpx
 from httpx_sse import EventSource, ServerSentEvent, SSEError
 from tenacity import RetryCallState, Retrying, retry_if_exception_type, stop_after_attempt
 
+from oiexec import __version__
 from oiexec.config.settings import ProviderConfig
 from oiexec.errors import ProviderError
 from oiexec.protocols import RetryCallback
@@ -94,7 +95,11 @@ def build_headers(
     provider: ProviderConfig, api_key: str | None, extra_headers: Mapping[str, str] | None = None
 ) -> dict[str, str]:
     """Request headers: provider headers, env-sourced headers, auth, then the runner's own."""
-    headers: dict[str, str] = {"accept": "text/event-stream", "content-type": "application/json"}
+    headers: dict[str, str] = {
+        "accept": "text/event-stream",
+        "content-type": "application/json",
+        "user-agent": f"oiexec/{__version__}",
+    }
     headers.update(provider.http_headers)
     for header, env_var in provider.env_http_headers.items():
         value = os.environ.get(env_var, "").strip()
@@ -194,12 +199,8 @@ class ProviderHttp:
 
     @property
     def label(self) -> str:
-        name = self.provider.name
-        return (
-            f"{name} ({self.provider_id})"
-            if name and name != self.provider_id
-            else self.provider_id
-        )
+        """How messages name the provider: its display name, else its id."""
+        return self.provider.name or self.provider_id
 
     def close(self) -> None:
         self._client.close()
