@@ -175,9 +175,12 @@ class _Parser:
         self.i = 0
 
     def at_file_header(self) -> bool:
-        return self.i < len(self.lines) and any(
-            self.lines[self.i][1].strip().startswith(h) for h in _FILE_HEADERS
-        )
+        if self.i >= len(self.lines):
+            return False
+        line = self.lines[self.i][1]
+        # A line starting with an edit marker is content, whatever follows the marker.
+        head = line if line[:1] in " -+" else line.strip()
+        return head.startswith(_FILE_HEADERS)
 
     def parse(self) -> Patch:
         hunks: list[Hunk] = []
@@ -230,7 +233,8 @@ class _Parser:
         move_to: str | None = None
         if self.i < len(self.lines):
             lineno, line = self.lines[self.i]
-            if (value := _header(line, MOVE_TO)) is not None:
+            value = None if line[:1] in " -+" else _header(line, MOVE_TO)
+            if value is not None:
                 move_to = self.path(lineno, value, MOVE_TO)
                 self.i += 1
         chunks = self.chunks(path)
@@ -258,7 +262,7 @@ class _Parser:
         while self.i < len(self.lines) and not self.at_file_header():
             lineno, line = self.lines[self.i]
             self.i += 1
-            stripped = line.strip()
+            stripped = line.rstrip()
             if stripped == "@@" or line.startswith("@@ "):
                 close(False, lineno)
                 is_open, header_lineno = True, lineno
