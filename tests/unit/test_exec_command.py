@@ -1,0 +1,480 @@
+"""`exec_command` / `write_stdin` end to end with real processes and a fake event sink."""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import sys
+import time
+import types
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from oiexec.config.settings import ShellEnvironmentPolicy
+from oiexec.errors import SandboxUnavailable
+from oiexec.events import CommandExecutionItem, ItemCompleted, ItemStarted, ThreadEvent
+from oiexec.redact import clear_secrets, register_secret
+from oiexec.sandbox.base import NoSandbox, PreparedCommand, SandboxPolicy
+from oiexec.tools.base import ItemEmitter, ToolContext
+from oiexec.tools.exec_command import (
+    EXEC_COMMAND_SPEC,
+    WRITE_STDIN_SPEC,
+    ExecCommandTool,
+    WriteStdinTool,
+)
+from oiexec.tools.process import ProcessRegistry
+from oiexec.tools.shell_env import build_command_env
+from oiexec.tools.truncate import approx_tokens, truncate_middle
+from oiexec.types import ToolCall, ToolOutput, ToolSpec
+
+
+def dead(pid: int, timeout: float = 3.0) -> bool:
+    """True once `pid` is gone (or a zombie waiting for init to reap it)."""
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        try:
+            os.kill(pid, 0)
+        except ProcessLookupError:
+            return True
+        try:
+            with open(f"/proc/{pid}/stat") as f:
+                if f.read().rsplit(")", 1)[1].split()[0] == "Z":
+                    return True
+        except (FileNotFoundError, IndexError):
+            return True
+        time.sleep(0.02)
+    return False
+
+
+OUTPUT_RE = re.compile(
+    r"Chunk ID: [0-9a-f]{6}\n"
+    r"Wall time: \d+\.\d{4} seconds\n"
+    r"(?P<status>Process exited with code (?P<code>-?\d+)|Process running with session ID "
+    r"(?P<sid>\d+))\n"
+    r"Original token count: (?P<tokens>\d+)\n"
+    r"Output:\n(?P<text>.*)\Z",
+    re.DOTALL,
+)
+
+
+class FakeSandbox:
+    """A sandbox whose `prepare` is a test-provided function."""
+
+    backend = "fake"
+
+    def __init__(self, policy: SandboxPolicy, prepare: Callable[..., PreparedCommand]) -> None:
+        self._policy = policy
+        self._prepare = prepare
+        self.prepared: list[list[str]] = []
+
+    @property
+    def policy(self) -> SandboxPolicy:
+        return self._policy
+
+    def prepare(self, argv: list[str], *, cwd: Path, env: dict[str, str]) -> PreparedCommand:
+        self.prepared.append(argv)
+        return self._prepare(argv, cwd=cwd, env=env)
+
+    def describe(self) -> dict[str, Any]:
+        return {"backend": "fake"}
+
+
+@dataclass
+class Rig:
+    ctx: ToolContext
+    registry: ProcessRegistry
+    exec_tool: ExecCommandTool
+    stdin_tool: WriteStdinTool
+    events: list[ThreadEvent]
+    warnings: list[str] = field(default_factory=list)
+
+    def exec(self, **args: Any) -> ToolOutput:
+        args.setdefault("login", False)  # skip profile scripts: faster, same behaviour
+        return self.exec_tool.run(self.call("exec_command", args), self.ctx)
+
+    def write(self, **args: Any) -> ToolOutput:
+        return self.stdin_tool.run(self.call("write_stdin", args), self.ctx)
+
+    @staticmethod
+    def call(name: str, args: dict[str, Any] | str) -> ToolCall:
+        raw = args if isinstance(args, str) else json.dumps(args)
+        return ToolCall(call_id="call_1", name=name, arguments=raw)
+
+    def items(self) -> list[tuple[str, CommandExecutionItem]]:
+        found = []
+        for event in self.events:
+            assert isinstance(event, ItemStarted | ItemCompleted)
+            assert isinstance(event.item, CommandExecutionItem)
+            found.append((event.type, event.item))
+        return found
+
+
+def make_rig(tmp_path: Path, *, sandbox: Any = None, limit: int = 10_000) -> Rig:
+    events: list[ThreadEvent] = []
+    warnings: list[str] = []
+    env = build_command_env(
+        ShellEnvironmentPolicy(),
+        base_env=os.environ,
+        provider_env_key=None,
+        sandbox_mode="danger-full-access",
+        network_disabled=False,
+        extra={},
+    )
+    ctx = ToolContext(
+        cwd=tmp_path,
+        sandbox=sandbox or NoSandbox(SandboxPolicy(mode="danger-full-access", cwd=tmp_path)),
+        items=ItemEmitter(events.append),
+        env=env,
+        warn=warnings.append,
+    )
+    registry = ProcessRegistry()
+    ctx.cleanup.callback(registry.close_all)
+    return Rig(
+        ctx,
+        registry,
+        ExecCommandTool(registry, output_token_limit=limit),
+        WriteStdinTool(registry, output_token_limit=limit),
+        events,
+        warnings,
+    )
+
+
+@pytest.fixture
+def rig(tmp_path: Path) -> Iterator[Rig]:
+    made = make_rig(tmp_path)
+    with made.ctx.cleanup:
+        yield made
+
+
+def parse(output: ToolOutput) -> re.Match[str]:
+    match = OUTPUT_RE.match(output.output)
+    assert match, output.output
+    return match
+
+
+# --- schemas -----------------------------------------------------------------------------
+
+
+def _props(spec: ToolSpec) -> dict[str, Any]:
+    assert spec.parameters is not None
+    assert spec.parameters["additionalProperties"] is False
+    return {k: v["type"] for k, v in spec.parameters["properties"].items()}
+
+
+def test_schemas_match_codex() -> None:
+    assert _props(EXEC_COMMAND_SPEC) == {
+        "cmd": "string",
+        "workdir": "string",
+        "shell": "string",
+        "login": "boolean",
+        "tty": "boolean",
+        "yield_time_ms": "number",
+        "max_output_tokens": "number",
+        "sandbox_permissions": "string",
+        "justification": "string",
+        "prefix_rule": "array",
+    }
+    assert EXEC_COMMAND_SPEC.parameters is not None
+    assert EXEC_COMMAND_SPEC.parameters["required"] == ["cmd"]
+    assert _props(WRITE_STDIN_SPEC) == {
+        "session_id": "number",
+        "chars": "string",
+        "yield_time_ms": "number",
+        "max_output_tokens": "number",
+    }
+    assert WRITE_STDIN_SPEC.parameters is not None
+    assert WRITE_STDIN_SPEC.parameters["required"] == ["session_id"]
+    assert "strict" not in EXEC_COMMAND_SPEC.parameters
+
+
+# --- exec_command ------------------------------------------------------------------------
+
+
+def test_echo_reports_output_and_items(rig: Rig) -> None:
+    out = rig.exec(cmd="echo hi", login=True)
+    match = parse(out)
+    assert match["code"] == "0"
+    assert match["text"] == "hi\n"
+    assert match["tokens"] == "1"
+    assert not out.is_error
+    (kind0, started), (kind1, done) = rig.items()
+    assert kind0 == "item.started" and kind1 == "item.completed"
+    assert started.command == "/bin/bash -lc 'echo hi'"
+    assert (started.aggregated_output, started.exit_code, started.status) == (
+        "",
+        None,
+        "in_progress",
+    )
+    assert done.id == started.id
+    assert (done.aggregated_output, done.exit_code, done.status) == ("hi\n", 0, "completed")
+
+
+def test_failure_merges_streams_and_marks_item_failed(rig: Rig) -> None:
+    out = rig.exec(cmd="echo one; echo two >&2; exit 4")
+    match = parse(out)
+    assert match["code"] == "4"
+    assert match["text"] == "one\ntwo\n"
+    done = rig.items()[-1][1]
+    assert (done.command, done.exit_code, done.status) == (
+        "/bin/bash -c 'echo one; echo two >&2; exit 4'",
+        4,
+        "failed",
+    )
+
+
+def test_workdir_is_relative_to_cwd(rig: Rig, tmp_path: Path) -> None:
+    (tmp_path / "sub").mkdir()
+    assert parse(rig.exec(cmd="pwd", workdir="sub"))["text"] == f"{tmp_path / 'sub'}\n"
+    missing = rig.exec(cmd="pwd", workdir="nope")
+    assert missing.is_error and "workdir" in missing.output
+
+
+@pytest.mark.parametrize(
+    ("arguments", "field_name"),
+    [
+        ("{not json", "JSON"),
+        ("{}", "cmd"),
+        ('{"cmd": 5}', "cmd"),
+        ('{"cmd": "true", "yield_time_ms": "soon"}', "yield_time_ms"),
+        ('{"cmd": "true", "tty": "yes"}', "tty"),
+        ('{"cmd": "true", "max_output_tokens": -1}', "max_output_tokens"),
+        ('{"cmd": "true", "prefix_rule": "git"}', "prefix_rule"),
+        ('{"cmd": "true", "sandbox_permissions": "root"}', "sandbox_permissions"),
+    ],
+)
+def test_bad_arguments_name_the_field(rig: Rig, arguments: str, field_name: str) -> None:
+    out = rig.exec_tool.run(rig.call("exec_command", arguments), rig.ctx)
+    assert out.is_error
+    assert field_name in out.output
+    assert rig.events == []
+
+
+def test_long_running_process_is_fed_through_write_stdin(rig: Rig) -> None:
+    out = rig.exec(cmd="echo ready; read x; echo got $x", yield_time_ms=300)
+    match = parse(out)
+    assert match["sid"] is not None
+    assert match["text"] == "ready\n"
+    assert [kind for kind, _ in rig.items()] == ["item.started"]
+
+    out = rig.write(session_id=int(match["sid"]), chars="hello\n", yield_time_ms=3000)
+    match2 = parse(out)
+    assert match2["code"] == "0"
+    assert match2["text"] == "got hello\n"
+    kind, done = rig.items()[-1]
+    assert kind == "item.completed"
+    assert (done.aggregated_output, done.exit_code, done.status) == (
+        "ready\ngot hello\n",
+        0,
+        "completed",
+    )
+
+    again = rig.write(session_id=int(match["sid"]), chars="")
+    assert again.is_error and match["sid"] in again.output
+
+
+def test_poll_with_empty_chars_returns_when_the_process_exits(rig: Rig) -> None:
+    match = parse(rig.exec(cmd="sleep 0.8; echo done", yield_time_ms=250))
+    assert match["sid"]
+    started = time.monotonic()
+    polled = parse(rig.write(session_id=int(match["sid"]), chars="", yield_time_ms=250))
+    assert polled["code"] == "0" and polled["text"] == "done\n"
+    assert time.monotonic() - started < 4  # the 5 s poll minimum ends early on exit
+
+
+def test_write_stdin_bad_arguments(rig: Rig) -> None:
+    for arguments, field_name in [
+        ("{}", "session_id"),
+        ('{"session_id": "1000"}', "session_id"),
+        ('{"session_id": 1000.5}', "session_id"),
+        ('{"session_id": 1000, "chars": 3}', "chars"),
+    ]:
+        out = rig.stdin_tool.run(rig.call("write_stdin", arguments), rig.ctx)
+        assert out.is_error and field_name in out.output, arguments
+    unknown = rig.write(session_id=4242)
+    assert unknown.is_error and "4242" in unknown.output
+
+
+def test_tty_mode(rig: Rig) -> None:
+    assert "/dev/pts/" in parse(rig.exec(cmd="tty", tty=True))["text"]
+    assert parse(rig.exec(cmd="tty"))["text"] == "not a tty\n"
+
+
+def test_output_is_truncated_head_and_tail(rig: Rig) -> None:
+    script = "print('HEAD' + 'x' * 4000 + 'TAIL')"
+    match = parse(rig.exec(cmd=f'{sys.executable} -c "{script}"', max_output_tokens=20))
+    text = match["text"]
+    assert text.startswith("HEAD") and text.endswith("TAIL\n")
+    assert re.search(r"…\d+ tokens truncated…", text)
+    assert len(text) < 200
+    assert match["tokens"] == str(approx_tokens("HEAD" + "x" * 4000 + "TAIL\n"))
+    # The full output still goes to the JSONL item.
+    assert len(rig.items()[-1][1].aggregated_output) == 4009
+
+
+def test_config_token_limit_caps_the_request(tmp_path: Path) -> None:
+    rig = make_rig(tmp_path, limit=5)
+    with rig.ctx.cleanup:
+        text = parse(rig.exec(cmd="printf 'a%.0s' $(seq 200)", max_output_tokens=10_000))["text"]
+    assert "tokens truncated" in text and len(text) < 60
+
+
+def test_truncate_middle_unit() -> None:
+    assert truncate_middle("short", 10) == "short"
+    cut = truncate_middle("é" * 100, 10)  # 200 bytes into a 40-byte budget
+    assert cut.startswith("é" * 10) and cut.endswith("é" * 10)
+    assert "…40 tokens truncated…" in cut
+    assert approx_tokens("abcde") == 2
+
+
+def test_escalation_is_refused_without_running(rig: Rig, tmp_path: Path) -> None:
+    out = rig.exec(cmd="touch escalated", sandbox_permissions="require_escalated")
+    assert out.is_error
+    assert "never" in out.output and "sandbox" in out.output
+    assert rig.events == []
+    assert len(rig.warnings) == 1
+    assert not (tmp_path / "escalated").exists()
+
+
+def test_refusing_sandbox_declines_and_counts(tmp_path: Path) -> None:
+    def refuse(argv: list[str], *, cwd: Path, env: dict[str, str]) -> PreparedCommand:
+        raise SandboxUnavailable("sandbox unavailable: bubblewrap is not installed")
+
+    policy = SandboxPolicy(mode="workspace-write", cwd=tmp_path)
+    rig = make_rig(tmp_path, sandbox=FakeSandbox(policy, refuse))
+    with rig.ctx.cleanup:
+        out = rig.exec(cmd="touch ran")
+    assert out.is_error
+    assert out.output.startswith("sandbox unavailable: bubblewrap is not installed")
+    assert rig.exec_tool.sandbox_refusals == 1
+    [(kind, item)] = rig.items()
+    assert kind == "item.completed"
+    assert (item.status, item.exit_code) == ("declined", None)
+    assert "bubblewrap is not installed" in item.aggregated_output
+    assert not (tmp_path / "ran").exists()
+
+
+def test_sandbox_setup_failure_is_not_the_commands_result(tmp_path: Path) -> None:
+    def launcher_fails(argv: list[str], *, cwd: Path, env: dict[str, str]) -> PreparedCommand:
+        script = "echo 'bwrap: setting up uid map: Permission denied' >&2; exit 125"
+        return PreparedCommand(
+            argv=["/bin/sh", "-c", script], env=env, cwd=cwd, setup_failure_exit_code=125
+        )
+
+    policy = SandboxPolicy(mode="workspace-write", cwd=tmp_path)
+    rig = make_rig(tmp_path, sandbox=FakeSandbox(policy, launcher_fails))
+    with rig.ctx.cleanup:
+        out = rig.exec(cmd="echo hi")
+    assert out.is_error
+    assert out.output.startswith("sandbox setup failed")
+    assert "uid map" in out.output
+    assert "Process exited" not in out.output
+    assert rig.exec_tool.sandbox_refusals == 1
+    assert rig.items()[-1][1].status == "failed"
+
+
+def test_after_notes_reach_the_model_once(tmp_path: Path) -> None:
+    calls: list[int] = []
+
+    def with_tripwire(argv: list[str], *, cwd: Path, env: dict[str, str]) -> PreparedCommand:
+        def after() -> list[str]:
+            calls.append(1)
+            return ["restored .git/hooks/pre-commit"]
+
+        return PreparedCommand(argv=argv, env=env, cwd=cwd, after=after)
+
+    policy = SandboxPolicy(mode="workspace-write", cwd=tmp_path)
+    rig = make_rig(tmp_path, sandbox=FakeSandbox(policy, with_tripwire))
+    with rig.ctx.cleanup:
+        out = rig.exec(cmd="echo hi")
+        running = parse(rig.exec(cmd="sleep 30", yield_time_ms=250))
+        assert calls == [1]
+    assert out.output.endswith("\n\nrestored .git/hooks/pre-commit")
+    assert running["sid"]
+    assert calls == [1, 1]  # the killed session ran its check at close_all
+
+
+def test_run_deadline_kills_the_command_group(rig: Rig) -> None:
+    rig.ctx.deadline = time.monotonic() + 0.8
+    started = time.monotonic()
+    out = rig.exec(cmd="sleep 30 & echo $!; wait", yield_time_ms=30_000)
+    assert time.monotonic() - started < 4
+    assert "time limit" in out.output
+    match = OUTPUT_RE.match(out.output.split("\n\n")[0])
+    assert match and match["code"] == "143"
+    assert dead(int(match["text"].split()[0]))
+    assert rig.items()[-1][1].status == "failed"
+
+
+def test_close_all_completes_open_items(tmp_path: Path) -> None:
+    rig = make_rig(tmp_path)
+    with rig.ctx.cleanup:
+        match = parse(rig.exec(cmd="echo $$; sleep 30", yield_time_ms=250))
+        pid = int(match["text"])
+        assert [kind for kind, _ in rig.items()] == ["item.started"]
+    kind, done = rig.items()[-1]
+    assert kind == "item.completed"
+    assert done.status == "failed" and done.exit_code == 143
+    assert done.aggregated_output == f"{pid}\n"
+    assert dead(pid)
+
+
+def test_background_child_holding_stdout_does_not_hang(tmp_path: Path) -> None:
+    rig = make_rig(tmp_path)
+    with rig.ctx.cleanup:
+        started = time.monotonic()
+        match = parse(rig.exec(cmd="sleep 30 & echo $!", yield_time_ms=10_000))
+        assert time.monotonic() - started < 3
+        assert match["code"] == "0"
+        child = int(match["text"])
+        assert rig.items()[-1][1].status == "completed"
+    assert dead(child)
+
+
+def test_secrets_are_redacted_from_output(rig: Rig) -> None:
+    register_secret("sk-test-very-secret")
+    try:
+        out = rig.exec(cmd="echo key=sk-test-very-secret")
+    finally:
+        clear_secrets()
+    assert "sk-test-very-secret" not in out.output
+    assert "[REDACTED]" in out.output
+    assert "sk-test-very-secret" not in rig.items()[-1][1].aggregated_output
+
+
+def test_apply_patch_heredoc_is_delegated(
+    rig: Rig, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    module = types.ModuleType("oiexec.tools.apply_patch")
+
+    def extract(command: str) -> str | None:
+        return "*** Begin Patch\n*** End Patch\n" if command.startswith("apply_patch <<") else None
+
+    module.extract_heredoc_patch = extract  # type: ignore[attr-defined]
+    monkeypatch.setitem(sys.modules, "oiexec.tools.apply_patch", module)
+    seen: list[tuple[ToolCall, Path]] = []
+
+    class FakePatchTool:
+        spec = ToolSpec(name="apply_patch", description="", type="custom")
+
+        def run(self, call: ToolCall, ctx: ToolContext) -> ToolOutput:
+            seen.append((call, ctx.cwd))
+            return ToolOutput(call_id=call.call_id, output="Success.", call_type="custom")
+
+    tool = ExecCommandTool(rig.registry, FakePatchTool())
+    (tmp_path / "pkg").mkdir()
+    cmd = "apply_patch <<'EOF'\n*** Begin Patch\n*** End Patch\nEOF"
+    call = rig.call("exec_command", {"cmd": cmd, "workdir": "pkg"})
+    out = tool.run(call, rig.ctx)
+    assert out.output == "Success." and out.call_type == "function"
+    [(inner, cwd)] = seen
+    assert inner.arguments == "*** Begin Patch\n*** End Patch\n"
+    assert cwd == tmp_path / "pkg"
+    assert rig.events == []
+    # Anything else still runs in the shell.
+    plain = tool.run(rig.call("exec_command", {"cmd": "echo plain", "login": False}), rig.ctx)
+    assert parse(plain)["text"] == "plain\n"
