@@ -72,7 +72,7 @@ def _locate(
 ) -> ReviewFinding:
     relative, content = _resolve(finding.code_location.absolute_file_path, root, reader)
     status: LocationStatus
-    if relative is None or content is None:
+    if content is None or relative is None:
         status = "file_missing"
     else:
         span = finding.code_location.line_range
@@ -88,33 +88,39 @@ def _locate(
 
 
 def _resolve(raw: str, root: Path, reader: FileReader) -> tuple[str | None, bytes | None]:
-    """Find the repo file a model-written path means; (None, None) when there is none."""
-    for candidate in _candidates(raw, root):
+    """Find the repo file a model-written path means.
+
+    Returns (relative path, content); the path alone when it names a place inside the repo
+    where no file is, (None, None) when it does not name a place inside the repo at all.
+    """
+    candidates, anchored = _candidates(raw, root)
+    for candidate in candidates:
         content = reader(candidate)
         if content is not None:
             return candidate, content
-    return None, None
+    return (candidates[0] if anchored and candidates else None), None
 
 
-def _candidates(raw: str, root: Path) -> list[str]:
+def _candidates(raw: str, root: Path) -> tuple[list[str], bool]:
+    """Repo-relative paths `raw` may mean, best first, and whether the first is certain."""
     path = Path(raw.replace("\\", "/")).expanduser()
     if path.is_absolute():
         inside = _inside(Path(os.path.normpath(path)), root)
         if inside is None:
             inside = _inside(path.resolve(), root)
         if inside is not None:
-            return [inside]
+            return [inside], True
         # An absolute path from another checkout of the same repository (a container mount,
         # the model's guess): accept the longest tail that names a repo file.
         parts = path.parts[1:]
-        return [PurePosixPath(*parts[i:]).as_posix() for i in range(len(parts))]
+        return [PurePosixPath(*parts[i:]).as_posix() for i in range(len(parts))], False
     relative = PurePosixPath(os.path.normpath(path.as_posix()))
-    if relative.parts and relative.parts[0] == "..":
-        return []
+    if not relative.parts or relative.parts[0] in {"..", "."}:
+        return [], False
     candidates = [relative.as_posix()]
     if len(relative.parts) > 1 and relative.parts[0] in {"a", "b"}:
         candidates.append(PurePosixPath(*relative.parts[1:]).as_posix())  # diff-style prefix
-    return candidates
+    return candidates, True
 
 
 def _inside(path: Path, root: Path) -> str | None:

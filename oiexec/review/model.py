@@ -71,7 +71,7 @@ class ReviewFinding(_Model):
     code_location: CodeLocation
     #: Derived by `locate_findings`, never asked of the model.
     location_status: LocationStatus = "unchecked"
-    #: Path relative to the repository root (POSIX separators) when the file was found.
+    #: Path relative to the repository root (POSIX separators) when it points inside the repo.
     relative_path: str | None = None
 
     @property
