@@ -554,7 +554,7 @@ def test_other_commands_are_left_to_the_shell(command: str) -> None:
 # --- properties ----------------------------------------------------------------------------
 
 _TEXT = st.text(
-    alphabet=st.characters(blacklist_categories=("Cs",), blacklist_characters="\r\n"), max_size=12
+    alphabet=st.characters(exclude_categories=["Cs"], exclude_characters="\r\n"), max_size=12
 )
 _FILE_LINES = st.lists(st.text(alphabet="abc xyz—“”\t", max_size=6), unique=True, max_size=14)
 
