@@ -1,0 +1,103 @@
+"""Tree walking with ripgrep's default filters, shared by glob, listing and the grep fallback.
+
+Like ripgrep: `.git` is never entered, hidden entries are skipped unless asked for, symlinks
+are not followed, and `.gitignore` rules apply only inside a git work tree. Ignore rules are
+judged by `git check-ignore --no-index` (so nested `.gitignore`s, negations, `info/exclude`
+and the global excludes file behave exactly as git reads them), one call per tree depth.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+from collections.abc import Iterator, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+
+@dataclass(frozen=True)
+class WalkEntry:
+    """A file or directory found under the walk root; `rel` is POSIX-style, `depth` 1-based."""
+
+    path: Path
+    rel: str
+    is_dir: bool
+    depth: int
+
+
+def git_work_tree(path: Path) -> Path | None:
+    """The top of the git work tree holding `path`, or None outside one (or without git)."""
+    if shutil.which("git") is None:
+        return None
+    start = path if path.is_dir() else path.parent
+    proc = subprocess.run(
+        ["git", "-C", str(start), "rev-parse", "--show-toplevel"],
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+    if proc.returncode != 0 or not proc.stdout.strip():
+        return None
+    return Path(proc.stdout.strip())
+
+
+def ignored_by_git(top: Path, entries: Sequence[WalkEntry]) -> set[Path]:
+    """Which `entries` (all inside the work tree `top`) git's ignore rules exclude."""
+    if not entries:
+        return set()
+    names: dict[str, Path] = {}
+    for entry in entries:
+        rel = os.path.relpath(entry.path, top).replace(os.sep, "/")
+        names[rel + ("/" if entry.is_dir else "")] = entry.path
+    proc = subprocess.run(
+        ["git", "-C", str(top), "check-ignore", "--no-index", "-z", "--stdin"],
+        input="\0".join(names).encode("utf-8") + b"\0",
+        capture_output=True,
+        check=False,
+    )
+    out = proc.stdout.decode("utf-8", errors="replace").split("\0")
+    return {names[name] for name in out if name in names}
+
+
+def walk(
+    root: Path,
+    *,
+    include_hidden: bool = False,
+    respect_gitignore: bool = True,
+    max_depth: int | None = None,
+) -> Iterator[WalkEntry]:
+    """Entries under `root`, breadth first, each level sorted by name."""
+    top = git_work_tree(root) if respect_gitignore else None
+    level = [root]
+    depth = 1
+    while level and (max_depth is None or depth <= max_depth):
+        found: list[WalkEntry] = []
+        for directory in level:
+            found.extend(_children(root, directory, depth, include_hidden))
+        if top is not None:
+            dropped = ignored_by_git(top, found)
+            found = [entry for entry in found if entry.path not in dropped]
+        yield from found
+        level = [entry.path for entry in found if entry.is_dir]
+        depth += 1
+
+
+def _children(root: Path, directory: Path, depth: int, hidden: bool) -> list[WalkEntry]:
+    try:
+        items = sorted(os.scandir(directory), key=lambda item: item.name)
+    except OSError:
+        return []  # unreadable directories are skipped, as ripgrep does (with a warning)
+    out: list[WalkEntry] = []
+    for item in items:
+        if item.name == ".git" or (not hidden and item.name.startswith(".")):
+            continue
+        if item.is_symlink():
+            continue
+        is_dir = item.is_dir(follow_symlinks=False)
+        if not is_dir and not item.is_file(follow_symlinks=False):
+            continue
+        path = Path(item.path)
+        rel = path.relative_to(root).as_posix()
+        out.append(WalkEntry(path, rel, is_dir, depth))
+    return out
