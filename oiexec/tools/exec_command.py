@@ -255,9 +255,11 @@ class ExecCommandTool(_SessionTool):
         cwd = ctx.resolve(workdir) if workdir else ctx.cwd
         if not cwd.is_dir():
             return _error(call, f"exec_command: `workdir` is not a directory: {cwd}")
-        patch = self._heredoc_patch(cmd)
-        if patch is not None and self._apply_patch is not None:
-            return self._run_patch(call, patch, dataclasses.replace(ctx, cwd=cwd))
+        intercepted = self._heredoc_patch(cmd) if self._apply_patch is not None else None
+        if intercepted is not None:
+            patch, patch_dir = intercepted
+            patch_cwd = cwd / patch_dir if patch_dir else cwd
+            return self._run_patch(call, patch, dataclasses.replace(ctx, cwd=patch_cwd))
         argv = [shell, "-lc" if login else "-c", cmd]
         command = shlex.join(argv)
         try:
@@ -295,20 +297,31 @@ class ExecCommandTool(_SessionTool):
         return _error(call, f"{reason}; {_SANDBOX_REFUSED}")
 
     @staticmethod
-    def _heredoc_patch(cmd: str) -> str | None:
-        # apply_patch.py is written separately; until it offers the hook, run the shell.
+    def _heredoc_patch(cmd: str) -> tuple[str, str | None] | None:
+        """(patch, `cd` directory) of an `apply_patch <<'EOF'` command, else None.
+
+        apply_patch.py is imported lazily and defensively: without its hooks the command
+        simply runs in the shell.
+        """
         try:
             module = importlib.import_module("oiexec.tools.apply_patch")
         except ImportError:
             return None
+        parse = getattr(module, "parse_heredoc_invocation", None)
         extract = getattr(module, "extract_heredoc_patch", None)
-        if not callable(extract):
-            return None
         try:
-            patch = extract(cmd)
+            if callable(parse):
+                found = parse(cmd)
+                patch, workdir = getattr(found, "patch", None), getattr(found, "workdir", None)
+            elif callable(extract):
+                patch, workdir = extract(cmd), None
+            else:
+                return None
         except Exception:
             return None
-        return patch if isinstance(patch, str) else None
+        if not isinstance(patch, str):
+            return None
+        return patch, workdir if isinstance(workdir, str) else None
 
     def _run_patch(self, call: ToolCall, patch: str, ctx: ToolContext) -> ToolOutput:
         assert self._apply_patch is not None

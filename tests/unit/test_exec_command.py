@@ -446,6 +446,17 @@ def test_secrets_are_redacted_from_output(rig: Rig) -> None:
     assert "sk-test-very-secret" not in rig.items()[-1][1].aggregated_output
 
 
+class FakePatchTool:
+    spec = ToolSpec(name="apply_patch", description="", type="custom")
+
+    def __init__(self) -> None:
+        self.seen: list[tuple[ToolCall, Path]] = []
+
+    def run(self, call: ToolCall, ctx: ToolContext) -> ToolOutput:
+        self.seen.append((call, ctx.cwd))
+        return ToolOutput(call_id=call.call_id, output="Success.", call_type="custom")
+
+
 def test_apply_patch_heredoc_is_delegated(
     rig: Rig, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -456,25 +467,31 @@ def test_apply_patch_heredoc_is_delegated(
 
     module.extract_heredoc_patch = extract  # type: ignore[attr-defined]
     monkeypatch.setitem(sys.modules, "oiexec.tools.apply_patch", module)
-    seen: list[tuple[ToolCall, Path]] = []
-
-    class FakePatchTool:
-        spec = ToolSpec(name="apply_patch", description="", type="custom")
-
-        def run(self, call: ToolCall, ctx: ToolContext) -> ToolOutput:
-            seen.append((call, ctx.cwd))
-            return ToolOutput(call_id=call.call_id, output="Success.", call_type="custom")
-
-    tool = ExecCommandTool(rig.registry, FakePatchTool())
+    patcher = FakePatchTool()
+    tool = ExecCommandTool(rig.registry, patcher)
     (tmp_path / "pkg").mkdir()
     cmd = "apply_patch <<'EOF'\n*** Begin Patch\n*** End Patch\nEOF"
     call = rig.call("exec_command", {"cmd": cmd, "workdir": "pkg"})
     out = tool.run(call, rig.ctx)
     assert out.output == "Success." and out.call_type == "function"
-    [(inner, cwd)] = seen
+    [(inner, cwd)] = patcher.seen
     assert inner.arguments == "*** Begin Patch\n*** End Patch\n"
     assert cwd == tmp_path / "pkg"
     assert rig.events == []
     # Anything else still runs in the shell.
     plain = tool.run(rig.call("exec_command", {"cmd": "echo plain", "login": False}), rig.ctx)
     assert parse(plain)["text"] == "plain\n"
+
+
+def test_real_heredoc_parser_honours_cd(rig: Rig, tmp_path: Path) -> None:
+    pytest.importorskip("oiexec.tools.apply_patch")
+    patcher = FakePatchTool()
+    tool = ExecCommandTool(rig.registry, patcher)
+    (tmp_path / "pkg").mkdir()
+    patch = "*** Begin Patch\n*** Add File: a.txt\n+hi\n*** End Patch\n"
+    cmd = f"cd pkg && apply_patch <<'EOF'\n{patch}EOF"
+    out = tool.run(rig.call("exec_command", {"cmd": cmd}), rig.ctx)
+    assert out.output == "Success."
+    [(inner, cwd)] = patcher.seen
+    assert inner.arguments.startswith("*** Begin Patch\n*** Add File: a.txt")
+    assert cwd == tmp_path / "pkg"
