@@ -47,7 +47,8 @@ def test_min_confidence_unblocks_unsure_findings() -> None:
 
 
 def test_exit_codes() -> None:
-    assert gate_exit_code(ONE_OF_EACH, GatePolicy()) == ExitCode.REVIEW_BLOCKED == 7
+    assert gate_exit_code(ONE_OF_EACH, GatePolicy()) == ExitCode.REVIEW_BLOCKED
+    assert int(ExitCode.REVIEW_BLOCKED) == 7
     assert gate_exit_code(review(finding(priority=2)), GatePolicy()) == ExitCode.SUCCESS
     assert gate_exit_code(review(), GatePolicy(fail_on=3)) == ExitCode.SUCCESS
 

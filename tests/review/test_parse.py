@@ -72,6 +72,12 @@ def test_json_after_prose_without_fence_is_parsed() -> None:
     assert parse_review(text).findings[0].confidence_score == 0.87
 
 
+def test_fenced_answer_whose_body_contains_a_fence() -> None:
+    body = "Use this instead:\n```python\nif not xs:\n    return 0.0\n```"
+    text = "```json\n" + json.dumps(finding_with(body=body), indent=2) + "\n```"
+    assert parse_review(text).findings[0].body == body
+
+
 def test_review_object_is_preferred_over_other_embedded_objects() -> None:
     text = 'Config was {"x": 1}. ' + json.dumps(answer())
     assert len(parse_review(text).findings) == 1
