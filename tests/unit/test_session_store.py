@@ -188,7 +188,7 @@ def test_killed_writer_leaves_a_loadable_rollout_and_resume_appends(tmp_path: Pa
     with RolloutStore.open_existing(path) as store:
         assert store.thread_id == loaded.thread_id
         store.append("response_item", Message(role="user", text="again").model_dump())
-    records = _records(path)  # every line parses: the partial record was cut
+    records = _records(path)  # every line parses
     assert [r["ordinal"] for r in records] == list(range(len(records)))
     assert load_rollout(path).history[-1] == Message(role="user", text="again")
 
@@ -203,6 +203,12 @@ def test_truncated_last_line_is_tolerated_but_other_corruption_is_reported(
     good = path.read_bytes()
     path.write_bytes(good + b'{"timestamp":"2025-01-01T00:00:00.000Z","ordinal":7,"ty')
     assert len(load_rollout(path).history) == 4
+    with RolloutStore.open_existing(path) as store:
+        store.append("response_item", Message(role="user", text="resumed").model_dump())
+    records = _records(path)  # the half record was cut, so every line parses
+    assert [r["ordinal"] for r in records] == list(range(len(records)))
+    assert load_rollout(path).history[-1] == Message(role="user", text="resumed")
+    good = path.read_bytes()
 
     lines = good.split(b"\n")
     lines[3] = b"{not json"
