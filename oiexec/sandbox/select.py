@@ -8,40 +8,57 @@ from typing import Any
 from oiexec.errors import SandboxUnavailable
 from oiexec.protocols import Sandbox
 from oiexec.sandbox.base import NoSandbox, PreparedCommand, SandboxPolicy
-
-_HOW_TO_PROCEED = (
-    "No OS sandbox backend is available yet, so `{mode}` cannot be enforced and the command "
-    "was not run. Run with `--sandbox danger-full-access` only inside an environment that is "
-    "already isolated (a disposable container or VM)."
-)
+from oiexec.sandbox.diagnosis import Decision, decide
+from oiexec.sandbox.paths import real_writable_roots
+from oiexec.sandbox.preflight import run_preflight
 
 
 class UnavailableSandbox:
-    """Refuses every command, with the reason, so the model stops retrying."""
+    """Refuses every command, with the reason and fixes, so the model stops retrying."""
 
     backend = "unavailable"
 
-    def __init__(self, policy: SandboxPolicy, reason: str) -> None:
-        self._policy = policy
-        self.reason = reason
+    def __init__(self, decision: Decision) -> None:
+        self._decision = decision
+        self.reason = decision.reason
 
     @property
     def policy(self) -> SandboxPolicy:
-        return self._policy
+        return self._decision.policy
 
     def prepare(self, argv: list[str], *, cwd: Path, env: dict[str, str]) -> PreparedCommand:
-        raise SandboxUnavailable(f"sandbox unavailable: {self.reason}")
+        mode = self._decision.policy.mode
+        raise SandboxUnavailable(
+            f"sandbox unavailable: `{mode}` cannot be enforced here ({self.reason}); "
+            "the command was not run",
+            hint="Fixes:\n" + "\n".join(f"- {fix}" for fix in self._decision.remediation),
+        )
 
     def describe(self) -> dict[str, Any]:
-        return {
-            "backend": "none",
-            "mode": self._policy.mode,
-            "degraded": ["no backend"],
-            "remediation": [self.reason],
-        }
+        return self._decision.as_dict()
+
+
+def decide_for(policy: SandboxPolicy) -> Decision:
+    """The backend decision for `policy`, from the cached preflight."""
+    return decide(policy, run_preflight(real_writable_roots(policy)))
 
 
 def get_sandbox(policy: SandboxPolicy) -> Sandbox:
-    if policy.mode == "danger-full-access":
+    decision = decide_for(policy)
+    report = decision.as_dict()
+    if decision.backend == "none":
         return NoSandbox(policy)
-    return UnavailableSandbox(policy, _HOW_TO_PROCEED.format(mode=policy.mode))
+    if decision.backend == "bwrap":
+        from oiexec.sandbox.bwrap import BwrapSandbox
+
+        assert decision.preflight.bwrap is not None
+        return BwrapSandbox(policy, decision.preflight.bwrap, report)
+    if decision.backend == "landlock":
+        from oiexec.sandbox.landlock_sandbox import LandlockSandbox
+
+        return LandlockSandbox(policy, decision.preflight.landlock_abi, report)
+    if decision.backend == "seatbelt":
+        from oiexec.sandbox.seatbelt import SeatbeltSandbox
+
+        return SeatbeltSandbox(policy, report)
+    return UnavailableSandbox(decision)

@@ -1,0 +1,160 @@
+"""`interpreter sandbox`: run one command under the sandbox policy, or diagnose the host.
+
+    interpreter sandbox [-s MODE] [--add-dir DIR] [-C DIR] [--network] -- CMD ARGS...
+    interpreter sandbox doctor [-s MODE] [--require full|any] [--json]
+
+Only click is imported at module level so `--help` stays fast.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import sys
+from pathlib import Path
+from typing import Any
+
+import click
+
+_MODES = ("read-only", "workspace-write", "danger-full-access")
+_REQUIRE = ("any", "full")
+
+
+class _SandboxGroup(click.Group):
+    """Everything after `--` is the command to run; `doctor` is the only subcommand."""
+
+    def parse_args(self, ctx: click.Context, args: list[str]) -> list[str]:
+        if "--" in args and (not args or args[0] != "doctor"):
+            cut = args.index("--")
+            ctx.meta["sandbox_command"] = args[cut + 1 :]
+            args = args[:cut]
+        return super().parse_args(ctx, args)
+
+
+def _policy(mode: str, cwd: Path, add_dirs: tuple[str, ...], network: bool, require: str) -> Any:
+    from oiexec.sandbox.base import SandboxPolicy
+
+    return SandboxPolicy(
+        mode=mode,  # type: ignore[arg-type]  # click.Choice guarantees a SandboxMode
+        cwd=cwd,
+        extra_roots=tuple(Path(d).resolve() for d in add_dirs),
+        network_access=network,
+        require=require,  # type: ignore[arg-type]
+    )
+
+
+@click.group(
+    "sandbox",
+    cls=_SandboxGroup,
+    invoke_without_command=True,
+    context_settings={"help_option_names": ["-h", "--help"]},
+)
+@click.option(
+    "-s",
+    "--sandbox",
+    "mode",
+    type=click.Choice(_MODES),
+    default="read-only",
+    show_default=True,
+    help="Sandbox mode for the command.",
+)
+@click.option(
+    "--add-dir",
+    "add_dirs",
+    multiple=True,
+    type=click.Path(file_okay=False),
+    help="Extra writable root (workspace-write).",
+)
+@click.option(
+    "-C",
+    "--cd",
+    "cwd",
+    type=click.Path(file_okay=False, exists=True),
+    help="Working directory (the workspace).",
+)
+@click.option("--network", is_flag=True, help="Allow network in workspace-write.")
+@click.option(
+    "--require",
+    type=click.Choice(_REQUIRE),
+    default="any",
+    show_default=True,
+    help='"full" refuses the degraded Landlock backend.',
+)
+@click.pass_context
+def sandbox_group(
+    ctx: click.Context,
+    mode: str,
+    add_dirs: tuple[str, ...],
+    cwd: str | None,
+    network: bool,
+    require: str,
+) -> None:
+    """Run CMD under the sandbox: `interpreter sandbox -s workspace-write -- CMD ARGS...`."""
+    if ctx.invoked_subcommand is not None:
+        return
+    command: list[str] = ctx.meta.get("sandbox_command") or []
+    if not command:
+        raise click.UsageError("give the command after `--`, e.g. `interpreter sandbox -- ls`")
+    workdir = Path(cwd or os.getcwd()).resolve()
+    ctx.exit(_run(_policy(mode, workdir, add_dirs, network, require), command, workdir))
+
+
+def _run(policy: Any, command: list[str], cwd: Path) -> int:
+    import subprocess
+
+    from oiexec.errors import SandboxUnavailable
+    from oiexec.sandbox import get_sandbox
+
+    sandbox = get_sandbox(policy)
+    try:
+        prepared = sandbox.prepare(command, cwd=cwd, env=dict(os.environ))
+    except SandboxUnavailable as exc:
+        click.echo(exc.render(), err=True)
+        return int(exc.exit_code)
+    try:
+        proc = subprocess.Popen(
+            prepared.argv,
+            cwd=prepared.cwd,
+            env=prepared.env,
+            pass_fds=prepared.pass_fds,
+            preexec_fn=prepared.preexec_fn,
+        )
+        rc = proc.wait()
+    finally:
+        notes = prepared.after()
+    for note in notes:
+        click.echo(note, err=True)
+    if prepared.setup_failure_exit_code is not None and rc == prepared.setup_failure_exit_code:
+        click.echo(f"sandbox setup failed ({sandbox.backend}); the command did not run", err=True)
+    return 128 - rc if rc < 0 else rc
+
+
+@sandbox_group.command("doctor")
+@click.option(
+    "-s",
+    "--sandbox",
+    "mode",
+    type=click.Choice(_MODES),
+    default="workspace-write",
+    show_default=True,
+    help="The mode to check.",
+)
+@click.option("--require", type=click.Choice(_REQUIRE), default="any", show_default=True)
+@click.option("--network", is_flag=True, help="Check workspace-write with network on.")
+@click.option("--json", "as_json", is_flag=True, help="Print the report as JSON on stdout.")
+@click.option("-C", "--cd", "cwd", type=click.Path(file_okay=False, exists=True))
+def doctor_command(mode: str, require: str, network: bool, as_json: bool, cwd: str | None) -> None:
+    """Which backend would be used and why, what it enforces, what is degraded, how to fix."""
+    from oiexec.sandbox.doctor import render_report, run_doctor
+
+    workdir = Path(cwd or os.getcwd()).resolve()
+    report = run_doctor(_policy(mode, workdir, (), network, require))
+    if as_json:
+        click.echo(json.dumps(report, indent=2))
+    else:
+        click.echo(render_report(report), err=True)
+    sys.exit(0 if report["ok"] else 6)
+
+
+if __name__ == "__main__":
+    sandbox_group(prog_name="interpreter sandbox")

@@ -1,0 +1,160 @@
+"""Landlock (ABI >= 2) through ctypes: the ruleset is built in the parent, the child only
+restricts itself (plus no_new_privs and the seccomp filter) in `preexec_fn`.
+
+Landlock rules only grant access, so protected names under a writable root cannot be kept
+read-only; `tripwire.py` guards them instead.
+"""
+
+from __future__ import annotations
+
+import ctypes
+import os
+from pathlib import Path
+
+_SYS_CREATE_RULESET = 444  # same number on x86_64 and aarch64 (asm-generic)
+_SYS_ADD_RULE = 445
+_SYS_RESTRICT_SELF = 446
+_CREATE_RULESET_VERSION = 1
+_RULE_PATH_BENEATH = 1
+_PR_SET_NO_NEW_PRIVS = 38
+_PR_SET_SECCOMP = 22
+_SECCOMP_MODE_FILTER = 2
+
+# LANDLOCK_ACCESS_FS_*: everything that changes the file system (reads stay unhandled).
+WRITE_FILE = 1 << 1
+REMOVE_DIR = 1 << 4
+REMOVE_FILE = 1 << 5
+MAKE_CHAR = 1 << 6
+MAKE_DIR = 1 << 7
+MAKE_REG = 1 << 8
+MAKE_SOCK = 1 << 9
+MAKE_FIFO = 1 << 10
+MAKE_BLOCK = 1 << 11
+MAKE_SYM = 1 << 12
+REFER = 1 << 13  # ABI 2
+TRUNCATE = 1 << 14  # ABI 3
+_WRITE_ABI1 = (
+    WRITE_FILE
+    | REMOVE_DIR
+    | REMOVE_FILE
+    | MAKE_CHAR
+    | MAKE_DIR
+    | MAKE_REG
+    | MAKE_SOCK
+    | MAKE_FIFO
+    | MAKE_BLOCK
+    | MAKE_SYM
+)
+NET_BIND_TCP = 1 << 0  # ABI 4
+NET_CONNECT_TCP = 1 << 1
+SCOPE_ABSTRACT_UNIX_SOCKET = 1 << 0  # ABI 6
+SCOPE_SIGNAL = 1 << 1
+
+_libc = ctypes.CDLL(None, use_errno=True)
+_libc.syscall.restype = ctypes.c_long
+_libc.prctl.restype = ctypes.c_int
+
+
+class _RulesetAttr(ctypes.Structure):
+    _fields_ = [
+        ("handled_access_fs", ctypes.c_uint64),
+        ("handled_access_net", ctypes.c_uint64),
+        ("scoped", ctypes.c_uint64),
+    ]
+
+
+class _PathBeneath(ctypes.Structure):
+    _pack_ = 1  # the kernel struct is __attribute__((packed)): 12 bytes
+    _fields_ = [("allowed_access", ctypes.c_uint64), ("parent_fd", ctypes.c_int32)]
+
+
+class _SockFprog(ctypes.Structure):
+    _fields_ = [("len", ctypes.c_ushort), ("filter", ctypes.c_void_p)]
+
+
+class LandlockError(OSError):
+    pass
+
+
+def abi_version() -> int:
+    """The kernel's Landlock ABI, or 0 when Landlock is missing or disabled."""
+    if "no-landlock" in os.environ.get("OI_SANDBOX_FAULTS", "").split(","):
+        return 0
+    version = _libc.syscall(_SYS_CREATE_RULESET, None, ctypes.c_size_t(0), _CREATE_RULESET_VERSION)
+    return max(int(version), 0)
+
+
+def attr_size(abi: int) -> int:
+    """Bytes of `landlock_ruleset_attr` the kernel expects for this ABI."""
+    return 8 if abi < 4 else 16 if abi < 6 else 24
+
+
+def write_access(abi: int) -> int:
+    access = _WRITE_ABI1 | REFER
+    if abi >= 3:
+        access |= TRUNCATE
+    return access
+
+
+class Ruleset:
+    """A ruleset fd granting writes only beneath `writable` (plus `/dev` device writes)."""
+
+    def __init__(self, writable: list[Path], *, abi: int, network_disabled: bool) -> None:
+        if abi < 2:
+            raise LandlockError(0, f"Landlock ABI {abi} is too old (need 2 or newer)")
+        self.abi = abi
+        handled = write_access(abi)
+        attr = _RulesetAttr(handled, 0, 0)
+        if abi >= 4 and network_disabled:
+            attr.handled_access_net = NET_BIND_TCP | NET_CONNECT_TCP
+        if abi >= 6:
+            attr.scoped = SCOPE_ABSTRACT_UNIX_SOCKET | SCOPE_SIGNAL
+        fd = _libc.syscall(
+            _SYS_CREATE_RULESET, ctypes.byref(attr), ctypes.c_size_t(attr_size(abi)), 0
+        )
+        if fd < 0:
+            raise _error("landlock_create_ruleset")
+        self.fd = int(fd)
+        for root in writable:
+            self._allow(root, handled)
+        # Writing to /dev/null, /dev/tty and friends is harmless and expected by tools.
+        self._allow(Path("/dev"), WRITE_FILE | (TRUNCATE if abi >= 3 else 0))
+
+    def _allow(self, path: Path, access: int) -> None:
+        try:
+            parent = os.open(path, os.O_PATH | os.O_CLOEXEC)
+        except OSError:
+            return
+        try:
+            rule = _PathBeneath(access, parent)
+            rc = _libc.syscall(_SYS_ADD_RULE, self.fd, _RULE_PATH_BENEATH, ctypes.byref(rule), 0)
+            if rc < 0:
+                raise _error(f"landlock_add_rule({path})")
+        finally:
+            os.close(parent)
+
+    def close(self) -> None:
+        os.close(self.fd)
+
+
+def _error(what: str) -> LandlockError:
+    err = ctypes.get_errno()
+    return LandlockError(err, f"{what}: {os.strerror(err)}")
+
+
+class ChildRestrictor:
+    """The `preexec_fn`: no_new_privs, Landlock, then seccomp. Everything is allocated here,
+    in the parent, so the forked child only makes syscalls."""
+
+    def __init__(self, ruleset: Ruleset, program: bytes) -> None:
+        self._ruleset_fd = ruleset.fd
+        self._buffer = ctypes.create_string_buffer(program, len(program))
+        self._fprog = _SockFprog(len(program) // 8, ctypes.addressof(self._buffer))
+
+    def __call__(self) -> None:
+        if _libc.prctl(_PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) != 0:
+            raise _error("prctl(NO_NEW_PRIVS)")
+        if _libc.syscall(_SYS_RESTRICT_SELF, self._ruleset_fd, 0) != 0:
+            raise _error("landlock_restrict_self")
+        if _libc.prctl(_PR_SET_SECCOMP, _SECCOMP_MODE_FILTER, ctypes.byref(self._fprog), 0, 0):
+            raise _error("prctl(SECCOMP)")
