@@ -24,6 +24,7 @@ from __future__ import annotations
 import itertools
 import json
 import socket
+import sys
 import threading
 import traceback
 from collections import deque
@@ -712,7 +713,9 @@ class _Handler(BaseHTTPRequestHandler):
         elif isinstance(step, RawEvents):
             self._stream(list(step.events))
         else:
-            raise TypeError(f"not a scripted step: {step!r}")
+            message = f"ScriptedModel: not a scripted step: {step!r}"
+            self.server.owner.model.note_error(message)
+            self._send_json(500, _error_body(message, "scripted_step_invalid"))
 
     def _render(self, step: Reply, wire: Wire, model_name: str) -> list[Any]:
         ids = self.server.owner.model.next_id
@@ -817,6 +820,13 @@ class _Server(ThreadingHTTPServer):
     def __init__(self, owner: ModelServer) -> None:
         self.owner = owner
         super().__init__(("127.0.0.1", 0), _Handler)
+
+    def handle_error(self, request: Any, client_address: Any) -> None:
+        # Clients hang up on kept-alive or abandoned connections all the time; only
+        # anything else is worth a traceback.
+        if isinstance(sys.exc_info()[1], ConnectionError):
+            return
+        super().handle_error(request, client_address)
 
 
 class ModelServer:

@@ -275,3 +275,19 @@ def test_registry_rejects_messages_wire_and_missing_base_url() -> None:
     assert "harness emulation" in caught.value.render()
     with pytest.raises(ConfigError, match="no base_url"):
         create_client("empty", ProviderConfig(), None)
+
+
+def test_backoff_grows_exponentially_with_jitter_and_a_cap() -> None:
+    timing = RetryTiming(base_delay=0.2, max_delay=1.0)
+    assert 0.18 <= timing.backoff(1) <= 0.22
+    assert 0.72 <= timing.backoff(3) <= 0.88
+    assert 0.9 <= timing.backoff(10) <= 1.1
+
+
+def test_base_delay_can_be_set_from_the_environment(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("OIEXEC_RETRY_BASE_DELAY_MS", "5")
+    assert RetryTiming.from_env().base_delay == 0.005
+    monkeypatch.setenv("OIEXEC_RETRY_BASE_DELAY_MS", "fast")
+    assert RetryTiming.from_env() == RetryTiming()
+    monkeypatch.delenv("OIEXEC_RETRY_BASE_DELAY_MS")
+    assert RetryTiming.from_env().base_delay == 0.2
