@@ -14,6 +14,7 @@ import pytest
 
 from oiexec.errors import SessionError
 from oiexec.events import Usage
+from oiexec.protocols import SessionStore
 from oiexec.redact import clear_secrets, register_secret
 from oiexec.session.index import (
     find_last,
@@ -317,7 +318,7 @@ def test_find_last_filters_by_cwd_and_provider(tmp_path: Path) -> None:
 
 
 def test_null_store_writes_nothing(tmp_path: Path) -> None:
-    store = NullStore()
+    store: SessionStore = NullStore()
     store.append("session_meta", {"id": store.thread_id})
     store.close()
     assert store.path is None
@@ -326,7 +327,7 @@ def test_null_store_writes_nothing(tmp_path: Path) -> None:
 
 
 def test_append_after_close_is_an_error(tmp_path: Path) -> None:
-    store = _create(tmp_path / "home", tmp_path)
+    store: SessionStore = _create(tmp_path / "home", tmp_path)
     store.close()
     store.close()
     with pytest.raises(SessionError, match="closed"):
