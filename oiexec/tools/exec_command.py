@@ -267,7 +267,7 @@ class ExecCommandTool(_SessionTool):
         except SandboxUnavailable as exc:
             return self._refused(call, ctx, command, exc)
         if ctx.remaining() == 0:
-            prepared.after()
+            _after(prepared)
             return _error(call, "exec_command: the run's time limit is reached; not run")
         item_id = ctx.items.next_id()
         ctx.items.started(CommandExecutionItem(id=item_id, command=command))

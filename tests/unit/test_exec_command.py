@@ -255,7 +255,7 @@ def test_bad_arguments_name_the_field(rig: Rig, arguments: str, field_name: str)
 
 
 def test_long_running_process_is_fed_through_write_stdin(rig: Rig) -> None:
-    out = rig.exec(cmd="echo ready; read x; echo got $x", yield_time_ms=300)
+    out = rig.exec(cmd="echo ready; read x; echo got $x", yield_time_ms=1000)
     match = parse(out)
     assert match["sid"] is not None
     assert match["text"] == "ready\n"
@@ -413,7 +413,7 @@ def test_run_deadline_kills_the_command_group(rig: Rig) -> None:
 def test_close_all_completes_open_items(tmp_path: Path) -> None:
     rig = make_rig(tmp_path)
     with rig.ctx.cleanup:
-        match = parse(rig.exec(cmd="echo $$; sleep 30", yield_time_ms=250))
+        match = parse(rig.exec(cmd="echo $$; sleep 30", yield_time_ms=1000))
         pid = int(match["text"])
         assert [kind for kind, _ in rig.items()] == ["item.started"]
     kind, done = rig.items()[-1]

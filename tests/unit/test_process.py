@@ -72,9 +72,7 @@ def test_killed_by_signal_reports_128_plus_n(registry: ProcessRegistry, tmp_path
 
 def test_wait_returns_none_while_running(registry: ProcessRegistry, tmp_path: Path) -> None:
     _, session = registry.spawn(command("sleep 0.6; echo done", tmp_path))
-    started = time.monotonic()
     assert session.wait(0.1) is None
-    assert time.monotonic() - started < 0.5
     assert session.wait(5) == 0
     assert session.take_output() == "done\n"
 
