@@ -291,3 +291,22 @@ def test_base_delay_can_be_set_from_the_environment(monkeypatch: pytest.MonkeyPa
     assert RetryTiming.from_env() == RetryTiming()
     monkeypatch.delenv("OIEXEC_RETRY_BASE_DELAY_MS")
     assert RetryTiming.from_env().base_delay == 0.2
+
+
+@pytest.mark.parametrize("first", [fault(500), drop_after(1)], ids=["status", "stream"])
+def test_an_exception_from_on_retry_stops_retrying(server: ModelServer, first: Any) -> None:
+    # The runner raises from on_retry when the run's deadline has passed.
+    class Deadline(Exception):
+        pass
+
+    def on_retry(attempt: int, max_attempts: int, reason: str) -> None:
+        raise Deadline(reason)
+
+    server.enqueue(first, reply("never"))
+    client = create_client("scripted", server.provider_config(), None)
+    try:
+        with pytest.raises(Deadline):
+            client.respond(REQUEST, on_retry)
+    finally:
+        client.close()
+    assert server.remaining == 1
