@@ -29,6 +29,12 @@ def isolated_env(tmp_path_factory: pytest.TempPathFactory, monkeypatch: pytest.M
     monkeypatch.setenv("HOME", str(home))
     monkeypatch.setenv("OPENINTERPRETER_HOME", str(home / ".openinterpreter"))
     monkeypatch.setenv("OIEXEC_RETRY_BASE_DELAY_MS", "1")
+    # The scripted model edits and re-runs within one second; a stale .pyc (same size, same
+    # mtime second) would hide the fix.
+    monkeypatch.setenv("PYTHONDONTWRITEBYTECODE", "1")
+    # Commands the model runs call `python`; with HOME moved, pyenv-style shims break, so the
+    # interpreter running the tests comes first.
+    monkeypatch.setenv("PATH", f"{Path(sys.executable).parent}{os.pathsep}{os.environ['PATH']}")
     monkeypatch.setenv("GIT_AUTHOR_NAME", "Test")
     monkeypatch.setenv("GIT_AUTHOR_EMAIL", "test@example.invalid")
     monkeypatch.setenv("GIT_COMMITTER_NAME", "Test")

@@ -119,7 +119,9 @@ class AgentLoop:
         emitter = self.ctx.items
         for item in items:
             if isinstance(item, Reasoning):
-                text = "\n".join(part for part in item.summary if part.strip())
+                # Chat wires carry plain reasoning text instead of a summary.
+                parts = item.summary or ((item.content,) if item.content else ())
+                text = "\n".join(part for part in parts if part.strip())
                 if text:
                     emitter.completed(ReasoningItem(id=emitter.next_id(), text=text))
             elif isinstance(item, Message) and item.role == "assistant" and item.text:

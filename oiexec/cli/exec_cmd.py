@@ -36,7 +36,7 @@ class ExecGroup(click.Group):
 )
 @exec_options
 @click.pass_context
-def exec_group(ctx: click.Context, **_: Any) -> None:
+def exec_group(ctx: click.Context, /, **_: Any) -> None:
     """Run the agent non-interactively on PROMPT (or stdin) and exit.
 
     With --json, stdout carries only JSONL events; otherwise only the final message. Progress
@@ -50,7 +50,7 @@ def exec_group(ctx: click.Context, **_: Any) -> None:
 @exec_options
 @click.argument("prompt", required=False)
 @click.pass_context
-def _prompt_command(ctx: click.Context, prompt: str | None, **_: Any) -> None:
+def _prompt_command(ctx: click.Context, /, prompt: str | None, **_: Any) -> None:
     _run(ctx, prompt=prompt)
 
 
@@ -63,6 +63,7 @@ def _prompt_command(ctx: click.Context, prompt: str | None, **_: Any) -> None:
 @click.pass_context
 def resume_command(
     ctx: click.Context,
+    /,
     session_id: str | None,
     prompt: str | None,
     last: bool,
@@ -78,7 +79,7 @@ def resume_command(
 @click.argument("session_id")
 @click.argument("prompt", required=False)
 @click.pass_context
-def fork_command(ctx: click.Context, session_id: str, prompt: str | None, **_: Any) -> None:
+def fork_command(ctx: click.Context, /, session_id: str, prompt: str | None, **_: Any) -> None:
     """Start a new session from a copy of SESSION_ID's history."""
     from oiexec.cli.prompt import resolve_prompt
 
@@ -183,6 +184,7 @@ def build_request(params: dict[str, Any], prompt: str, **extra: Any) -> Any:
 @click.pass_context
 def top_resume_command(
     ctx: click.Context,
+    /,
     session_id: str | None,
     prompt: str | None,
     last: bool,

@@ -122,9 +122,9 @@ def load_config(inputs: ConfigInputs, home: Path | None = None) -> LoadedConfig:
 
     for key_path in unknown_keys(Settings, merged):
         dotted = ".".join(key_path)
-        layer = _layer_of(layers, key_path)
-        where = layer.where(key_path) if layer else "?"
-        in_file = layer is not None and layer.path is not None
+        owner = _layer_of(layers, key_path)
+        where = owner.where(key_path) if owner else "?"
+        in_file = owner is not None and owner.path is not None
         if inputs.strict and in_file:
             raise ConfigError(
                 f"unknown config key `{dotted}` in {where}",

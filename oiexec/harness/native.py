@@ -8,8 +8,8 @@ from pathlib import Path
 from oiexec.harness.data import harness_dir, load_manifest
 from oiexec.protocols import Tool
 from oiexec.sandbox.base import SandboxPolicy
-from oiexec.tools.apply_patch_tool import build_apply_patch_tool
 from oiexec.tools.exec_command import ExecCommandTool, WriteStdinTool
+from oiexec.tools.patch_tool import ApplyPatchTool
 from oiexec.tools.process import ProcessRegistry
 from oiexec.tools.update_plan import UpdatePlanTool
 from oiexec.types import HistoryItem, Message, ModelResponse
@@ -29,18 +29,15 @@ class NativeHarness:
         freeform_patch: bool = True,
         output_token_limit: int = 10_000,
     ) -> None:
-        self._prompt = (harness_dir(self.id) / load_manifest(self.id)["prompt"]).read_text(
-            encoding="utf-8"
-        )
+        prompt_file = str(load_manifest(self.id)["prompt"])
+        self._prompt = (harness_dir(self.id) / prompt_file).read_text(encoding="utf-8")
         self._user_instructions = user_instructions
         self._environment_context = environment_context
         self.processes = ProcessRegistry()
         self.plan = UpdatePlanTool()
-        patch = build_apply_patch_tool(freeform=freeform_patch)
+        patch = ApplyPatchTool(freeform=freeform_patch)
         self._tools: list[Tool] = [
-            ExecCommandTool(
-                self.processes, apply_patch_tool=patch, output_token_limit=output_token_limit
-            ),
+            ExecCommandTool(self.processes, patch, output_token_limit=output_token_limit),
             WriteStdinTool(self.processes, output_token_limit=output_token_limit),
             patch,
             self.plan,

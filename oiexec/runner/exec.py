@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import contextlib
 import json
+import os
 import signal
 import sys
 import time
@@ -171,15 +172,15 @@ def _run_thread(
 
     baseline = _capture_baseline(request, warn)
     sandbox = RefusalTracker(get_sandbox(policy))
-    env, secrets = build_command_env(
+    env = build_command_env(
         settings.shell_environment_policy,
-        base_env=dict(__import__("os").environ),
+        base_env=dict(os.environ),
         provider_env_key=provider.env_key,
         sandbox_mode=policy.mode,
         network_disabled=policy.network_disabled,
         extra={"OPENINTERPRETER_THREAD_ID": thread_id, "OPENINTERPRETER_CI": "1"},
     )
-    for secret in secrets:
+    for secret in env.removed_secrets:
         register_secret(secret)
     ctx = ToolContext(
         cwd=request.cwd, sandbox=sandbox, items=emitter, env=env, warn=warn, deadline=deadline

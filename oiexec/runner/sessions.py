@@ -22,14 +22,8 @@ class OpenedSession:
 
 
 def open_session(request: ExecRequest, config: LoadedConfig, provider_id: str) -> OpenedSession:
-    from oiexec.session.store import (
-        NullStore,
-        RolloutStore,
-        find_last,
-        find_rollout,
-        fork_rollout,
-        load_rollout,
-    )
+    from oiexec.session.index import find_last, find_rollout, load_rollout
+    from oiexec.session.store import NullStore, RolloutStore, fork_rollout
 
     home = config.home
     if request.fork_from:
@@ -37,7 +31,14 @@ def open_session(request: ExecRequest, config: LoadedConfig, provider_id: str) -
         if parent is None:
             raise SessionError(f"no rollout found for thread id {request.fork_from}")
         loaded = load_rollout(parent)
-        store = fork_rollout(home, parent, cwd=request.cwd, cli_version=__version__)
+        store = fork_rollout(
+            home,
+            parent,
+            cwd=request.cwd,
+            model_provider=provider_id,
+            cli_version=__version__,
+            base_instructions=None,
+        )
         return OpenedSession(store, list(loaded.history), loaded.usage)
 
     if request.resume:
@@ -55,8 +56,12 @@ def open_session(request: ExecRequest, config: LoadedConfig, provider_id: str) -
                 sys.stderr.write("No previous session for this directory; starting a new one.\n")
         if path is not None:
             loaded = load_rollout(path)
-            store = NullStore(loaded.thread_id) if request.ephemeral else RolloutStore.open_existing(path)
-            return OpenedSession(store, list(loaded.history), loaded.usage)
+            resumed: SessionStore = (
+                NullStore(loaded.thread_id)
+                if request.ephemeral
+                else RolloutStore.open_existing(path)
+            )
+            return OpenedSession(resumed, list(loaded.history), loaded.usage)
 
     if request.ephemeral:
         return OpenedSession(NullStore())

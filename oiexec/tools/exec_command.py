@@ -63,7 +63,10 @@ EXEC_COMMAND_SPEC = ToolSpec(
             "shell": {"type": "string", "description": "Shell binary; defaults to /bin/bash."},
             "login": {
                 "type": "boolean",
-                "description": "Run the shell as a login shell (-lc); defaults to true.",
+                "description": (
+                    "Run the shell as a login shell (-lc); defaults to false, so the PATH "
+                    "the pipeline set up is kept."
+                ),
             },
             "tty": {
                 "type": "boolean",
@@ -231,7 +234,9 @@ class ExecCommandTool(_SessionTool):
             cmd = _string(args, "cmd", required=True) or ""
             workdir = _string(args, "workdir")
             shell = _string(args, "shell") or self._shell
-            login = _boolean(args, "login", default=True)
+            # Codex defaults to a login shell, but Debian's /etc/profile resets PATH, which
+            # drops what CI set up (setup-python, venvs, nvm); headless runs keep the caller's.
+            login = _boolean(args, "login", default=False)
             tty = _boolean(args, "tty", default=False)
             yield_ms = _clamp(
                 _number(args, "yield_time_ms", DEFAULT_YIELD_MS), MIN_YIELD_MS, MAX_YIELD_MS
