@@ -45,13 +45,14 @@ class LandlockSandbox:
         return self._policy
 
     def prepare(self, argv: list[str], *, cwd: Path, env: dict[str, str]) -> PreparedCommand:
+        ids = self._tripwire.identities()
         before = self._tripwire.snapshot()
         return PreparedCommand(
             argv=list(argv),
             env=sandbox_env(self._policy, env),
             cwd=cwd,
             preexec_fn=self._restrict,
-            after=lambda: self._tripwire.restore(before),
+            after=lambda: self._tripwire.restore(before, ids),
         )
 
     def describe(self) -> dict[str, Any]:

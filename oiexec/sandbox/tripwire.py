@@ -76,6 +76,16 @@ class Tripwire:
                 found += _expand(gitdir, pattern)
         return found
 
+    def identities(self) -> dict[Path, tuple[int, int]]:
+        """(device, inode) of each existing protected name, to notice a rename."""
+        found: dict[Path, tuple[int, int]] = {}
+        for base in self._bases:
+            for name in PROTECTED_NAMES:
+                with contextlib.suppress(OSError):
+                    info = (base / name).lstat()
+                    found[base / name] = (info.st_dev, info.st_ino)
+        return found
+
     def snapshot(self) -> Snapshot:
         snap: Snapshot = {}
         for path in self._watched():
@@ -89,9 +99,9 @@ class Tripwire:
                         snap[path] = _read(path)
         return snap
 
-    def restore(self, before: Snapshot) -> list[str]:
+    def restore(self, before: Snapshot, ids: dict[Path, tuple[int, int]]) -> list[str]:
         """Undo changes since `before`; one note per repaired path."""
-        notes: list[str] = []
+        notes = self._undo_renames(ids)
         after = self.snapshot()
         missing_names = [
             base / n for base in self._bases for n in PROTECTED_NAMES if (base / n) not in before
@@ -115,6 +125,35 @@ class Tripwire:
             _put(path, entry)
             notes.append(f"{path} was modified by the command and has been restored")
         return [f"sandbox tripwire: {n} (protected path)" for n in notes]
+
+    def _undo_renames(self, ids: dict[Path, tuple[int, int]]) -> list[str]:
+        notes: list[str] = []
+        for path, identity in ids.items():
+            with contextlib.suppress(OSError):
+                info = path.lstat()
+                if (info.st_dev, info.st_ino) == identity:
+                    continue
+            moved = _find_by_identity(path.parent, identity)
+            if moved is None:
+                notes.append(f"{path} was moved or deleted and could not be put back")
+                continue
+            if path.exists() or path.is_symlink():
+                _remove(path)
+            with contextlib.suppress(OSError):
+                os.rename(moved, path)
+                notes.append(
+                    f"{path} was renamed to {moved} by the command and has been moved back"
+                )
+        return notes
+
+
+def _find_by_identity(directory: Path, identity: tuple[int, int]) -> Path | None:
+    with contextlib.suppress(OSError):
+        for entry in os.scandir(directory):
+            info = entry.stat(follow_symlinks=False)
+            if (info.st_dev, info.st_ino) == identity:
+                return Path(entry.path)
+    return None
 
 
 def _remove(path: Path) -> None:
