@@ -204,7 +204,7 @@ def test_echo_reports_output_and_items(rig: Rig) -> None:
     assert not out.is_error
     (kind0, started), (kind1, done) = rig.items()
     assert kind0 == "item.started" and kind1 == "item.completed"
-    assert started.command == "/bin/bash -c 'echo hi'"
+    assert started.command == "/bin/bash -lc 'echo hi'"
     assert (started.aggregated_output, started.exit_code, started.status) == (
         "",
         None,
