@@ -223,9 +223,7 @@ def apply_hunks(
         if found is None:
             raise _misfit(label, number, hunk)
         pos, used, report = found
-        old, new = used.old, used.new
-        if report.whitespace_relaxed:
-            old = lines[pos : pos + len(old)]
+        old, new = used.old, _new_lines(used, lines, pos)
         reaches_end = pos + len(old) == len(lines)
         lines[pos : pos + len(old)] = new
         if reaches_end and new:
@@ -238,6 +236,19 @@ def apply_hunks(
     if lines and final_newline:
         out += eol
     return out, tuple(reports)
+
+
+def _new_lines(hunk: Hunk, lines: Sequence[str], pos: int) -> list[str]:
+    # Context lines keep the file's text: with whitespace relaxed, the patch's copy may differ.
+    out: list[str] = []
+    k = pos
+    for line in hunk.lines:
+        if line[0] == " ":
+            out.append(lines[k])
+        elif line[0] == "+":
+            out.append(line[1:])
+        k += line[0] in " -"
+    return out
 
 
 def _misfit(label: str, number: int, hunk: Hunk) -> ToolInputError:
