@@ -24,6 +24,16 @@ class _Entry:
     mode: int
     data: bytes | None  # None for directories, or files too big to restore
     link: str | None = None
+    #: (inode, size, mtime_ns, ctime_ns): ctime cannot be set back by the command, so an
+    #: unchanged signature means unchanged content and the bytes need not be read again.
+    signature: tuple[int, ...] = ()
+
+    def same(self, other: _Entry | None) -> bool:
+        if other is None:
+            return False
+        if self.signature and self.signature == other.signature:
+            return True
+        return (self.mode, self.data, self.link) == (other.mode, other.data, other.link)
 
 
 Snapshot = dict[Path, _Entry]
@@ -50,13 +60,24 @@ def _expand(base: Path, pattern: str) -> list[Path]:
     return [path] if path.is_symlink() or path.exists() else []
 
 
+_content_cache: dict[tuple[Path, tuple[int, ...]], bytes] = {}
+
+
 def _read(path: Path) -> _Entry:
     info = path.lstat()
     if stat.S_ISLNK(info.st_mode):
         return _Entry(info.st_mode, None, os.readlink(path))
-    if stat.S_ISDIR(info.st_mode) or info.st_size > _max_bytes():
-        return _Entry(info.st_mode, None if stat.S_ISDIR(info.st_mode) else b"\0too-big")
-    return _Entry(info.st_mode, path.read_bytes())
+    if stat.S_ISDIR(info.st_mode):
+        return _Entry(info.st_mode, None)
+    if info.st_size > _max_bytes():
+        return _Entry(info.st_mode, b"\0too-big")
+    signature = (info.st_ino, info.st_size, info.st_mtime_ns, info.st_ctime_ns)
+    key = (path, signature)
+    if key not in _content_cache:
+        if len(_content_cache) > 4096:
+            _content_cache.clear()
+        _content_cache[key] = path.read_bytes()
+    return _Entry(info.st_mode, _content_cache[key], None, signature)
 
 
 class Tripwire:
@@ -117,7 +138,7 @@ class Tripwire:
             notes.append(f"{path} was created by the command and has been removed")
         for path in sorted(before, key=lambda p: len(p.parts)):
             entry = before[path]
-            if after.get(path) == entry:
+            if entry.same(after.get(path)):
                 continue
             if entry.data == b"\0too-big":
                 notes.append(f"{path} changed and is too large to restore")
