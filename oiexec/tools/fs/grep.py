@@ -183,7 +183,10 @@ def _rg_args(query: GrepQuery) -> list[str]:
         args += [f"--glob={g}" for g in _split_globs(query.glob)]
     if query.file_type:
         args.append(f"--type={query.file_type}")
-    return [*args, "--regexp", query.pattern, "--", str(query.path)]
+    # Globs containing "/" are matched against the path as ripgrep prints it, so search from
+    # the directory itself ("./...") to anchor them at the search root, as the fallback does.
+    target = str(query.path) if query.path.is_file() else "."
+    return [*args, "--regexp", query.pattern, "--", target]
 
 
 def _split_globs(raw: str) -> list[str]:
@@ -194,7 +197,11 @@ def _split_globs(raw: str) -> list[str]:
 def _run_rg(query: GrepQuery) -> dict[Path, _FileHits]:
     try:
         proc = subprocess.run(
-            _rg_args(query), capture_output=True, timeout=query.timeout, check=False
+            _rg_args(query),
+            cwd=query.path if query.path.is_dir() else None,
+            capture_output=True,
+            timeout=query.timeout,
+            check=False,
         )
     except subprocess.TimeoutExpired:
         raise ToolInputError(
@@ -202,7 +209,7 @@ def _run_rg(query: GrepQuery) -> dict[Path, _FileHits]:
         ) from None
     hits: dict[Path, _FileHits] = {}
     for raw in proc.stdout.splitlines():
-        _absorb(json.loads(raw), hits, query)
+        _absorb(json.loads(raw), hits, query.path if query.path.is_dir() else None)
     if proc.returncode == 2 and not hits:
         message = proc.stderr.decode("utf-8", errors="replace").strip()
         raise ToolInputError(f"grep failed: {message}")
@@ -215,12 +222,13 @@ def _text(field_value: dict[str, str]) -> str:
     return base64.b64decode(field_value.get("bytes", "")).decode("utf-8", errors="replace")
 
 
-def _absorb(message: dict[str, Any], hits: dict[Path, _FileHits], query: GrepQuery) -> None:
+def _absorb(message: dict[str, Any], hits: dict[Path, _FileHits], root: Path | None) -> None:
     kind = message.get("type")
     if kind not in ("match", "context"):
         return
     data = message["data"]
-    path = Path(os.path.normpath(_text(data["path"])))
+    printed = _text(data["path"])
+    path = Path(os.path.normpath(os.path.join(root, printed) if root else printed))
     entry = hits.setdefault(path, _FileHits())
     text = _text(data["lines"])
     first = data["line_number"]
