@@ -1,5 +1,47 @@
 """Shared file tools every emulated harness maps onto: pure functions returning typed results.
 
 Harness manifests adapt argument names onto these functions and pick a renderer from
-`oiexec.tools.fs.render` for the upstream text conventions.
+`oiexec.tools.fs.render` for the upstream text conventions. Bad input raises
+`ToolInputError`, whose message is meant for the model.
 """
+
+from __future__ import annotations
+
+from oiexec.tools.fs.errors import ToolInputError
+from oiexec.tools.fs.glob import GlobResult, glob_files
+from oiexec.tools.fs.grep import GrepQuery, GrepResult, grep
+from oiexec.tools.fs.line_edit import LineEditResult, edit_lines, insert_lines
+from oiexec.tools.fs.listing import Listing, list_directory
+from oiexec.tools.fs.read import ReadResult, read_window
+from oiexec.tools.fs.replace import Edit, ReplaceResult, replace_in_file
+from oiexec.tools.fs.state import FileStateTracker, ReadGate
+from oiexec.tools.fs.todo import TodoItem, TodoList
+from oiexec.tools.fs.unified_diff import FileChange, apply_unified_diff
+from oiexec.tools.fs.write import WriteResult, write_file
+
+__all__ = [
+    "Edit",
+    "FileChange",
+    "FileStateTracker",
+    "GlobResult",
+    "GrepQuery",
+    "GrepResult",
+    "LineEditResult",
+    "Listing",
+    "ReadGate",
+    "ReadResult",
+    "ReplaceResult",
+    "TodoItem",
+    "TodoList",
+    "ToolInputError",
+    "WriteResult",
+    "apply_unified_diff",
+    "edit_lines",
+    "glob_files",
+    "grep",
+    "insert_lines",
+    "list_directory",
+    "read_window",
+    "replace_in_file",
+    "write_file",
+]
