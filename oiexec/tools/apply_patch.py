@@ -358,16 +358,14 @@ def parse_heredoc_invocation(command: str) -> HeredocInvocation | None:
     lines = command.split("\n")
     head = _SHELL_HEAD.match(lines[0])
     if head:
-        delim = head.group("delim")
-        tail = lines[1:]
-        while tail and _is_blank(tail[-1]):
-            tail.pop()
-        if not tail or tail[-1].strip() != delim:
+        delim, dash = head.group("delim"), bool(head.group("dash"))
+        body = [line.lstrip("\t") if dash else line for line in lines[1:]]
+        # As in the shell, the first line that is the delimiter ends the document (so a
+        # context line ` EOF` does not), and anything after it would be another command.
+        end = next((i for i, line in enumerate(body) if line.rstrip() == delim), None)
+        if end is None or not all(_is_blank(line) for line in body[end + 1 :]):
             return None
-        body = tail[:-1]
-        if head.group("dash"):
-            body = [line.lstrip("\t") for line in body]
-        text = "\n".join(body) + "\n"
+        text = "\n".join(body[:end]) + "\n"
         if BEGIN_PATCH not in text:
             return None
         workdir = head.group("dir")

@@ -527,6 +527,13 @@ def test_heredoc_invocations_are_recognised(command: str, workdir: str | None) -
     assert extract_heredoc_patch(command) == invocation.patch
 
 
+def test_heredoc_ends_at_the_first_delimiter_line_only() -> None:
+    body = "*** Begin Patch\n*** Update File: a.sh\n cat <<EOF\n-hi\n+ho\n EOF\n*** End Patch\n"
+    text = extract_heredoc_patch(f"apply_patch <<'EOF'\n{body}EOF\n")
+    assert text == body
+    assert extract_heredoc_patch(f"apply_patch <<'EOF'\n{body}EOF\nEOF\n") is None
+
+
 def test_dash_heredoc_strips_tabs() -> None:
     body = "".join(f"\t{line}\n" for line in _BODY.splitlines())
     text = extract_heredoc_patch(f"apply_patch <<-'EOF'\n{body}\tEOF")
