@@ -1,11 +1,11 @@
 """The seams of the runner. Implementations are injected, never inherited from.
 
-    ModelClient   one provider wire (Responses, Chat Completions, ...)
-    Tool          one model-facing tool backed by a shared implementation
-    Harness       the prompt, tools and completion rule a model family was tuned with
-    Sandbox       how a command is confined (none, bubblewrap, Landlock, Seatbelt)
-    EventSink     where events go (stdout JSONL, stderr transcript, session rollout)
-    SessionStore  the append-only rollout of one thread
+ModelClient   one provider wire (Responses, Chat Completions, ...)
+Tool          one model-facing tool backed by a shared implementation
+Harness       the prompt, tools and completion rule a model family was tuned with
+Sandbox       how a command is confined (none, bubblewrap, Landlock, Seatbelt)
+EventSink     where events go (stdout JSONL, stderr transcript, session rollout)
+SessionStore  the append-only rollout of one thread
 """
 
 from __future__ import annotations
@@ -57,6 +57,14 @@ class Harness(Protocol):
     def initial_context(self, cwd: Path, policy: SandboxPolicy) -> list[HistoryItem]: ...
 
     def is_complete(self, response: ModelResponse) -> bool: ...
+
+    def finish_turn(self, ctx: ToolContext) -> None:
+        """Completes what the turn left open (the plan item) after the final answer."""
+        ...
+
+    def close(self) -> None:
+        """Kills what tools left running (process groups); called however the run ends."""
+        ...
 
 
 class Sandbox(Protocol):

@@ -8,14 +8,21 @@ turns them into `turn.failed` and an exit code.
 
 from __future__ import annotations
 
-import json
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from oiexec.agent.final import FinalAnswerPolicy, PlainAnswer, Retry
 from oiexec.errors import MaxTurnsExceeded, ProviderError, RunTimedOut
-from oiexec.events import AgentMessageItem, ReasoningItem, StreamError, ThreadEvent, Usage
+from oiexec.events import (
+    AgentMessageItem,
+    ErrorItem,
+    ReasoningItem,
+    StreamError,
+    ThreadEvent,
+    Usage,
+)
 from oiexec.protocols import Harness, ModelClient, Tool
 from oiexec.tools.base import ToolContext
 from oiexec.types import HistoryItem, Message, ModelRequest, Reasoning, ToolCall, ToolOutput
@@ -57,8 +64,9 @@ class AgentLoop:
     limits: LoopLimits = LoopLimits()
     #: Told when a new model step starts (the human sink folds steps into CI log groups).
     on_step: Callable[[int], None] = lambda _step: None
-    #: Checks a final answer; returns a correction for the model, or None when it is fine.
-    validate_final: Callable[[str], str | None] | None = None
+    final: FinalAnswerPolicy = field(default_factory=PlainAnswer)
+    #: Replaces the harness's instructions (the review rubric).
+    instructions: str | None = None
     _tools: dict[str, Tool] = field(init=False)
 
     def __post_init__(self) -> None:
@@ -67,7 +75,7 @@ class AgentLoop:
     def run(self, history: list[HistoryItem], usage: Usage) -> TurnOutcome:
         """Runs until a final answer. `history` is extended in place (and recorded)."""
         steps = 0
-        corrected = False
+        attempt = 0
         while True:
             self._check_deadline()
             if self.limits.max_turns is not None and steps >= self.limits.max_turns:
@@ -80,28 +88,35 @@ class AgentLoop:
             response = self.client.respond(self._request(history), self._on_retry)
             usage = usage.plus(response.usage)
             self._append(history, response.items)
-            self._emit_response_items(response.items)
-            calls = response.tool_calls
-            if calls:
-                for call in calls:
+            final = self.harness.is_complete(response)
+            self._emit_response_items(response.items, final=final)
+            if not final:
+                for call in response.tool_calls:
                     self._check_deadline()
                     self._append(history, [self._run_tool(call)])
                 continue
-            final = response.final_text
-            if final is None:
+            text = response.final_text
+            if text is None:
                 raise ProviderError("the model ended its turn without a message or a tool call")
-            problem = self.validate_final(final) if self.validate_final else None
-            if problem is None:
-                return TurnOutcome(final, usage, steps)
-            if corrected:
-                raise ProviderError(f"the final answer is still invalid: {problem}")
-            corrected = True
-            self._append(history, [Message(role="user", text=problem)])
+            attempt += 1
+            verdict = self.final.accept(text, attempt)
+            if isinstance(verdict, Retry):
+                self.ctx.items.completed(
+                    ErrorItem(
+                        id=self.ctx.items.next_id(),
+                        message="final answer rejected, asking for a correction: "
+                        + verdict.message,
+                    )
+                )
+                self._append(history, [Message(role="user", text=verdict.message)])
+                continue
+            self.final.present(verdict, self.ctx.items)
+            return TurnOutcome(verdict, usage, steps)
 
     def _request(self, history: Sequence[HistoryItem]) -> ModelRequest:
         return ModelRequest(
             model=self.options.model,
-            instructions=self.harness.instructions(),
+            instructions=self.instructions or self.harness.instructions(),
             history=tuple(history),
             tools=tuple(tool.spec for tool in self._tools.values()),
             output_schema=self.options.output_schema,
@@ -115,7 +130,7 @@ class AgentLoop:
             history.append(item)
             self.record(item)
 
-    def _emit_response_items(self, items: Sequence[HistoryItem]) -> None:
+    def _emit_response_items(self, items: Sequence[HistoryItem], *, final: bool) -> None:
         emitter = self.ctx.items
         for item in items:
             if isinstance(item, Reasoning):
@@ -124,7 +139,8 @@ class AgentLoop:
                 text = "\n".join(part for part in parts if part.strip())
                 if text:
                     emitter.completed(ReasoningItem(id=emitter.next_id(), text=text))
-            elif isinstance(item, Message) and item.role == "assistant" and item.text:
+            elif isinstance(item, Message) and item.role == "assistant" and item.text and not final:
+                # Commentary between tool calls; the final answer goes through the policy.
                 emitter.completed(AgentMessageItem(id=emitter.next_id(), text=item.text))
 
     def _run_tool(self, call: ToolCall) -> ToolOutput:
@@ -147,31 +163,3 @@ class AgentLoop:
     def _check_deadline(self) -> None:
         if self.limits.deadline is not None and time.monotonic() >= self.limits.deadline:
             raise RunTimedOut("time limit reached: the run exceeded --timeout")
-
-
-def schema_validator(schema: dict[str, Any]) -> Callable[[str], str | None]:
-    """Checks a final answer against `--output-schema`, returning a correction for the model."""
-    import jsonschema
-
-    validator_cls = jsonschema.validators.validator_for(schema)
-    validator = validator_cls(schema)
-
-    def check(text: str) -> str | None:
-        try:
-            value = json.loads(text)
-        except json.JSONDecodeError as exc:
-            return (
-                f"Your final answer must be a single JSON value matching the output schema, "
-                f"with no other text. It did not parse as JSON ({exc.msg} at line {exc.lineno}). "
-                "Reply again with only the JSON."
-            )
-        errors = sorted(validator.iter_errors(value), key=lambda e: list(e.path))
-        if not errors:
-            return None
-        where = "/".join(str(p) for p in errors[0].path) or "(root)"
-        return (
-            f"Your final answer does not match the output schema: at {where}: "
-            f"{errors[0].message}. Reply again with only the corrected JSON."
-        )
-
-    return check

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import os
 import sys
+from typing import ClassVar
 
 import click
 
@@ -17,13 +18,13 @@ from oiexec import __version__
 class _LazyGroup(click.Group):
     """Subcommands are imported only when used."""
 
-    _lazy = {
+    _lazy: ClassVar[dict[str, tuple[str, str]]] = {
         "exec": ("oiexec.cli.exec_cmd", "exec_group"),
         "resume": ("oiexec.cli.exec_cmd", "top_resume_command"),
         "config": ("oiexec.cli.config_cmd", "config_group"),
         "sandbox": ("oiexec.cli.sandbox_cmd", "sandbox_group"),
     }
-    _aliases = {"e": "exec"}
+    _aliases: ClassVar[dict[str, str]] = {"e": "exec"}
 
     def list_commands(self, ctx: click.Context) -> list[str]:
         return sorted(self._lazy)

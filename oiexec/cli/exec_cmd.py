@@ -136,7 +136,10 @@ def build_request(params: dict[str, Any], prompt: str, **extra: Any) -> Any:
         *(f"features.{f}=false" for f in params.get("disable_features", ())),
         *params.get("config_overrides", ()),
     ]
-    flags: dict[str, Any] = {"model": params.get("model"), "sandbox_mode": params.get("sandbox_mode")}
+    flags: dict[str, Any] = {
+        "model": params.get("model"),
+        "sandbox_mode": params.get("sandbox_mode"),
+    }
     if params.get("oss") or params.get("local_provider"):
         flags["model_provider"] = params.get("local_provider") or "ollama"
     if params.get("chat_completions"):
@@ -158,7 +161,9 @@ def build_request(params: dict[str, Any], prompt: str, **extra: Any) -> Any:
             strict=bool(params.get("strict_config")),
         ),
         images=tuple(Path(p).expanduser() for p in params.get("images", ())),
-        add_dirs=tuple(Path(os.path.abspath(Path(p).expanduser())) for p in params.get("add_dirs", ())),
+        add_dirs=tuple(
+            Path(os.path.abspath(Path(p).expanduser())) for p in params.get("add_dirs", ())
+        ),
         skip_git_repo_check=bool(params.get("skip_git_repo_check")),
         ephemeral=bool(params.get("ephemeral")),
         json=bool(params.get("json_mode") or params.get("experimental_json")),

@@ -8,9 +8,7 @@ from typing import BinaryIO
 
 from oiexec.errors import UsageError
 
-NO_PROMPT = (
-    "No prompt provided. Either specify one as an argument or pipe the prompt into stdin."
-)
+NO_PROMPT = "No prompt provided. Either specify one as an argument or pipe the prompt into stdin."
 EMPTY_STDIN = "No prompt provided via stdin."
 
 

@@ -48,7 +48,8 @@ def parse_override(text: str) -> tuple[list[str], Any]:
     if not sep or not key.strip():
         raise UsageError(
             f"Invalid --config value `{text}`",
-            hint="Use -c key=value, e.g. -c model=gpt-5.5 or -c sandbox_workspace_write.network_access=true",
+            hint="Use -c key=value, e.g. -c model=gpt-5.5 or "
+            "-c sandbox_workspace_write.network_access=true",
         )
     return split_dotted_key(key.strip()), parse_value(raw.strip())
 

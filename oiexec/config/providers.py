@@ -85,7 +85,8 @@ def _lookup_provider(settings: Settings) -> tuple[str, ProviderConfig]:
     known = sorted({*BUILTIN_PROVIDERS, *settings.model_providers})
     raise ConfigError(
         f"Model provider `{provider_id}` not found",
-        hint=f"Known providers: {', '.join(known)}. Define it under [model_providers.{provider_id}].",
+        hint=f"Known providers: {', '.join(known)}. "
+        f"Define it under [model_providers.{provider_id}].",
     )
 
 

@@ -97,9 +97,7 @@ class Settings(BaseSettings):
     #: "full" refuses a degraded sandbox backend (Landlock without protected paths).
     sandbox_require: Literal["full", "any"] = "any"
     approval_policy: ApprovalPolicy = "on-request"
-    shell_environment_policy: ShellEnvironmentPolicy = Field(
-        default_factory=ShellEnvironmentPolicy
-    )
+    shell_environment_policy: ShellEnvironmentPolicy = Field(default_factory=ShellEnvironmentPolicy)
 
     project_doc_max_bytes: int = Field(default=32 * 1024, ge=0)
     project_doc_fallback_filenames: list[str] = Field(default_factory=list)

@@ -8,6 +8,7 @@ from pathlib import Path
 from oiexec.harness.data import harness_dir, load_manifest
 from oiexec.protocols import Tool
 from oiexec.sandbox.base import SandboxPolicy
+from oiexec.tools.base import ToolContext
 from oiexec.tools.exec_command import ExecCommandTool, WriteStdinTool
 from oiexec.tools.patch_tool import ApplyPatchTool
 from oiexec.tools.process import ProcessRegistry
@@ -58,3 +59,10 @@ class NativeHarness:
 
     def is_complete(self, response: ModelResponse) -> bool:
         return not response.tool_calls
+
+    def finish_turn(self, ctx: ToolContext) -> None:
+        self.processes.close_all()
+        self.plan.finish(ctx)
+
+    def close(self) -> None:
+        self.processes.close_all()

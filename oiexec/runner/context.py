@@ -4,24 +4,10 @@ from __future__ import annotations
 
 import base64
 import mimetypes
-import os
 from pathlib import Path
 
 from oiexec.errors import UsageError
-from oiexec.sandbox.base import SandboxPolicy
 from oiexec.types import ImageInput
-
-
-def build_environment_context(cwd: Path, policy: SandboxPolicy) -> str:
-    from oiexec.harness.agents_md import environment_context
-
-    return environment_context(
-        cwd=cwd,
-        shell=os.environ.get("SHELL", "/bin/bash"),
-        sandbox_mode=policy.mode,
-        network_access=not policy.network_disabled,
-        writable_roots=[str(root) for root in policy.writable_roots()],
-    )
 
 
 def read_images(paths: tuple[Path, ...]) -> tuple[ImageInput, ...]:

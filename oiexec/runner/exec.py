@@ -1,5 +1,8 @@
 """The composition root of `interpreter exec`: config, provider, harness, sandbox, session and
 sinks are put together here, the loop runs, and the outcome becomes reports and an exit code.
+
+Problems found before the thread starts (config, usage, missing key) raise `OiexecError`;
+everything after `thread.started` ends as `turn.completed` or `turn.failed`.
 """
 
 from __future__ import annotations
@@ -7,31 +10,27 @@ from __future__ import annotations
 import contextlib
 import json
 import os
-import signal
 import sys
 import time
-from collections.abc import Iterator
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
-from types import FrameType
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from oiexec import __version__
-from oiexec.agent.loop import AgentLoop, LoopLimits, ModelOptions, schema_validator
+from oiexec.agent.final import FinalAnswerPolicy, PlainAnswer, SchemaAnswer
 from oiexec.config.loader import LoadedConfig, load_config
 from oiexec.config.providers import resolve_api_key, resolve_provider
+from oiexec.config.settings import ProviderConfig
 from oiexec.errors import (
     ExitCode,
     Interrupted,
     LimitExceeded,
     OiexecError,
-    RunTimedOut,
-    SandboxUnavailable,
     UsageError,
 )
 from oiexec.events import (
     CommandExecutionItem,
-    ErrorItem,
     ItemCompleted,
     ThreadError,
     ThreadEvent,
@@ -46,16 +45,33 @@ from oiexec.output.human import HumanSink
 from oiexec.output.jsonl import JsonlSink
 from oiexec.protocols import EventSink, SessionStore
 from oiexec.redact import redact, register_secret
-from oiexec.runner.context import build_environment_context, read_images
+from oiexec.runner.context import read_images
 from oiexec.runner.request import ExecRequest
 from oiexec.runner.sandboxing import RefusalTracker, build_policy
-from oiexec.runner.sessions import open_session
-from oiexec.tools.base import ItemEmitter, ToolContext
-from oiexec.types import HistoryItem, Message
+from oiexec.runner.sessions import OpenedSession, open_session
+from oiexec.runner.signals import deadline_alarm, terminate_as_interrupt
+from oiexec.sandbox.base import SandboxMode, SandboxPolicy
+from oiexec.types import HistoryItem, ImageInput, Message
 
-GIT_CHECK_MESSAGE = (
-    "Not inside a trusted directory and --skip-git-repo-check was not specified."
-)
+if TYPE_CHECKING:
+    from oiexec.agent.loop import AgentLoop
+    from oiexec.output.diff import Baseline
+
+GIT_CHECK_MESSAGE = "Not inside a trusted directory and --skip-git-repo-check was not specified."
+
+Warn = Callable[[str], None]
+
+
+@dataclass(frozen=True)
+class RunHooks:
+    """How a caller specialises a run (the review command uses all three)."""
+
+    #: Replaces the harness's instructions.
+    instructions: str | None = None
+    #: Decides what a valid final answer is and how it is shown.
+    final: FinalAnswerPolicy | None = None
+    #: Forces a sandbox mode whatever config and flags say.
+    sandbox_mode: SandboxMode | None = None
 
 
 @dataclass
@@ -66,6 +82,61 @@ class RunResult:
     failure: str | None = None
     limit: str | None = None
     commands: list[CommandExecutionItem] = field(default_factory=list)
+    usage: Usage = field(default_factory=Usage)
+    duration_s: float = 0.0
+
+
+@dataclass(frozen=True)
+class _Prepared:
+    """Everything checked before the thread starts."""
+
+    request: ExecRequest
+    hooks: RunHooks
+    config: LoadedConfig
+    provider_id: str
+    provider: ProviderConfig
+    api_key: str | None
+    images: tuple[ImageInput, ...]
+    output_schema: dict[str, Any] | None
+    policy: SandboxPolicy
+    started: float
+
+
+def run_exec(request: ExecRequest, hooks: RunHooks | None = None) -> RunResult:
+    """Runs one exec invocation end to end and returns its outcome (never raises after
+    `thread.started`)."""
+    prepared = _prepare(request, hooks or RunHooks())
+    human = None if request.json else HumanSink(sys.stderr, color=_use_color(request.color))
+    warn: Warn = human.warning if human else _stderr_warning
+    for warning in (*request.warnings, *prepared.config.warnings):
+        warn(warning)
+    session = open_session(request, prepared.config, prepared.provider_id)
+    with contextlib.ExitStack() as stack:
+        stack.callback(session.store.close)
+        return _Run(prepared, session, human, warn, stack).execute()
+
+
+def _prepare(request: ExecRequest, hooks: RunHooks) -> _Prepared:
+    started = time.monotonic()
+    config = load_config(request.config)
+    _check_git(request, config)
+    output_schema = _read_output_schema(request.output_schema)
+    provider_id, provider = resolve_provider(config.settings)
+    api_key = resolve_api_key(provider_id, provider)
+    register_secret(api_key)
+    images = read_images(request.images)
+    policy = build_policy(config.settings, request, trusted=config.trusted)
+    if hooks.sandbox_mode:
+        policy = SandboxPolicy(
+            mode=hooks.sandbox_mode,
+            cwd=policy.cwd,
+            extra_roots=policy.extra_roots,
+            require=policy.require,
+        )
+    return _Prepared(
+        request, hooks, config, provider_id, provider, api_key, images, output_schema, policy,
+        started,
+    )  # fmt: skip
 
 
 class _CommandCollector:
@@ -95,274 +166,292 @@ class _SessionSink:
         pass
 
 
-def run_exec(request: ExecRequest) -> RunResult:
-    """Runs one exec invocation end to end. Raises OiexecError only for problems found before
-    the thread starts (config, usage); everything later ends as `turn.failed`."""
-    config = load_config(request.config)
-    _check_git(request, config)
-    output_schema = _read_output_schema(request.output_schema)
-    provider_id, provider = resolve_provider(config.settings)
-    api_key = resolve_api_key(provider_id, provider)
-    register_secret(api_key)
-    images = read_images(request.images)
+class _Run:
+    """One thread's turn, from `thread.started` to the last report."""
 
-    human = None if request.json else HumanSink(sys.stderr, color=_use_color(request.color))
-    warn = human.warning if human else _stderr_warning
-    for warning in (*request.warnings, *config.warnings):
-        warn(warning)
+    def __init__(
+        self,
+        prepared: _Prepared,
+        session: OpenedSession,
+        human: HumanSink | None,
+        warn: Warn,
+        stack: contextlib.ExitStack,
+    ) -> None:
+        self.p = prepared
+        self.request = prepared.request
+        self.session = session
+        self.store = session.store
+        self.human = human
+        self.warn = warn
+        self.stack = stack
+        self.collector = _CommandCollector()
+        sinks: list[EventSink] = [
+            human or JsonlSink(sys.stdout),
+            self.collector,
+            _SessionSink(self.store),
+        ]
+        self.dispatcher = Dispatcher(sinks)
+        stack.callback(self.dispatcher.close)
+        self.result = RunResult(exit_code=ExitCode.SUCCESS, thread_id=self.store.thread_id)
+        timeout = self.request.timeout
+        self.deadline = prepared.started + timeout if timeout else None
+        self.tracker: RefusalTracker | None = None
 
-    policy = build_policy(config.settings, request, trusted=config.trusted)
-    session = open_session(request, config, provider_id)
-    with contextlib.ExitStack() as stack:
-        stack.callback(session.store.close)
-        collector = _CommandCollector()
-        sinks: list[EventSink] = [collector, _SessionSink(session.store)]
-        sinks.insert(0, human if human else JsonlSink(sys.stdout))
-        dispatcher = Dispatcher(sinks)
-        stack.callback(dispatcher.close)
-        if human:
-            human.header(
-                f"oiexec v{__version__}",
-                [
-                    ("workdir", str(request.cwd)),
-                    ("model", config.settings.model),
-                    ("provider", provider_id),
-                    ("approval", "never"),
-                    ("sandbox", policy.summary()),
-                    ("reasoning effort", config.settings.model_reasoning_effort or "default"),
-                    ("session id", session.store.thread_id),
-                ],
-            )
-        return _run_thread(
-            request, config, session, dispatcher, collector, human, warn, policy,
-            provider_id, provider, api_key, images, output_schema, stack,
-        )  # fmt: skip
-
-
-def _run_thread(
-    request: ExecRequest,
-    config: LoadedConfig,
-    session: Any,
-    dispatcher: Dispatcher,
-    collector: _CommandCollector,
-    human: HumanSink | None,
-    warn: Any,
-    policy: Any,
-    provider_id: str,
-    provider: Any,
-    api_key: str | None,
-    images: Any,
-    output_schema: dict[str, Any] | None,
-    stack: contextlib.ExitStack,
-) -> RunResult:
-    from oiexec.harness.agents_md import discover_user_instructions
-    from oiexec.harness.native import NativeHarness
-    from oiexec.providers.registry import create_client
-    from oiexec.sandbox import get_sandbox
-    from oiexec.tools.shell_env import build_command_env
-
-    store = session.store
-    thread_id = store.thread_id
-    result = RunResult(exit_code=ExitCode.SUCCESS, thread_id=thread_id)
-    started = time.monotonic()
-    deadline = started + request.timeout if request.timeout else None
-    dispatcher.emit(ThreadStarted(thread_id=thread_id))
-    settings = config.settings
-    emitter = ItemEmitter(dispatcher.emit)
-
-    baseline = _capture_baseline(request, warn)
-    sandbox = RefusalTracker(get_sandbox(policy))
-    env = build_command_env(
-        settings.shell_environment_policy,
-        base_env=dict(os.environ),
-        provider_env_key=provider.env_key,
-        sandbox_mode=policy.mode,
-        network_disabled=policy.network_disabled,
-        extra={"OPENINTERPRETER_THREAD_ID": thread_id, "OPENINTERPRETER_CI": "1"},
-    )
-    for secret in env.removed_secrets:
-        register_secret(secret)
-    ctx = ToolContext(
-        cwd=request.cwd, sandbox=sandbox, items=emitter, env=env, warn=warn, deadline=deadline
-    )
-    stack.enter_context(ctx.cleanup)
-    harness = NativeHarness(
-        user_instructions=discover_user_instructions(
-            request.cwd,
-            home=config.home,
-            max_bytes=settings.project_doc_max_bytes,
-            fallback_filenames=settings.project_doc_fallback_filenames,
-        ),
-        environment_context=build_environment_context(request.cwd, policy),
-        output_token_limit=settings.tool_output_token_limit,
-    )
-    ctx.cleanup.callback(harness.processes.close_all)
-    client = create_client(
-        provider_id,
-        provider,
-        api_key,
-        extra_headers={"session-id": thread_id, "thread-id": thread_id, "originator": "oiexec"},
-    )
-    stack.callback(client.close)
-
-    history: list[HistoryItem] = list(session.history)
-    if not session.history:
-        for item in harness.initial_context(request.cwd, policy):
-            history.append(item)
-            store.append("response_item", item.model_dump())
-    store.append("turn_context", _turn_context(request, settings, policy))
-    prompt = Message(role="user", text=request.prompt, images=images)
-    history.append(prompt)
-    store.append("response_item", prompt.model_dump())
-
-    loop = AgentLoop(
-        client=client,
-        harness=harness,
-        ctx=ctx,
-        emit=dispatcher.emit,
-        record=lambda item: store.append("response_item", item.model_dump()),
-        options=ModelOptions(
-            model=settings.model,
-            reasoning_effort=settings.model_reasoning_effort,
-            reasoning_summary=settings.model_reasoning_summary,
-            output_schema=output_schema,
-            prompt_cache_key=thread_id,
-        ),
-        limits=LoopLimits(max_turns=request.max_turns, deadline=deadline),
-        on_step=human.step if human else (lambda _n: None),
-        validate_final=schema_validator(output_schema) if output_schema else None,
-    )
-    usage = session.usage
-    dispatcher.emit(TurnStarted())
-    store.append("event_msg", {"type": "task_started"})
-    try:
-        with _deadline_alarm(deadline), _terminate_as_interrupt():
-            outcome = loop.run(history, usage)
-        usage = outcome.usage
-        harness.plan.finish(ctx)
-        harness.processes.close_all()
-        if sandbox.refusals:
-            raise SandboxUnavailable(
-                f"sandbox unavailable: {sandbox.refusals[0]}",
-            )
-        result.final_message = outcome.final_message
-        store.append("event_msg", {"type": "token_count", "total_token_usage": usage.model_dump()})
-        dispatcher.emit(TurnCompleted(usage=usage))
-    except (OiexecError, LimitExceeded) as exc:
-        _close_open_work(harness, ctx)
-        result.exit_code = exc.exit_code
-        result.failure = redact(exc.message)
-        result.limit = exc.limit if isinstance(exc, LimitExceeded) else None
-        store.append("event_msg", {"type": "token_count", "total_token_usage": usage.model_dump()})
-        dispatcher.emit(TurnFailed(error=ThreadError(message=result.failure)))
-    except (KeyboardInterrupt, Interrupted):
-        _close_open_work(harness, ctx)
-        result.exit_code = ExitCode.INTERRUPTED
-        result.failure = "interrupted"
-        # As in Codex, an interrupted turn emits no turn.failed; the exit code says it.
-        warn("interrupted")
-    finally:
-        store.append(
-            "event_msg",
-            {
-                "type": "task_complete",
-                "last_agent_message": result.final_message,
-                "duration_ms": int((time.monotonic() - started) * 1000),
-            },
-        )
-    result.commands = collector.commands
-    _write_outputs(request, result, baseline, usage, settings.model, started, warn)
-    if human and result.final_message is not None and result.exit_code == ExitCode.SUCCESS:
-        sys.stdout.write(result.final_message + "\n")
-        sys.stdout.flush()
-    return result
-
-
-def _close_open_work(harness: Any, ctx: ToolContext) -> None:
-    with contextlib.suppress(Exception):
-        harness.processes.close_all()
-    with contextlib.suppress(Exception):
-        harness.plan.finish(ctx)
-
-
-def _write_outputs(
-    request: ExecRequest,
-    result: RunResult,
-    baseline: Any,
-    usage: Usage,
-    model: str,
-    started: float,
-    warn: Any,
-) -> None:
-    # The last message is only written after a completed turn, so a stale file never
-    # looks like an answer.
-    if request.output_last_message and result.exit_code == ExitCode.SUCCESS:
-        _write_text(request.output_last_message, result.final_message or "", warn)
-    if request.diff and baseline is not None:
+    def execute(self) -> RunResult:
+        self._header()
+        self.dispatcher.emit(ThreadStarted(thread_id=self.store.thread_id))
+        baseline = self._capture_baseline()
+        usage = self.session.usage
         try:
-            _write_text(request.diff, redact(baseline.diff()), warn)
-        except Exception as exc:  # a report must not turn a finished run into a crash
-            warn(f"could not write --diff {request.diff}: {exc}")
-    if request.junit:
+            loop, history = self._build()
+            self.dispatcher.emit(TurnStarted())
+            self.store.append("event_msg", {"type": "task_started"})
+            with deadline_alarm(self.deadline), terminate_as_interrupt():
+                outcome = loop.run(history, usage)
+            usage = outcome.usage
+            loop.harness.finish_turn(loop.ctx)
+            refusals = (
+                loop.ctx.sandbox.refusals if isinstance(loop.ctx.sandbox, RefusalTracker) else []
+            )
+            if refusals:
+                from oiexec.errors import SandboxUnavailable
+
+                raise SandboxUnavailable(f"sandbox unavailable: {refusals[0]}")
+            self.result.final_message = outcome.final_message
+            self._record_usage(usage)
+            self.dispatcher.emit(TurnCompleted(usage=usage))
+        except OiexecError as exc:
+            self.result.exit_code = exc.exit_code
+            self.result.failure = redact(exc.message)
+            self.result.limit = exc.limit if isinstance(exc, LimitExceeded) else None
+            self._record_usage(usage)
+            self.dispatcher.emit(TurnFailed(error=ThreadError(message=self.result.failure)))
+        except (KeyboardInterrupt, Interrupted):
+            self.result.exit_code = ExitCode.INTERRUPTED
+            self.result.failure = "interrupted"
+            # As in Codex, an interrupted turn emits no turn.failed; the exit code says it.
+            self.warn("interrupted")
+        finally:
+            self.result.duration_s = time.monotonic() - self.p.started
+            self.store.append(
+                "event_msg",
+                {
+                    "type": "task_complete",
+                    "last_agent_message": self.result.final_message,
+                    "duration_ms": int(self.result.duration_s * 1000),
+                },
+            )
+        self.result.usage = usage
+        self.result.commands = self.collector.commands
+        self._write_outputs(baseline)
+        if self.human and self.result.final_message is not None and self._ok():
+            sys.stdout.write(self.result.final_message + "\n")
+            sys.stdout.flush()
+        return self.result
+
+    def _ok(self) -> bool:
+        return self.result.exit_code == ExitCode.SUCCESS
+
+    # -- set-up ---------------------------------------------------------------------------
+
+    def _header(self) -> None:
+        if not self.human:
+            return
+        settings = self.p.config.settings
+        self.human.header(
+            f"oiexec v{__version__}",
+            [
+                ("workdir", str(self.request.cwd)),
+                ("model", settings.model),
+                ("provider", self.p.provider_id),
+                ("approval", "never"),
+                ("sandbox", self.p.policy.summary()),
+                ("reasoning effort", settings.model_reasoning_effort or "default"),
+                ("session id", self.store.thread_id),
+            ],
+        )
+
+    def _build(self) -> tuple[AgentLoop, list[HistoryItem]]:
+        from oiexec.agent.loop import AgentLoop, LoopLimits, ModelOptions
+        from oiexec.harness.registry import HarnessInputs, build_harness
+        from oiexec.providers.registry import create_client
+        from oiexec.sandbox import get_sandbox
+        from oiexec.tools.base import ItemEmitter, ToolContext
+        from oiexec.tools.shell_env import build_command_env
+
+        p, request, settings = self.p, self.request, self.p.config.settings
+        thread_id = self.store.thread_id
+        env = build_command_env(
+            settings.shell_environment_policy,
+            base_env=dict(os.environ),
+            provider_env_key=p.provider.env_key,
+            sandbox_mode=p.policy.mode,
+            network_disabled=p.policy.network_disabled,
+            extra={"OPENINTERPRETER_THREAD_ID": thread_id},
+        )
+        for secret in env.removed_secrets:
+            register_secret(secret)
+        self.tracker = RefusalTracker(get_sandbox(p.policy))
+        ctx = ToolContext(
+            cwd=request.cwd,
+            sandbox=self.tracker,
+            items=ItemEmitter(self.dispatcher.emit),
+            env=env,
+            warn=self.warn,
+            deadline=self.deadline,
+        )
+        self.stack.enter_context(ctx.cleanup)
+        harness = build_harness(
+            HarnessInputs(
+                settings=settings,
+                provider_id=p.provider_id,
+                provider=p.provider,
+                cwd=request.cwd,
+                home=p.config.home,
+                policy=p.policy,
+            )
+        )
+        ctx.cleanup.callback(harness.close)
+        client = create_client(
+            p.provider_id,
+            p.provider,
+            p.api_key,
+            extra_headers={"session-id": thread_id, "thread-id": thread_id},
+        )
+        self.stack.callback(client.close)
+
+        history: list[HistoryItem] = list(self.session.history)
+        if not history:
+            for item in harness.initial_context(request.cwd, p.policy):
+                history.append(item)
+                self.store.append("response_item", item.model_dump())
+        self.store.append("turn_context", self._turn_context())
+        prompt = Message(role="user", text=request.prompt, images=p.images)
+        history.append(prompt)
+        self.store.append("response_item", prompt.model_dump())
+
+        final = p.hooks.final or (
+            SchemaAnswer(p.output_schema) if p.output_schema else PlainAnswer()
+        )
+        loop = AgentLoop(
+            client=client,
+            harness=harness,
+            ctx=ctx,
+            emit=self.dispatcher.emit,
+            record=lambda item: self.store.append("response_item", item.model_dump()),
+            options=ModelOptions(
+                model=settings.model,
+                reasoning_effort=settings.model_reasoning_effort,
+                reasoning_summary=settings.model_reasoning_summary,
+                output_schema=p.output_schema,
+                prompt_cache_key=thread_id,
+            ),
+            limits=LoopLimits(max_turns=request.max_turns, deadline=self.deadline),
+            on_step=self.human.step if self.human else (lambda _n: None),
+            final=final,
+            instructions=p.hooks.instructions,
+        )
+        return loop, history
+
+    def _turn_context(self) -> dict[str, Any]:
+        policy, settings = self.p.policy, self.p.config.settings
+        return {
+            "cwd": str(self.request.cwd),
+            "approval_policy": "never",
+            "sandbox_policy": {
+                "type": policy.mode,
+                "network_access": not policy.network_disabled,
+                "exclude_tmpdir_env_var": policy.exclude_tmpdir_env_var,
+                "exclude_slash_tmp": policy.exclude_slash_tmp,
+            },
+            "model": settings.model,
+            "model_provider": self.p.provider_id,
+            "effort": settings.model_reasoning_effort,
+        }
+
+    def _record_usage(self, usage: Usage) -> None:
+        self.store.append(
+            "event_msg", {"type": "token_count", "total_token_usage": usage.model_dump()}
+        )
+
+    # -- reports --------------------------------------------------------------------------
+
+    def _capture_baseline(self) -> Baseline | None:
+        if not self.request.diff:
+            return None
+        from oiexec.output.diff import Baseline
+
+        try:
+            baseline = Baseline.capture(self.request.cwd)
+        except Exception as exc:  # a report must never stop the task itself
+            self.warn(f"--diff disabled: could not snapshot the workspace: {exc}")
+            return None
+        self.stack.callback(baseline.close)
+        return baseline
+
+    def _write_outputs(self, baseline: Baseline | None) -> None:
+        request, result = self.request, self.result
+        # The last message is written only after a completed turn, so a stale file never
+        # passes for an answer.
+        if request.output_last_message and self._ok():
+            _write_bytes(
+                request.output_last_message, (result.final_message or "").encode(), self.warn
+            )
+        if request.diff and baseline is not None:
+            try:
+                patch = baseline.diff_bytes()
+            except Exception as exc:  # a report must not turn a finished run into a crash
+                self.warn(f"could not write --diff {request.diff}: {exc}")
+            else:
+                _write_bytes(request.diff, _redact_bytes(patch), self.warn)
+        if request.junit:
+            self._write_junit(request.junit)
+
+    def _write_junit(self, path: Path) -> None:
         from oiexec.output.junit import RunReport, write_junit
 
-        status = "success"
-        if result.exit_code != ExitCode.SUCCESS:
-            status = "limit" if result.limit else "failed"
+        result = self.result
+        status = "success" if self._ok() else ("limit" if result.limit else "failed")
         report = RunReport(
-            prompt=request.prompt,
+            prompt=self.request.prompt,
             thread_id=result.thread_id or "",
-            model=model,
+            model=self.p.config.settings.model,
             status=status,
             failure_message=result.failure,
             limit_name=result.limit,
             exit_code=int(result.exit_code),
-            duration_s=time.monotonic() - started,
+            duration_s=result.duration_s,
             commands=[(c.command, c.exit_code, c.aggregated_output) for c in result.commands],
             final_message=result.final_message,
-            usage=usage,
+            usage=result.usage,
         )
         try:
-            request.junit.parent.mkdir(parents=True, exist_ok=True)
-            write_junit(request.junit, report)
+            path.parent.mkdir(parents=True, exist_ok=True)
+            write_junit(path, report)
         except OSError as exc:
-            warn(f"could not write --junit {request.junit}: {exc}")
+            self.warn(f"could not write --junit {path}: {exc}")
 
 
-def _write_text(path: Path, text: str, warn: Any) -> None:
+def _redact_bytes(data: bytes) -> bytes:
+    # Redact without decoding the whole patch: binary hunks must stay byte-exact.
+    lines = data.split(b"\n")
+    out = []
+    for line in lines:
+        try:
+            text = line.decode("utf-8")
+        except UnicodeDecodeError:
+            out.append(line)
+        else:
+            out.append(redact(text).encode("utf-8"))
+    return b"\n".join(out)
+
+
+def _write_bytes(path: Path, data: bytes, warn: Warn) -> None:
     try:
         path.parent.mkdir(parents=True, exist_ok=True)
-        path.write_text(text, encoding="utf-8")
+        path.write_bytes(data)
     except OSError as exc:
-        warn(f"could not write {path}: {exc}")
-
-
-def _capture_baseline(request: ExecRequest, warn: Any) -> Any:
-    if not request.diff:
-        return None
-    from oiexec.output.diff import Baseline
-
-    try:
-        return Baseline.capture(request.cwd)
-    except Exception as exc:
-        warn(f"--diff disabled: could not snapshot the workspace: {exc}")
-        return None
-
-
-def _turn_context(request: ExecRequest, settings: Any, policy: Any) -> dict[str, Any]:
-    return {
-        "cwd": str(request.cwd),
-        "approval_policy": "never",
-        "sandbox_policy": {
-            "type": policy.mode,
-            "network_access": not policy.network_disabled,
-            "exclude_tmpdir_env_var": policy.exclude_tmpdir_env_var,
-            "exclude_slash_tmp": policy.exclude_slash_tmp,
-        },
-        "model": settings.model,
-        "model_provider": settings.model_provider,
-        "effort": settings.model_reasoning_effort,
-    }
+        warn(f"could not write {path}: {exc.strerror or exc}")
 
 
 def _check_git(request: ExecRequest, config: LoadedConfig) -> None:
@@ -404,41 +493,3 @@ def _use_color(choice: str) -> bool:
 def _stderr_warning(text: str) -> None:
     sys.stderr.write(redact(f"warning: {text}") + "\n")
     sys.stderr.flush()
-
-
-def warning_item(emitter: ItemEmitter, text: str) -> ItemCompleted:
-    return ItemCompleted(item=ErrorItem(id=emitter.next_id(), message=text))
-
-
-@contextlib.contextmanager
-def _deadline_alarm(deadline: float | None) -> Iterator[None]:
-    """Makes `--timeout` hard: SIGALRM interrupts whatever the main thread is blocked on."""
-    if deadline is None:
-        yield
-        return
-
-    def on_alarm(_signum: int, _frame: FrameType | None) -> None:
-        raise RunTimedOut("time limit reached: the run exceeded --timeout")
-
-    previous = signal.signal(signal.SIGALRM, on_alarm)
-    signal.setitimer(signal.ITIMER_REAL, max(0.001, deadline - time.monotonic()))
-    try:
-        yield
-    finally:
-        signal.setitimer(signal.ITIMER_REAL, 0)
-        signal.signal(signal.SIGALRM, previous)
-
-
-@contextlib.contextmanager
-def _terminate_as_interrupt() -> Iterator[None]:
-    """CI cancels jobs with SIGTERM: clean up (kill process groups, close the rollout) as for
-    Ctrl-C."""
-
-    def on_term(_signum: int, _frame: FrameType | None) -> None:
-        raise Interrupted()
-
-    previous = signal.signal(signal.SIGTERM, on_term)
-    try:
-        yield
-    finally:
-        signal.signal(signal.SIGTERM, previous)
