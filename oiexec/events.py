@@ -88,13 +88,24 @@ class ErrorItem(_Model):
     message: str
 
 
+class ReviewItem(_Model):
+    """The structured result of `exec review` (an oiexec addition; Codex keeps it in the
+    rollout only). `review` is the review JSON: findings with their checked locations and the
+    overall verdict; the same review also comes rendered as text in an `agent_message`."""
+
+    id: str
+    type: Literal["review"] = "review"
+    review: dict[str, Any]
+
+
 ThreadItem = Annotated[
     AgentMessageItem
     | ReasoningItem
     | CommandExecutionItem
     | FileChangeItem
     | TodoListItem
-    | ErrorItem,
+    | ErrorItem
+    | ReviewItem,
     Field(discriminator="type"),
 ]
 

@@ -20,6 +20,7 @@ from oiexec.events import (
     ItemStarted,
     ItemUpdated,
     ReasoningItem,
+    ReviewItem,
     StreamError,
     ThreadEvent,
     ThreadStarted,
@@ -135,6 +136,13 @@ class HumanSink:
                 self._todo(item)
             case ErrorItem():
                 self.warning(item.message)
+            case ReviewItem():
+                # The text of the review came as an agent_message; only sum it up here.
+                findings = item.review.get("findings") or []
+                verdict = item.review.get("overall_correctness") or "no verdict"
+                self._write(
+                    self._style(f"review: {len(findings)} finding(s), {verdict}", bold=True)
+                )
 
     def _todo(self, item: TodoListItem) -> None:
         self._write(self._style("plan", bold=True))
