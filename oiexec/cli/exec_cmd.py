@@ -9,6 +9,7 @@ from typing import Any
 import click
 
 from oiexec.cli.options import exec_options, merged_params
+from oiexec.cli.review_cmd import exec_review_command
 
 _DEFAULT = "__prompt__"
 
@@ -85,6 +86,9 @@ def fork_command(ctx: click.Context, /, session_id: str, prompt: str | None, **_
 
     text = resolve_prompt(prompt, append_stdin=False)
     _execute(ctx, text, fork_from=session_id)
+
+
+exec_group.add_command(exec_review_command, "review")
 
 
 def _resume(

@@ -1,0 +1,166 @@
+"""`interpreter review` and `interpreter exec review`: pick the target, build the request,
+run the review, exit with the gate's code."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any, TypeVar
+
+import click
+
+from oiexec.cli.options import exec_options, merged_params
+
+F = TypeVar("F", bound=Callable[..., Any])
+
+NO_TARGET = "Specify --uncommitted, --base, --commit, or provide custom review instructions"
+
+_REVIEW_OPTIONS: list[Callable[[Any], Any]] = [
+    click.option(
+        "--uncommitted", is_flag=True, help="Review staged, unstaged and untracked changes."
+    ),
+    click.option("--base", "base_branch", metavar="BRANCH", help="Review changes against BRANCH."),
+    click.option("--commit", "commit_sha", metavar="SHA", help="Review the changes of one commit."),
+    click.option("--title", metavar="TITLE", help="With --commit: the commit's title."),
+    click.option(
+        "--fail-on",
+        default="P1",
+        show_default=True,
+        metavar="P0|P1|P2|P3",
+        help="Block (exit 7) on findings of this priority or more severe.",
+    ),
+    click.option(
+        "--min-confidence",
+        default="0",
+        show_default=True,
+        metavar="X",
+        help="Only findings with confidence >= X (0 to 1) can block.",
+    ),
+    click.option(
+        "--sarif",
+        "sarif_file",
+        type=click.Path(dir_okay=False, path_type=str),
+        help="Write the findings as SARIF 2.1.0 (GitHub code scanning).",
+    ),
+    click.option(
+        "--markdown",
+        "markdown_file",
+        type=click.Path(dir_okay=False, path_type=str),
+        help="Write a Markdown report of the review.",
+    ),
+    click.option(
+        "--structured-output/--no-structured-output",
+        default=True,
+        show_default=True,
+        help="Also request the review JSON Schema as structured output from the model "
+        "(turn off for servers that reject json_schema response formats).",
+    ),
+]
+
+
+def review_options(func: F) -> F:
+    for option in reversed(_REVIEW_OPTIONS):
+        func = option(func)
+    return func
+
+
+def _review_command(name: str, doc: str) -> click.Command:
+    @click.command(name, help=doc)
+    @exec_options
+    @review_options
+    @click.argument("prompt", required=False)
+    @click.pass_context
+    def command(ctx: click.Context, /, **_: Any) -> None:
+        run_review_command(ctx)
+
+    return command
+
+
+_DOC = """Review a change read-only and fail (exit 7) when a finding blocks the merge.
+
+Targets (exactly one): --uncommitted, --base BRANCH, --commit SHA [--title T], or custom
+review instructions as PROMPT (`-` reads them from stdin). The JUnit (--junit) report has one
+test case per finding; -o writes the review as text.
+"""
+
+#: `interpreter exec review`, added to the exec group.
+exec_review_command = _review_command("review", _DOC)
+#: `interpreter review`, the same command at the top level.
+review_command = _review_command("review", _DOC)
+
+
+def run_review_command(ctx: click.Context) -> None:
+    from oiexec.cli.exec_cmd import build_request
+    from oiexec.review.gate import GatePolicy, parse_fail_on, parse_min_confidence
+    from oiexec.runner.review import ReviewRequest, run_review
+
+    params = merged_params(ctx)
+    target = _target(params)
+    gate = GatePolicy(
+        fail_on=parse_fail_on(params["fail_on"]),
+        min_confidence=parse_min_confidence(params["min_confidence"]),
+    )
+    base = build_request(params, "")
+
+    def path_of(key: str) -> Path | None:
+        value = params.get(key)
+        return Path(value).expanduser() if value else None
+
+    result = run_review(
+        ReviewRequest(
+            exec=base,
+            target=target,
+            gate=gate,
+            junit=base.junit,
+            sarif=path_of("sarif_file"),
+            markdown=path_of("markdown_file"),
+            structured_output=bool(params.get("structured_output", True)),
+        )
+    )
+    ctx.exit(int(result.exit_code))
+
+
+def _target(params: dict[str, Any]) -> Any:
+    from oiexec.errors import UsageError
+    from oiexec.review.targets import (
+        BaseBranchTarget,
+        CommitTarget,
+        CustomTarget,
+        UncommittedTarget,
+    )
+
+    prompt: str | None = params.get("prompt")
+    given = [
+        flag
+        for flag, value in (
+            ("--uncommitted", params.get("uncommitted")),
+            ("--base", params.get("base_branch")),
+            ("--commit", params.get("commit_sha")),
+            ("PROMPT", prompt is not None),
+        )
+        if value
+    ]
+    if len(given) > 1:
+        raise UsageError(f"{' and '.join(given)} cannot be used together; pick one review target")
+    if params.get("title") and not params.get("commit_sha"):
+        raise UsageError("--title can only be used with --commit")
+    if not given:
+        raise UsageError(NO_TARGET)
+    if params.get("uncommitted"):
+        return UncommittedTarget()
+    if params.get("base_branch"):
+        return BaseBranchTarget(params["base_branch"])
+    if params.get("commit_sha"):
+        return CommitTarget(params["commit_sha"], params.get("title"))
+    return CustomTarget(_custom_instructions(prompt or ""))
+
+
+def _custom_instructions(prompt: str) -> str:
+    from oiexec.cli.prompt import resolve_prompt
+    from oiexec.errors import UsageError
+
+    if prompt == "-":
+        return resolve_prompt("-", append_stdin=False)
+    if not prompt.strip():
+        raise UsageError(NO_TARGET)
+    return prompt

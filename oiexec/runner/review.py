@@ -1,0 +1,246 @@
+"""`interpreter exec review`: one read-only exec run that must end in a structured review,
+then location checks, the merge gate and the CI reports.
+
+Exit codes: the run's own code when the run failed (1, 3, 4, 5, 6, 130), else
+`ExitCode.FAILED` when no structured review came back even after one correction (a review
+that could not be read must not pass a gate), else `REVIEW_BLOCKED` (7) when a finding
+blocks, else 0.
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+import tempfile
+from collections.abc import Callable
+from dataclasses import dataclass, field, replace
+from pathlib import Path
+
+from oiexec.agent.final import Retry
+from oiexec.errors import ExitCode, ReviewGateBlocked
+from oiexec.events import AgentMessageItem, ReviewItem
+from oiexec.redact import redact
+from oiexec.review.gate import GatePolicy, blocking_findings, priority_label
+from oiexec.review.locate import locate_findings
+from oiexec.review.model import ReviewFinding, ReviewOutput, review_output_json_schema
+from oiexec.review.parse import ReviewParseError, correction_message, fallback_review, parse_review
+from oiexec.review.prompt import review_instructions
+from oiexec.review.render.text import render_review_text
+from oiexec.review.targets import (
+    CustomTarget,
+    ResolvedTarget,
+    ReviewTarget,
+    ReviewTargetError,
+    changed_lines,
+    resolve_target,
+)
+from oiexec.runner.exec import RunHooks, RunResult, run_exec
+from oiexec.runner.request import ExecRequest
+from oiexec.tools.base import ItemEmitter
+
+__all__ = ["FALLBACK_MESSAGE", "ReviewAnswer", "ReviewRequest", "ReviewResult", "run_review"]
+
+FALLBACK_MESSAGE = (
+    "the reviewer did not answer with a structured review, even after a correction; "
+    "failing rather than passing the gate unchecked"
+)
+
+Warn = Callable[[str], None]
+
+
+@dataclass(frozen=True)
+class ReviewRequest:
+    """An exec request (its prompt is replaced by the target's message) plus review options."""
+
+    exec: ExecRequest
+    target: ReviewTarget
+    gate: GatePolicy = field(default_factory=GatePolicy)
+    junit: Path | None = None
+    sarif: Path | None = None
+    markdown: Path | None = None
+    #: Also send the review JSON Schema as structured output (the rubric always asks for the
+    #: shape in words, so wires or servers without structured output still work with False).
+    structured_output: bool = True
+
+
+@dataclass
+class ReviewResult:
+    exit_code: ExitCode
+    run: RunResult
+    review: ReviewOutput | None = None
+    blocking: list[ReviewFinding] = field(default_factory=list)
+    fell_back: bool = False
+
+
+class ReviewAnswer:
+    """The final-answer policy of a review: parse, correct once, else fall back; then check
+    locations and present the result as text plus a `review` item."""
+
+    def __init__(
+        self,
+        resolved: ResolvedTarget,
+        changed: dict[str, set[int]] | None,
+        warn: Warn | None = None,
+    ) -> None:
+        self._resolved = resolved
+        self._changed = changed
+        self._warn = warn or _stderr_warning
+        self.review: ReviewOutput | None = None
+        self.fell_back = False
+
+    def accept(self, text: str, attempt: int) -> str | Retry:
+        try:
+            parsed = parse_review(text)
+        except ReviewParseError as exc:
+            if attempt == 1:
+                return Retry(correction_message(exc))
+            self.review, self.fell_back = fallback_review(text), True
+            return render_review_text(self.review)
+        self.review = self._locate(parsed)
+        return render_review_text(self.review)
+
+    def present(self, text: str, items: ItemEmitter) -> None:
+        if self.review is not None:
+            data = self.review.model_dump(mode="json")
+            items.completed(ReviewItem(id=items.next_id(), review=data))
+        # The text last: like Codex, the review's agent_message is the final response.
+        items.completed(AgentMessageItem(id=items.next_id(), text=text))
+
+    def _locate(self, review: ReviewOutput) -> ReviewOutput:
+        resolved = self._resolved
+        try:
+            return locate_findings(
+                review, resolved.repo_root, self._changed, revision=resolved.revision
+            )
+        except Exception as exc:  # a location check must not lose the review itself
+            self._warn(f"could not check review locations: {exc}")
+            return review
+
+
+def run_review(request: ReviewRequest, warn: Warn | None = None) -> ReviewResult:
+    """Runs the review end to end; raises only before the thread starts (usage, config)."""
+    warn = warn or _stderr_warning
+    base = request.exec
+    resolved = _resolve(base.cwd, request.target)
+    changed = None if isinstance(request.target, CustomTarget) else _changed(resolved, warn)
+    policy = ReviewAnswer(resolved, changed, warn)
+    hooks = RunHooks(
+        instructions=review_instructions(str(resolved.repo_root)),
+        final=policy,
+        sandbox_mode="read-only",
+    )
+    if base.output_schema is not None:
+        warn("review answers in its own format; ignoring --output-schema")
+    with tempfile.TemporaryDirectory(prefix="oiexec-review-") as scratch:
+        schema_path = None
+        if request.structured_output:
+            schema_path = Path(scratch) / "review.schema.json"
+            schema_path.write_text(json.dumps(review_output_json_schema()), encoding="utf-8")
+        # The review's own JUnit (one case per finding) replaces exec's run report.
+        exec_request = replace(
+            base, prompt=resolved.user_message, output_schema=schema_path, junit=None
+        )
+        run = run_exec(exec_request, hooks)
+    result = ReviewResult(exit_code=run.exit_code, run=run, fell_back=policy.fell_back)
+    if run.exit_code != ExitCode.SUCCESS or policy.review is None:
+        if run.exit_code == ExitCode.SUCCESS:
+            result.exit_code = ExitCode.FAILED
+            warn("the review run ended without a review")
+        return result
+    review = policy.review
+    result.review = review
+    result.blocking = blocking_findings(review, request.gate)
+    _write_reports(request, resolved, review, warn)
+    if policy.fell_back:
+        result.exit_code = ExitCode.FAILED
+        _say(f"review failed: {FALLBACK_MESSAGE}")
+    elif result.blocking:
+        result.exit_code = ReviewGateBlocked.exit_code
+        _say(_blocked_summary(result.blocking, request.gate))
+    else:
+        result.exit_code = ExitCode.SUCCESS
+    return result
+
+
+def _resolve(cwd: Path, target: ReviewTarget) -> ResolvedTarget:
+    try:
+        return resolve_target(cwd, target)
+    except ReviewTargetError:
+        if not isinstance(target, CustomTarget):
+            raise
+        # Custom instructions need no diff, so they also work outside a git repository
+        # (with --skip-git-repo-check); the files are then relative to the working directory.
+        hint = target.instructions.strip().splitlines()[0][:80] if target.instructions else ""
+        return ResolvedTarget(target, cwd.resolve(), target.instructions, hint or "custom review")
+
+
+def _changed(resolved: ResolvedTarget, warn: Warn) -> dict[str, set[int]] | None:
+    try:
+        return changed_lines(resolved.repo_root, resolved.target)
+    except ReviewTargetError as exc:
+        warn(f"could not list the changed lines; findings are checked against files only: {exc}")
+        return None
+
+
+def _write_reports(
+    request: ReviewRequest, resolved: ResolvedTarget, review: ReviewOutput, warn: Warn
+) -> None:
+    from oiexec.review.render.github import in_github_actions, write_annotations
+    from oiexec.review.render.junit import write_junit
+    from oiexec.review.render.markdown import render_markdown, write_markdown
+    from oiexec.review.render.sarif import write_sarif
+
+    gate, title = request.gate, resolved.user_facing_hint
+    writers: list[tuple[str, Path | None, Callable[[Path], None]]] = [
+        ("--junit", request.junit, lambda p: write_junit(p, review, policy=gate)),
+        (
+            "--sarif",
+            request.sarif,
+            lambda p: write_sarif(p, review, repo_root=resolved.repo_root, policy=gate),
+        ),
+        (
+            "--markdown",
+            request.markdown,
+            lambda p: write_markdown(p, review, policy=gate, title=title),
+        ),
+    ]
+    for flag, path, write in writers:
+        if path is None:
+            continue
+        try:
+            path.parent.mkdir(parents=True, exist_ok=True)
+            write(path)
+        except OSError as exc:  # a report must not turn a finished review into a crash
+            warn(f"could not write {flag} {path}: {exc.strerror or exc}")
+    if in_github_actions():
+        from oiexec.review.render.github import write_step_summary
+
+        try:
+            write_step_summary(render_markdown(review, policy=gate, title=title))
+        except OSError as exc:
+            warn(f"could not write the GitHub step summary: {exc.strerror or exc}")
+        # Workflow commands on stderr: stdout belongs to the JSONL stream or the review text.
+        write_annotations(sys.stderr, review, gate)
+
+
+def _blocked_summary(blocking: list[ReviewFinding], gate: GatePolicy) -> str:
+    lines = [
+        f"review gate blocked: {len(blocking)} finding(s) at or above P{gate.fail_on}"
+        + (f" with confidence >= {gate.min_confidence:g}" if gate.min_confidence else "")
+    ]
+    for finding in blocking:
+        span = finding.code_location.line_range
+        lines.append(
+            f"  {priority_label(finding)} {finding.display_path}:{span.start}-{span.end} "
+            f"{finding.title}"
+        )
+    return "\n".join(lines)
+
+
+def _say(text: str) -> None:
+    sys.stderr.write(redact(text) + "\n")
+    sys.stderr.flush()
+
+
+def _stderr_warning(text: str) -> None:
+    _say(f"warning: {text}")
