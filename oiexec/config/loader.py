@@ -184,10 +184,21 @@ def _profile_layers(name: str, home: Path, user: Layer | None) -> list[Layer]:
     return layers
 
 
+def is_git_marker(dot_git: Path) -> bool:
+    """A real `.git`: a directory with HEAD, or a worktree's `gitdir:` file. An empty `.git`
+    directory (e.g. a sandbox mount point left in /tmp) does not make a repository."""
+    if dot_git.is_dir():
+        return (dot_git / "HEAD").is_file()
+    try:
+        return dot_git.is_file() and dot_git.read_text(errors="replace").startswith("gitdir:")
+    except OSError:
+        return False
+
+
 def find_project_root(cwd: Path) -> Path:
-    """The git root above `cwd` (a `.git` dir or file), else `cwd` itself."""
+    """The git root above `cwd`, else `cwd` itself."""
     for candidate in (cwd, *cwd.parents):
-        if (candidate / ".git").exists():
+        if is_git_marker(candidate / ".git"):
             return candidate
     return cwd
 

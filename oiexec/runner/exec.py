@@ -19,7 +19,7 @@ from typing import TYPE_CHECKING, Any
 
 from oiexec import __version__
 from oiexec.agent.final import FinalAnswerPolicy, PlainAnswer, SchemaAnswer
-from oiexec.config.loader import LoadedConfig, load_config
+from oiexec.config.loader import LoadedConfig, is_git_marker, load_config
 from oiexec.config.providers import resolve_api_key, resolve_provider
 from oiexec.config.settings import ProviderConfig
 from oiexec.errors import (
@@ -43,7 +43,7 @@ from oiexec.events import (
 from oiexec.output.dispatch import Dispatcher
 from oiexec.output.human import HumanSink
 from oiexec.output.jsonl import JsonlSink
-from oiexec.protocols import EventSink, SessionStore
+from oiexec.protocols import EventSink, Harness, SessionStore
 from oiexec.redact import redact, register_secret
 from oiexec.runner.context import read_images
 from oiexec.runner.request import ExecRequest
@@ -196,6 +196,7 @@ class _Run:
         timeout = self.request.timeout
         self.deadline = prepared.started + timeout if timeout else None
         self.tracker: RefusalTracker | None = None
+        self.harness: Harness | None = None
 
     def execute(self) -> RunResult:
         self._header()
@@ -221,12 +222,14 @@ class _Run:
             self._record_usage(usage)
             self.dispatcher.emit(TurnCompleted(usage=usage))
         except OiexecError as exc:
+            self._close_open_work()
             self.result.exit_code = exc.exit_code
             self.result.failure = redact(exc.message)
             self.result.limit = exc.limit if isinstance(exc, LimitExceeded) else None
             self._record_usage(usage)
             self.dispatcher.emit(TurnFailed(error=ThreadError(message=self.result.failure)))
         except (KeyboardInterrupt, Interrupted):
+            self._close_open_work()
             self.result.exit_code = ExitCode.INTERRUPTED
             self.result.failure = "interrupted"
             # As in Codex, an interrupted turn emits no turn.failed; the exit code says it.
@@ -248,6 +251,16 @@ class _Run:
             sys.stdout.write(self.result.final_message + "\n")
             sys.stdout.flush()
         return self.result
+
+    def _close_open_work(self) -> None:
+        """Kill what is still running and complete its items before the final event, as
+        Codex does: a consumer never sees an item finish after the turn."""
+        if self.harness is None:
+            return
+        try:
+            self.harness.close()
+        except Exception as exc:  # cleanup must not mask why the run failed
+            self.warn(f"cleanup failed: {exc}")
 
     def _ok(self) -> bool:
         return self.result.exit_code == ExitCode.SUCCESS
@@ -312,6 +325,7 @@ class _Run:
             )
         )
         ctx.cleanup.callback(harness.close)
+        self.harness = harness
         client = create_client(
             p.provider_id,
             p.provider,
@@ -457,7 +471,7 @@ def _write_bytes(path: Path, data: bytes, warn: Warn) -> None:
 def _check_git(request: ExecRequest, config: LoadedConfig) -> None:
     if request.skip_git_repo_check or request.dangerously_bypass:
         return
-    if not (config.project_root / ".git").exists():
+    if not is_git_marker(config.project_root / ".git"):
         raise UsageError(
             GIT_CHECK_MESSAGE,
             hint="Run inside a git repository, or pass --skip-git-repo-check.",

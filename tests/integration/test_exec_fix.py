@@ -27,17 +27,25 @@ def _fix_script(server: ModelServer) -> None:
             tool_calls=[call("exec_command", {"cmd": "python -m unittest -q"})],
             usage=usage(input_tokens=100, output_tokens=10),
         ),
-        reply(tool_calls=[apply_patch_call(FIX_PATCH)], usage=usage(input_tokens=150, output_tokens=20)),
+        reply(
+            tool_calls=[apply_patch_call(FIX_PATCH)],
+            usage=usage(input_tokens=150, output_tokens=20),
+        ),
         reply(
             tool_calls=[call("exec_command", {"cmd": "python -m unittest -q"})],
             usage=usage(input_tokens=200, output_tokens=5),
         ),
-        reply("Fixed add() in calc.py; the tests pass.", usage=usage(input_tokens=250, output_tokens=8)),
+        reply(
+            "Fixed add() in calc.py; the tests pass.",
+            usage=usage(input_tokens=250, output_tokens=8),
+        ),
     )
 
 
 @pytest.mark.parametrize("wire", ["responses", "chat"])
-def test_fixes_the_failing_test(model_server: ModelServer, repo: Path, tmp_path: Path, wire: str) -> None:
+def test_fixes_the_failing_test(
+    model_server: ModelServer, repo: Path, tmp_path: Path, wire: str
+) -> None:
     _fix_script(model_server)
     junit = tmp_path / "out" / "junit.xml"
     diff = tmp_path / "out" / "change.patch"
@@ -45,7 +53,12 @@ def test_fixes_the_failing_test(model_server: ModelServer, repo: Path, tmp_path:
     result = run_cli(
         [
             *exec_args(model_server, wire=wire),
-            "--junit", str(junit), "--diff", str(diff), "-o", str(last),
+            "--junit",
+            str(junit),
+            "--diff",
+            str(diff),
+            "-o",
+            str(last),
             "fix the failing test",
         ],
         cwd=repo,
@@ -53,7 +66,9 @@ def test_fixes_the_failing_test(model_server: ModelServer, repo: Path, tmp_path:
     assert result.returncode == 0, result.stderr
     # The fix is on disk and the tests pass afterwards.
     assert (repo / "calc.py").read_text() == FIXED_CALC
-    subprocess.run([sys.executable, "-m", "unittest", "-q"], cwd=repo, check=True, capture_output=True)
+    subprocess.run(
+        [sys.executable, "-m", "unittest", "-q"], cwd=repo, check=True, capture_output=True
+    )
 
     types = result.types()
     assert types[0] == "thread.started" and types[1] == "turn.started"
@@ -84,7 +99,9 @@ def test_fixes_the_failing_test(model_server: ModelServer, repo: Path, tmp_path:
 
     # The model saw the failing output of its first command.
     outputs = tool_outputs(model_server.bodies[1])
-    assert any("FAILED" in text and "Process exited with code 1" in text for text in outputs.values())
+    assert any(
+        "FAILED" in text and "Process exited with code 1" in text for text in outputs.values()
+    )
 
     # Reports.
     assert last.read_text() == "Fixed add() in calc.py; the tests pass."
@@ -99,7 +116,9 @@ def test_fixes_the_failing_test(model_server: ModelServer, repo: Path, tmp_path:
     assert "python -m unittest -q" in ET.tostring(suite, encoding="unicode")
 
 
-def test_human_mode_prints_only_the_final_message_on_stdout(model_server: ModelServer, repo: Path) -> None:
+def test_human_mode_prints_only_the_final_message_on_stdout(
+    model_server: ModelServer, repo: Path
+) -> None:
     _fix_script(model_server)
     args = [a for a in exec_args(model_server) if a != "--json"]
     result = run_cli([*args, "fix the failing test"], cwd=repo)
@@ -118,7 +137,9 @@ def test_github_actions_groups_each_turn(model_server: ModelServer, repo: Path) 
     assert result.stderr.count("::endgroup::") == 4
 
 
-def test_request_carries_instructions_agents_md_and_tools(model_server: ModelServer, repo: Path) -> None:
+def test_request_carries_instructions_agents_md_and_tools(
+    model_server: ModelServer, repo: Path
+) -> None:
     (repo / "AGENTS.md").write_text("Always run the unit tests with python -m unittest.\n")
     model_server.enqueue(reply("ok"))
     result = run_cli([*exec_args(model_server), "say ok"], cwd=repo)

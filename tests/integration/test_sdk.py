@@ -48,7 +48,9 @@ def binary(tmp_path: Path) -> Path:
     return path
 
 
-def _drive(sdk: Path, binary: Path, server: ModelServer, cwd: Path, prompts: list[str], **extra: Any) -> list[dict[str, Any]]:
+def _drive(
+    sdk: Path, binary: Path, server: ModelServer, cwd: Path, prompts: list[str], **extra: Any
+) -> list[dict[str, Any]]:
     payload = {
         "binary": str(binary),
         "baseUrl": server.base_url,
@@ -73,12 +75,20 @@ def test_sdk_runs_resumes_and_reads_usage(
     sdk_installed: Path, binary: Path, model_server: ModelServer, repo: Path, oi_home: Path
 ) -> None:
     model_server.enqueue(
-        reply(tool_calls=[call("exec_command", {"cmd": "python -m unittest -q"})], usage=usage(input_tokens=100, output_tokens=10)),
-        reply(tool_calls=[apply_patch_call(FIX_PATCH)], usage=usage(input_tokens=120, output_tokens=10)),
+        reply(
+            tool_calls=[call("exec_command", {"cmd": "python -m unittest -q"})],
+            usage=usage(input_tokens=100, output_tokens=10),
+        ),
+        reply(
+            tool_calls=[apply_patch_call(FIX_PATCH)],
+            usage=usage(input_tokens=120, output_tokens=10),
+        ),
         reply("fixed", usage=usage(input_tokens=130, output_tokens=5)),
         reply("still fixed", usage=usage(input_tokens=300, output_tokens=7)),
     )
-    turns = _drive(sdk_installed, binary, model_server, repo, ["fix the failing test", "is it fixed?"])
+    turns = _drive(
+        sdk_installed, binary, model_server, repo, ["fix the failing test", "is it fixed?"]
+    )
     assert "error" not in turns[0], turns[0]
     first, second = turns
     assert first["finalResponse"] == "fixed"
@@ -112,7 +122,9 @@ def test_sdk_resume_thread_from_a_new_client(
     sdk_installed: Path, binary: Path, model_server: ModelServer, repo: Path
 ) -> None:
     model_server.enqueue(reply("one"), reply("two"))
-    turns = _drive(sdk_installed, binary, model_server, repo, ["first", "second"], resumeWithNewClient=True)
+    turns = _drive(
+        sdk_installed, binary, model_server, repo, ["first", "second"], resumeWithNewClient=True
+    )
     assert [t["finalResponse"] for t in turns] == ["one", "two"]
     assert turns[0]["threadId"] == turns[1]["threadId"]
     assert "first" in json.dumps(model_server.bodies[-1]["input"])

@@ -1,0 +1,249 @@
+"""Every documented exit code, through the real CLI: the code, the last event, the message."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from tests.conftest import exec_args, run_cli
+from tests.support.model_server import ModelServer, call, fault, reply
+
+
+def test_success_is_0_even_when_a_command_failed(model_server: ModelServer, repo: Path) -> None:
+    model_server.enqueue(reply(tool_calls=[call("exec_command", {"cmd": "exit 3"})]), reply("done"))
+    result = run_cli([*exec_args(model_server), "go"], cwd=repo)
+    assert result.returncode == 0, result.stderr
+    assert result.items("command_execution")[0]["exit_code"] == 3
+    assert result.types()[-1] == "turn.completed"
+
+
+def test_provider_failure_is_1_with_turn_failed(model_server: ModelServer, repo: Path) -> None:
+    model_server.enqueue(fault(status=500, message="the model is on fire"))
+    args = exec_args(model_server, request_max_retries=0)
+    result = run_cli([*args, "go"], cwd=repo)
+    assert result.returncode == 1
+    last = result.events[-1]
+    assert last["type"] == "turn.failed"
+    assert "the model is on fire" in last["error"]["message"]
+    assert "Traceback" not in result.stderr
+
+
+def test_bad_request_is_not_retried(model_server: ModelServer, repo: Path) -> None:
+    model_server.enqueue(fault(status=400, message="unknown model gpt-x"))
+    result = run_cli([*exec_args(model_server), "go"], cwd=repo)
+    assert result.returncode == 1
+    assert "unknown model gpt-x" in result.events[-1]["error"]["message"]
+    assert len(model_server.model_requests) == 1
+    assert "error" not in result.types()
+
+
+@pytest.mark.parametrize(
+    ("args", "message"),
+    [
+        (["exec", "--no-such-flag", "x"], "No such option"),
+        (["exec", "--full-auto", "x"], "No such option"),
+        (["exec", "--max-turns", "0", "x"], "--max-turns"),
+        (["exec", "--sandbox", "wide-open", "x"], "--sandbox"),
+        (["frobnicate"], "No such command"),
+    ],
+)
+def test_usage_errors_are_2(repo: Path, args: list[str], message: str) -> None:
+    result = run_cli(args, cwd=repo)
+    assert result.returncode == 2, result.stderr
+    assert message in result.stderr
+    assert result.stdout == ""
+    assert "Traceback" not in result.stderr
+
+
+def test_outside_git_repo_is_2_with_codex_message(tmp_path: Path) -> None:
+    result = run_cli(["exec", "--json", "hello"], cwd=tmp_path)
+    assert result.returncode == 2
+    assert (
+        "Not inside a trusted directory and --skip-git-repo-check was not specified."
+        in result.stderr
+    )
+    assert result.stdout == ""
+
+
+def test_no_prompt_on_a_tty_like_empty_stdin_is_2(repo: Path) -> None:
+    result = run_cli(["exec", "--json"], cwd=repo, input="   \n")
+    assert result.returncode == 2
+    assert "No prompt provided via stdin." in result.stderr
+    assert result.stdout == ""
+
+
+def test_unreadable_output_schema_is_2(repo: Path, model_server: ModelServer) -> None:
+    result = run_cli([*exec_args(model_server), "--output-schema", "missing.json", "x"], cwd=repo)
+    assert result.returncode == 2
+    assert "Failed to read output schema file missing.json" in result.stderr
+
+
+def _write_config(oi_home: Path, text: str) -> Path:
+    path = oi_home / "config.toml"
+    path.write_text(text)
+    return path
+
+
+def test_invalid_toml_is_3_naming_file_and_line(repo: Path, oi_home: Path) -> None:
+    path = _write_config(oi_home, 'model = "a"\nsandbox_mode = \n')
+    result = run_cli(["exec", "x"], cwd=repo)
+    assert result.returncode == 3
+    assert str(path) in result.stderr and "line 2" in result.stderr
+    assert "Traceback" not in result.stderr
+
+
+def test_wrong_type_is_3_naming_key_file_and_line(repo: Path, oi_home: Path) -> None:
+    path = _write_config(
+        oi_home, 'model = "a"\n\n[sandbox_workspace_write]\nnetwork_access = "maybe"\n'
+    )
+    result = run_cli(["exec", "x"], cwd=repo)
+    assert result.returncode == 3
+    assert "sandbox_workspace_write.network_access" in result.stderr
+    assert f"{path}:4" in result.stderr
+
+
+def test_unknown_provider_is_3(repo: Path) -> None:
+    result = run_cli(["exec", "-c", "model_provider=nowhere", "x"], cwd=repo)
+    assert result.returncode == 3
+    assert "Model provider `nowhere` not found" in result.stderr
+
+
+def test_missing_api_key_is_3_naming_the_variable(repo: Path) -> None:
+    result = run_cli(["exec", "--json", "x"], cwd=repo)
+    assert result.returncode == 3
+    assert "Missing environment variable: `OPENAI_API_KEY`." in result.stderr
+    assert result.stdout == ""
+
+
+def test_unknown_key_warns_and_strict_config_rejects(
+    repo: Path, oi_home: Path, model_server: ModelServer
+) -> None:
+    path = _write_config(oi_home, 'modle = "typo"\n')
+    model_server.enqueue(reply("ok"))
+    lenient = run_cli([*exec_args(model_server), "x"], cwd=repo)
+    assert lenient.returncode == 0
+    assert f"ignoring unknown config key `modle` ({path}:1)" in lenient.stderr
+    strict = run_cli([*exec_args(model_server), "--strict-config", "x"], cwd=repo)
+    assert strict.returncode == 3
+    assert "unknown config key `modle`" in strict.stderr
+
+
+def test_unknown_dash_c_key_is_tolerated(repo: Path, model_server: ModelServer) -> None:
+    model_server.enqueue(reply("ok"))
+    result = run_cli(
+        [*exec_args(model_server), "-c", "some_sdk_key=1", "--strict-config", "x"], cwd=repo
+    )
+    assert result.returncode == 0, result.stderr
+    assert "ignoring unknown config key `some_sdk_key`" in result.stderr
+
+
+def test_max_turns_is_4_and_names_the_limit(
+    model_server: ModelServer, repo: Path, tmp_path: Path
+) -> None:
+    model_server.enqueue(*[reply(tool_calls=[call("exec_command", {"cmd": "true"})])] * 3)
+    junit = tmp_path / "junit.xml"
+    result = run_cli(
+        [*exec_args(model_server), "--max-turns", "2", "--junit", str(junit), "loop"], cwd=repo
+    )
+    assert result.returncode == 4
+    assert result.events[-1]["type"] == "turn.failed"
+    assert "--max-turns 2" in result.events[-1]["error"]["message"]
+    assert len(model_server.model_requests) == 2
+    assert 'type="max_turns"' in junit.read_text()
+
+
+def test_timeout_is_5_and_kills_the_command(
+    model_server: ModelServer, repo: Path, tmp_path: Path
+) -> None:
+    marker = tmp_path / "sleeper.pid"
+    cmd = f"echo $$ > {marker}; sleep 30"
+    model_server.enqueue(
+        reply(tool_calls=[call("exec_command", {"cmd": cmd, "yield_time_ms": 30000})])
+    )
+    started = time.monotonic()
+    result = run_cli([*exec_args(model_server), "--timeout", "1.5", "wait"], cwd=repo)
+    elapsed = time.monotonic() - started
+    assert result.returncode == 5, result.stderr
+    assert elapsed < 15
+    assert result.events[-1]["type"] == "turn.failed"
+    assert "--timeout" in result.events[-1]["error"]["message"]
+    pid = int(marker.read_text())
+    with pytest.raises(ProcessLookupError):
+        os.kill(pid, 0)
+
+
+def test_timeout_interrupts_a_stalled_provider(model_server: ModelServer, repo: Path) -> None:
+    from tests.support.model_server import stall
+
+    model_server.enqueue(stall(20))
+    started = time.monotonic()
+    result = run_cli([*exec_args(model_server), "--timeout", "1", "x"], cwd=repo)
+    assert result.returncode == 5
+    assert time.monotonic() - started < 10
+
+
+def test_sandbox_unavailable_is_6_and_command_not_run(
+    model_server: ModelServer, repo: Path
+) -> None:
+    model_server.enqueue(
+        reply(tool_calls=[call("exec_command", {"cmd": "touch ran.txt"})]),
+        reply("could not run it"),
+    )
+    args = [*exec_args(model_server), "-s", "workspace-write", "x"]
+    result = run_cli(args, cwd=repo, env={"OI_SANDBOX_FAULTS": "no-userns,no-landlock"})
+    assert result.returncode == 6, result.stderr
+    assert not (repo / "ran.txt").exists()
+    assert result.events[-1]["type"] == "turn.failed"
+    assert "sandbox unavailable" in result.events[-1]["error"]["message"]
+    output = next(iter(_tool_outputs(model_server)))
+    assert "sandbox unavailable" in output
+
+
+def _tool_outputs(server: ModelServer) -> list[str]:
+    from tests.support.model_server import tool_outputs
+
+    return [text for body in server.bodies for text in tool_outputs(body).values()]
+
+
+def _start(args: list[str], cwd: Path) -> subprocess.Popen[bytes]:
+    return subprocess.Popen(
+        [sys.executable, "-m", "oiexec", *args],
+        cwd=cwd,
+        stdin=subprocess.DEVNULL,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+    )
+
+
+@pytest.mark.parametrize("sig", [signal.SIGINT, signal.SIGTERM])
+def test_interrupt_is_130_and_kills_children(
+    model_server: ModelServer, repo: Path, tmp_path: Path, sig: signal.Signals
+) -> None:
+    marker = tmp_path / "child.pid"
+    cmd = f"echo $$ > {marker}; sleep 60"
+    model_server.enqueue(
+        reply(tool_calls=[call("exec_command", {"cmd": cmd, "yield_time_ms": 30000})])
+    )
+    proc = _start([*exec_args(model_server), "x"], repo)
+    assert proc.stdout is not None
+    for line in proc.stdout:
+        if json.loads(line)["type"] == "item.started":
+            break
+    deadline = time.monotonic() + 10
+    while not marker.exists() and time.monotonic() < deadline:
+        time.sleep(0.02)
+    proc.send_signal(sig)
+    rest_bytes, stderr = proc.communicate(timeout=15)
+    rest = rest_bytes.decode()
+    assert proc.returncode == 130, stderr.decode()
+    assert "turn.failed" not in rest
+    time.sleep(0.2)
+    with pytest.raises(ProcessLookupError):
+        os.kill(int(marker.read_text()), 0)
