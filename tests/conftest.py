@@ -99,9 +99,7 @@ class CliResult:
 
     def items(self, item_type: str, event: str = "item.completed") -> list[dict[str, Any]]:
         return [
-            e["item"]
-            for e in self.events
-            if e["type"] == event and e["item"]["type"] == item_type
+            e["item"] for e in self.events if e["type"] == event and e["item"]["type"] == item_type
         ]
 
 
@@ -133,7 +131,9 @@ def cli() -> Iterator[Any]:
     yield run_cli
 
 
-def exec_args(server: ModelServer, *extra: str, wire: str = "responses", **provider: Any) -> list[str]:
+def exec_args(
+    server: ModelServer, *extra: str, wire: str = "responses", **provider: Any
+) -> list[str]:
     """`exec` with the scripted provider, JSON output and danger-full-access (tests that need
     the sandbox pass `-s` themselves, later flags win)."""
     return [
