@@ -15,6 +15,12 @@ BUILTIN_PROVIDERS: dict[str, ProviderConfig] = {
         wire_api="responses",
         requires_openai_auth=True,
     ),
+    "anthropic": ProviderConfig(
+        name="Anthropic",
+        base_url="https://api.anthropic.com/v1",
+        env_key="ANTHROPIC_API_KEY",
+        wire_api="messages",
+    ),
     "openrouter": ProviderConfig(
         name="OpenRouter",
         base_url="https://openrouter.ai/api/v1",

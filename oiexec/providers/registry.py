@@ -11,6 +11,7 @@ from oiexec.errors import ConfigError
 from oiexec.protocols import ModelClient
 from oiexec.providers.chat import ChatClient
 from oiexec.providers.http import RetryTiming
+from oiexec.providers.messages import MessagesClient
 from oiexec.providers.responses import ResponsesClient
 
 __all__ = ["create_client"]
@@ -52,9 +53,17 @@ def create_client(
             timing=timing,
             transport=transport,
         )
+    if provider.wire_api == "messages":
+        return MessagesClient(
+            provider,
+            api_key,
+            provider_id=provider_id,
+            extra_headers=extra_headers,
+            timing=timing,
+            transport=transport,
+        )
     raise ConfigError(
         f'Model provider `{provider_id}` uses `wire_api = "{provider.wire_api}"`, which is not '
-        "supported yet",
-        hint="The Anthropic Messages wire comes with the harness emulation work; use a "
-        '"responses" or "chat" provider for now.',
+        "supported",
+        hint='Use wire_api = "responses", "chat" or "messages".',
     )

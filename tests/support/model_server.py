@@ -1,8 +1,8 @@
 """A scripted OpenAI-compatible model server on 127.0.0.1 for tests.
 
-It speaks the Responses wire (`POST …/responses`) and Chat Completions
-(`POST …/chat/completions`), both streamed as SSE shaped like the real APIs, and answers each
-model request with the next scripted step:
+It speaks the Responses wire (`POST …/responses`), Chat Completions
+(`POST …/chat/completions`) and Anthropic Messages (`POST …/messages`), all streamed as SSE
+shaped like the real APIs, and answers each model request with the next scripted step:
 
     with running_model_server() as server:
         server.enqueue(
@@ -59,6 +59,7 @@ __all__ = [
     "drop_after",
     "failed",
     "fault",
+    "messages_events",
     "model_server",
     "raw_events",
     "reply",
@@ -70,7 +71,7 @@ __all__ = [
     "user_texts",
 ]
 
-Wire = Literal["responses", "chat"]
+Wire = Literal["responses", "chat", "messages"]
 
 
 # ---------------------------------------------------------------------------------------------
@@ -112,9 +113,11 @@ class Reply:
 
     text: str | None = None
     tool_calls: tuple[FunctionCall | CustomCall, ...] = ()
-    #: Responses: the reasoning summary; Chat: streamed as `reasoning_content`.
+    #: Responses: the reasoning summary; Chat: streamed as `reasoning_content`;
+    #: Messages: a thinking block.
     reasoning: str | None = None
-    #: Responses only: the opaque `encrypted_content` of the reasoning item.
+    #: Responses: the opaque `encrypted_content` of the reasoning item; Messages: the thinking
+    #: block's signature (a generated one when unset).
     encrypted_reasoning: str | None = None
     usage: TokenUsage = field(default_factory=TokenUsage)
     response_id: str | None = None
@@ -151,7 +154,8 @@ class Stall:
 
 @dataclass(frozen=True)
 class Failed:
-    """Responses: `response.failed` with this error; Chat: an `{"error": …}` chunk."""
+    """Responses: `response.failed` with this error; Chat: an `{"error": …}` chunk;
+    Messages: an `error` event whose error type is `code`."""
 
     message: str = "The server had an error while processing your request."
     code: str = "server_error"
@@ -251,7 +255,7 @@ def raw_events(*events: Mapping[str, Any] | str) -> RawEvents:
 
 
 def tool_outputs(body: Mapping[str, Any]) -> dict[str, str]:
-    """call_id -> output of every tool result in a request body (Responses or Chat)."""
+    """call_id -> output of every tool result in a request body (Responses, Chat, Messages)."""
     outputs: dict[str, str] = {}
     for item in body.get("input") or []:
         if item.get("type") in ("function_call_output", "custom_tool_call_output"):
@@ -259,29 +263,46 @@ def tool_outputs(body: Mapping[str, Any]) -> dict[str, str]:
     for message in body.get("messages") or []:
         if message.get("role") == "tool":
             outputs[message["tool_call_id"]] = _text_of(message.get("content"))
+        for block in _blocks_of(message, "tool_result"):
+            outputs[block["tool_use_id"]] = _text_of(block.get("content"))
     return outputs
 
 
 def user_texts(body: Mapping[str, Any]) -> list[str]:
-    """The text of every user message in a request body (Responses or Chat)."""
+    """The text of every user message in a request body (Responses, Chat, Messages; a
+    Messages user turn holding only tool results has no text and is skipped)."""
     texts: list[str] = []
     for item in body.get("input") or []:
         if item.get("type", "message") == "message" and item.get("role") == "user":
             texts.append(_text_of(item.get("content")))
     for message in body.get("messages") or []:
-        if message.get("role") == "user":
+        if message.get("role") != "user":
+            continue
+        if _blocks_of(message, "tool_result"):
+            text_blocks = _blocks_of(message, "text")
+            if text_blocks:
+                texts.append(_text_of(text_blocks))
+        else:
             texts.append(_text_of(message.get("content")))
     return texts
 
 
 def tool_names(body: Mapping[str, Any]) -> list[str]:
-    """Names of the tools offered in a request body (Responses or Chat)."""
+    """Names of the tools offered in a request body (Responses, Chat, Messages)."""
     names: list[str] = []
     for tool in body.get("tools") or []:
         function = tool.get("function")
         name = function.get("name") if isinstance(function, dict) else tool.get("name")
         names.append(str(name or tool.get("type")))
     return names
+
+
+def _blocks_of(message: Mapping[str, Any], block_type: str) -> list[dict[str, Any]]:
+    """The content blocks of `block_type` in a Messages-style message."""
+    content = message.get("content")
+    if not isinstance(content, list):
+        return []
+    return [b for b in content if isinstance(b, dict) and b.get("type") == block_type]
 
 
 def _text_of(content: Any) -> str:
@@ -312,6 +333,8 @@ class RecordedRequest:
             return "chat"
         if self.path.endswith("/responses"):
             return "responses"
+        if self.path.endswith("/messages"):
+            return "messages"
         return None
 
 
@@ -344,7 +367,7 @@ class ScriptedModel:
 
     @property
     def model_requests(self) -> list[RecordedRequest]:
-        """Only the model calls (`POST …/responses`, `POST …/chat/completions`)."""
+        """Only the model calls (`POST …/responses`, `…/chat/completions`, `…/messages`)."""
         return [r for r in self.requests if r.wire is not None]
 
     @property
@@ -621,10 +644,93 @@ def chat_events(step: Reply, *, model: str, ids: Callable[[], int]) -> list[dict
     return events
 
 
+def _message_start(message_id: str, model: str, tokens: TokenUsage) -> dict[str, Any]:
+    return {
+        "type": "message_start",
+        "message": {
+            "id": message_id,
+            "type": "message",
+            "role": "assistant",
+            "model": model,
+            "content": [],
+            "stop_reason": None,
+            "stop_sequence": None,
+            "usage": {
+                # Anthropic counts cache reads apart from input_tokens.
+                "input_tokens": tokens.input_tokens - tokens.cached_input_tokens,
+                "cache_read_input_tokens": tokens.cached_input_tokens,
+                "cache_creation_input_tokens": 0,
+                "output_tokens": 1,
+            },
+        },
+    }
+
+
+def messages_events(step: Reply, *, model: str, ids: Callable[[], int]) -> list[dict[str, Any]]:
+    """The Anthropic Messages SSE events for `step`: thinking, text, then tool_use blocks."""
+    events: list[dict[str, Any]] = [
+        _message_start(step.response_id or f"msg_{ids()}", model, step.usage),
+        {"type": "ping"},
+    ]
+    index = 0
+
+    def block(start: dict[str, Any], deltas: list[dict[str, Any]]) -> None:
+        nonlocal index
+        events.append({"type": "content_block_start", "index": index, "content_block": start})
+        events.extend(
+            {"type": "content_block_delta", "index": index, "delta": delta} for delta in deltas
+        )
+        events.append({"type": "content_block_stop", "index": index})
+        index += 1
+
+    if step.reasoning is not None:
+        signature = step.encrypted_reasoning or f"sig_{ids()}"
+        deltas = [{"type": "thinking_delta", "thinking": d} for d in _split(step.reasoning)]
+        deltas.append({"type": "signature_delta", "signature": signature})
+        block({"type": "thinking", "thinking": "", "signature": ""}, deltas)
+    elif step.encrypted_reasoning is not None:
+        block({"type": "redacted_thinking", "data": step.encrypted_reasoning}, [])
+    if step.text is not None:
+        block(
+            {"type": "text", "text": ""},
+            [{"type": "text_delta", "text": d} for d in _split(step.text)],
+        )
+    for tool_call in step.tool_calls:
+        arguments = (
+            tool_call.arguments
+            if isinstance(tool_call, FunctionCall)
+            else json.dumps({"input": tool_call.input})
+        )
+        start = {
+            "type": "tool_use",
+            "id": tool_call.call_id or f"toolu_{ids()}",
+            "name": tool_call.name,
+            "input": {},
+        }
+        block(start, [{"type": "input_json_delta", "partial_json": p} for p in _split(arguments)])
+    events.append(
+        {
+            "type": "message_delta",
+            "delta": {
+                "stop_reason": "tool_use" if step.tool_calls else "end_turn",
+                "stop_sequence": None,
+            },
+            "usage": {"output_tokens": step.usage.output_tokens},
+        }
+    )
+    events.append({"type": "message_stop"})
+    return events
+
+
 def _failed_events(step: Failed, wire: Wire, *, model: str, ids: Callable[[], int]) -> list[Any]:
     error = {"code": step.code, "message": step.message}
     if wire == "chat":
         return [{"error": {**error, "type": step.code}}]
+    if wire == "messages":
+        return [
+            _message_start(f"msg_{ids()}", model, TokenUsage()),
+            {"type": "error", "error": {"type": step.code, "message": step.message}},
+        ]
     response = {"id": f"resp_{ids()}", "object": "response", "model": model}
     return [
         {"type": "response.created", "response": {**response, "status": "in_progress"}},
@@ -636,7 +742,7 @@ def _encode_event(event: Mapping[str, Any] | str, wire: Wire) -> bytes:
     if isinstance(event, str):
         return f"data: {event}\n\n".encode()
     data = json.dumps(event, separators=(",", ":"))
-    if wire == "responses" and "type" in event:
+    if wire in ("responses", "messages") and "type" in event:
         return f"event: {event['type']}\ndata: {data}\n\n".encode()
     return f"data: {data}\n\n".encode()
 
@@ -721,14 +827,18 @@ class _Handler(BaseHTTPRequestHandler):
         ids = self.server.owner.model.next_id
         if wire == "chat":
             return chat_events(step, model=model_name, ids=ids)
+        if wire == "messages":
+            return list(messages_events(step, model=model_name, ids=ids))
         return list(responses_events(step, model=model_name, ids=ids))
 
     def _send_fault(self, step: Fault) -> None:
-        body = (
-            dict(step.body)
-            if step.body is not None
-            else _error_body(step.message or f"scripted fault {step.status}", _code(step.status))
-        )
+        message = step.message or f"scripted fault {step.status}"
+        if step.body is not None:
+            body = dict(step.body)
+        elif self._path_wire() == "messages":
+            body = _anthropic_error_body(message, step.status)
+        else:
+            body = _error_body(message, _code(step.status))
         headers = dict(step.headers)
         if step.retry_after is not None:
             headers["Retry-After"] = str(step.retry_after)
@@ -742,9 +852,7 @@ class _Handler(BaseHTTPRequestHandler):
         pause_after: int | None = None,
         pause: float = 0.0,
     ) -> None:
-        wire: Wire = (
-            "chat" if self.path.split("?")[0].endswith("/chat/completions") else "responses"
-        )
+        wire = self._path_wire()
         self.send_response(200)
         self.send_header("Content-Type", "text/event-stream; charset=utf-8")
         self.send_header("Cache-Control", "no-cache")
@@ -769,6 +877,14 @@ class _Handler(BaseHTTPRequestHandler):
         self.close_connection = True
         with suppress(OSError):
             self.connection.shutdown(socket.SHUT_RDWR)
+
+    def _path_wire(self) -> Wire:
+        path = self.path.split("?")[0]
+        if path.endswith("/chat/completions"):
+            return "chat"
+        if path.endswith("/messages"):
+            return "messages"
+        return "responses"
 
     def _write_chunk(self, data: bytes) -> None:
         self.wfile.write(f"{len(data):x}\r\n".encode() + data + b"\r\n")
@@ -802,6 +918,18 @@ class _Handler(BaseHTTPRequestHandler):
 
 def _error_body(message: str, code: str) -> dict[str, Any]:
     return {"error": {"message": message, "type": code, "code": code, "param": None}}
+
+
+def _anthropic_error_body(message: str, status: int) -> dict[str, Any]:
+    kind = {
+        400: "invalid_request_error",
+        401: "authentication_error",
+        403: "permission_error",
+        404: "not_found_error",
+        429: "rate_limit_error",
+        529: "overloaded_error",
+    }.get(status, "api_error")
+    return {"type": "error", "error": {"type": kind, "message": message}}
 
 
 def _code(status: int) -> str:

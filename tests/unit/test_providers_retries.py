@@ -269,10 +269,13 @@ def test_registry_picks_the_client_by_wire(server: ModelServer) -> None:
         chat.close()
 
 
-def test_registry_rejects_messages_wire_and_missing_base_url() -> None:
-    with pytest.raises(ConfigError, match="not supported yet") as caught:
-        create_client("anthropic", ProviderConfig(base_url="http://x", wire_api="messages"), None)
-    assert "harness emulation" in caught.value.render()
+def test_registry_serves_messages_wire_and_rejects_missing_base_url() -> None:
+    # The Messages wire exists now (oiexec/providers/messages.py).
+    client = create_client(
+        "anthropic", ProviderConfig(base_url="http://x", wire_api="messages"), None
+    )
+    client.close()
+    assert type(client).__name__ == "MessagesClient"
     with pytest.raises(ConfigError, match="no base_url"):
         create_client("empty", ProviderConfig(), None)
 

@@ -1,0 +1,457 @@
+"""The Anthropic Messages wire: `POST {base_url}/messages` streamed over SSE.
+
+Auth: a key from the provider's `env_key` goes in `x-api-key` (what api.anthropic.com
+wants); a key given as `experimental_bearer_token` goes in `Authorization: Bearer` instead
+(what Anthropic-compatible gateways and Claude Code's `ANTHROPIC_AUTH_TOKEN` use).
+`anthropic-version: 2023-06-01` is sent unless the provider's `http_headers` set it.
+
+History mapping: consecutive same-role blocks are merged into one message; tool results go
+back as `tool_result` blocks in a user message, in call order. Thinking blocks are kept in
+`Reasoning` items (`content` = thinking text, `encrypted_content` = signature; a redacted
+block has only `encrypted_content` = its data) and sent back unmodified for the current
+tool-use cycle, i.e. every assistant turn after the last user-typed message. Prompt-cache
+breakpoints go on the last system block, the last tool and the last user message.
+
+Freeform (custom) tools are offered as a tool with one string property, `input`.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterator, Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+import httpx
+from httpx_sse import ServerSentEvent
+
+from oiexec.config.settings import ProviderConfig
+from oiexec.errors import ProviderError
+from oiexec.events import Usage
+from oiexec.protocols import RetryCallback
+from oiexec.providers.http import STREAM_DISCONNECTED, ProviderHttp, RetryTiming, StreamInterrupted
+from oiexec.redact import register_secret
+from oiexec.types import (
+    HistoryItem,
+    ImageInput,
+    Message,
+    ModelRequest,
+    ModelResponse,
+    Reasoning,
+    ToolCall,
+    ToolOutput,
+    ToolSpec,
+)
+
+__all__ = [
+    "ANTHROPIC_VERSION",
+    "CUSTOM_INPUT_PARAM",
+    "DEFAULT_MAX_TOKENS",
+    "THINKING_BUDGETS",
+    "MessagesClient",
+    "auth_headers",
+    "build_body",
+    "parse_stream",
+]
+
+ANTHROPIC_VERSION = "2023-06-01"
+CUSTOM_INPUT_PARAM = "input"
+#: Claude Code's default output budget for current models.
+DEFAULT_MAX_TOKENS = 32_000
+#: `thinking.budget_tokens` per `model_reasoning_effort`; the API minimum is 1024 and the
+#: budget must stay below `max_tokens`, so the top efforts are capped at request time.
+THINKING_BUDGETS: dict[str, int] = {
+    "minimal": 1_024,
+    "low": 4_096,
+    "medium": 10_000,
+    "high": 24_000,
+    "xhigh": 31_999,
+    "max": 31_999,
+    "ultra": 31_999,
+    "persistent": 31_999,
+}
+_EPHEMERAL: dict[str, str] = {"type": "ephemeral"}
+# Mid-stream errors worth re-sending the request for; anything else is final.
+_RETRYABLE_STREAM_ERRORS = frozenset({"overloaded_error", "api_error"})
+
+
+def auth_headers(
+    provider: ProviderConfig, api_key: str | None, extra_headers: Mapping[str, str] | None = None
+) -> dict[str, str]:
+    """Headers that authenticate a Messages request (see the module docstring for the rule)."""
+    headers: dict[str, str] = {}
+    configured = {name.lower() for name in provider.http_headers}
+    if "anthropic-version" not in configured:
+        headers["anthropic-version"] = ANTHROPIC_VERSION
+    if api_key:
+        if provider.experimental_bearer_token and api_key == provider.experimental_bearer_token:
+            headers["authorization"] = f"Bearer {api_key}"
+        else:
+            headers["x-api-key"] = api_key
+    headers.update(extra_headers or {})
+    return headers
+
+
+class MessagesClient:
+    """`ModelClient` for providers with `wire_api = "messages"`."""
+
+    def __init__(
+        self,
+        provider: ProviderConfig,
+        api_key: str | None,
+        *,
+        provider_id: str = "anthropic",
+        extra_headers: Mapping[str, str] | None = None,
+        timing: RetryTiming | None = None,
+        transport: httpx.BaseTransport | None = None,
+        max_tokens: int = DEFAULT_MAX_TOKENS,
+    ) -> None:
+        # The key travels in our own headers, so the shared client must not add a Bearer
+        # header of its own; registering it keeps it out of every message all the same.
+        register_secret(api_key)
+        self._max_tokens = max_tokens
+        self._http = ProviderHttp(
+            provider_id,
+            provider,
+            None,
+            extra_headers=auth_headers(provider, api_key, extra_headers),
+            timing=timing,
+            transport=transport,
+        )
+
+    def respond(self, request: ModelRequest, on_retry: RetryCallback) -> ModelResponse:
+        custom = frozenset(spec.name for spec in request.tools if spec.type == "custom")
+        return self._http.stream(
+            "messages",
+            build_body(request, max_tokens=self._max_tokens),
+            lambda events: parse_stream(events, custom_tools=custom),
+            on_retry,
+        )
+
+    def close(self) -> None:
+        self._http.close()
+
+
+# ---------------------------------------------------------------------------------------------
+# Request
+
+
+def build_body(request: ModelRequest, *, max_tokens: int = DEFAULT_MAX_TOKENS) -> dict[str, Any]:
+    """The request body, with cache breakpoints on system, the last tool and last user turn."""
+    system_texts = [request.instructions] if request.instructions else []
+    history = list(request.history)
+    # Leading system/developer items join the system prompt: the wire has no such role.
+    while history:
+        first = history[0]
+        if not (isinstance(first, Message) and first.role in _SYSTEM_ROLES):
+            break
+        system_texts.append(first.text)
+        history.pop(0)
+    if request.output_schema is not None:
+        system_texts.append(
+            "Answer with a single JSON value that matches this JSON Schema, and nothing else:\n"
+            + json.dumps(request.output_schema)
+        )
+    body: dict[str, Any] = {"model": request.model, "max_tokens": max_tokens, "stream": True}
+    system: list[dict[str, Any]] = [{"type": "text", "text": t} for t in system_texts if t]
+    if system:
+        system[-1]["cache_control"] = dict(_EPHEMERAL)
+        body["system"] = system
+    body["messages"] = _messages(history)
+    if request.tools:
+        tools = [_tool(spec) for spec in request.tools]
+        tools[-1]["cache_control"] = dict(_EPHEMERAL)
+        body["tools"] = tools
+        choice: dict[str, Any] = {"type": "auto"}
+        if not request.parallel_tool_calls:
+            choice["disable_parallel_tool_use"] = True
+        body["tool_choice"] = choice
+    budget = THINKING_BUDGETS.get(request.reasoning_effort or "")
+    if budget is not None:
+        body["thinking"] = {"type": "enabled", "budget_tokens": min(budget, max_tokens - 1)}
+    return body
+
+
+_SYSTEM_ROLES = frozenset({"system", "developer"})
+
+
+def _messages(history: list[HistoryItem]) -> list[dict[str, Any]]:
+    cycle_start = _current_cycle_start(history)
+    turns: list[tuple[str, list[dict[str, Any]]]] = []
+
+    def add(role: str, block: dict[str, Any]) -> None:
+        if turns and turns[-1][0] == role:
+            turns[-1][1].append(block)
+        else:
+            turns.append((role, [block]))
+
+    for index, item in enumerate(history):
+        if isinstance(item, Reasoning):
+            block = _thinking_block(item)
+            if block is not None and index >= cycle_start:
+                add("assistant", block)
+        elif isinstance(item, ToolCall):
+            add("assistant", _tool_use_block(item))
+        elif isinstance(item, ToolOutput):
+            result: dict[str, Any] = {
+                "type": "tool_result",
+                "tool_use_id": item.call_id,
+                "content": item.output,
+            }
+            if item.is_error:
+                result["is_error"] = True
+            add("user", result)
+        elif item.role == "assistant":
+            if item.text:
+                add("assistant", {"type": "text", "text": item.text})
+        else:
+            for block in _user_blocks(item):
+                add("user", block)
+    ordered = [(role, _tool_results_first(blocks)) for role, blocks in turns]
+    for role, blocks in reversed(ordered):
+        if role == "user":
+            blocks[-1]["cache_control"] = dict(_EPHEMERAL)
+            break
+    return [{"role": role, "content": blocks} for role, blocks in ordered]
+
+
+def _current_cycle_start(history: list[HistoryItem]) -> int:
+    """Index after the last user-typed message: thinking before it belongs to past cycles."""
+    for index in range(len(history) - 1, -1, -1):
+        item = history[index]
+        if isinstance(item, Message) and item.role == "user":
+            return index + 1
+    return 0
+
+
+def _thinking_block(item: Reasoning) -> dict[str, Any] | None:
+    if item.encrypted_content is None:
+        return None  # unsigned reasoning (another wire's) cannot be sent back here
+    if item.content is None:
+        return {"type": "redacted_thinking", "data": item.encrypted_content}
+    return {"type": "thinking", "thinking": item.content, "signature": item.encrypted_content}
+
+
+def _tool_use_block(call: ToolCall) -> dict[str, Any]:
+    tool_input: Any
+    if call.call_type == "custom":
+        tool_input = {CUSTOM_INPUT_PARAM: call.arguments}
+    else:
+        try:
+            tool_input = json.loads(call.arguments) if call.arguments.strip() else {}
+        except ValueError:
+            tool_input = {}
+        if not isinstance(tool_input, dict):
+            tool_input = {}
+    return {"type": "tool_use", "id": call.call_id, "name": call.name, "input": tool_input}
+
+
+def _user_blocks(message: Message) -> list[dict[str, Any]]:
+    blocks = [_image_block(image) for image in message.images]
+    if message.text or not blocks:
+        # A developer/system message in mid-conversation can only travel as user text.
+        blocks.append({"type": "text", "text": message.text or "(empty)"})
+    return blocks
+
+
+def _image_block(image: ImageInput) -> dict[str, Any]:
+    header, _, data = image.data_url.partition(",")
+    if header.startswith("data:") and header.endswith(";base64"):
+        media_type = header[len("data:") : -len(";base64")]
+        return {
+            "type": "image",
+            "source": {"type": "base64", "media_type": media_type, "data": data},
+        }
+    return {"type": "image", "source": {"type": "url", "url": image.data_url}}
+
+
+def _tool_results_first(blocks: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """The API rejects a user message whose tool_result blocks follow other content."""
+    results = [b for b in blocks if b["type"] == "tool_result"]
+    return results + [b for b in blocks if b["type"] != "tool_result"]
+
+
+def _tool(spec: ToolSpec) -> dict[str, Any]:
+    if spec.type == "custom":
+        description = spec.description
+        definition = (spec.format or {}).get("definition")
+        if definition:
+            description = (
+                f"{description}\n\nPass the raw text in `{CUSTOM_INPUT_PARAM}`; it must match "
+                f"this grammar:\n{definition}"
+            )
+        schema: dict[str, Any] = {
+            "type": "object",
+            "properties": {CUSTOM_INPUT_PARAM: {"type": "string"}},
+            "required": [CUSTOM_INPUT_PARAM],
+        }
+        return {"name": spec.name, "description": description, "input_schema": schema}
+    return {
+        "name": spec.name,
+        "description": spec.description,
+        "input_schema": spec.parameters or {"type": "object", "properties": {}},
+    }
+
+
+# ---------------------------------------------------------------------------------------------
+# Response
+
+
+@dataclass
+class _Block:
+    type: str
+    text: list[str] = field(default_factory=list)
+    signature: list[str] = field(default_factory=list)
+    call_id: str = ""
+    name: str = ""
+    data: str = ""
+
+
+@dataclass
+class _MessagesAccumulator:
+    blocks: dict[int, _Block] = field(default_factory=dict)
+    usage: dict[str, int] = field(default_factory=dict)
+    message_id: str | None = None
+    stop_reason: str | None = None
+
+    def add(self, event: dict[str, Any]) -> None:
+        kind = event.get("type")
+        if kind == "message_start":
+            message = event.get("message") or {}
+            self.message_id = message.get("id")
+            self._add_usage(message.get("usage") or {})
+        elif kind == "content_block_start":
+            self._start(int(event.get("index") or 0), event.get("content_block") or {})
+        elif kind == "content_block_delta":
+            self._delta(int(event.get("index") or 0), event.get("delta") or {})
+        elif kind == "message_delta":
+            delta = event.get("delta") or {}
+            if delta.get("stop_reason"):
+                self.stop_reason = str(delta["stop_reason"])
+            self._add_usage(event.get("usage") or {})
+
+    def _add_usage(self, raw: dict[str, Any]) -> None:
+        # message_delta repeats counts cumulatively, so later values replace earlier ones.
+        for key, value in raw.items():
+            if isinstance(value, int):
+                self.usage[key] = value
+
+    def _start(self, index: int, block: dict[str, Any]) -> None:
+        started = _Block(type=str(block.get("type") or "text"))
+        if started.type == "text" and block.get("text"):
+            started.text.append(str(block["text"]))
+        elif started.type == "thinking":
+            if block.get("thinking"):
+                started.text.append(str(block["thinking"]))
+            if block.get("signature"):
+                started.signature.append(str(block["signature"]))
+        elif started.type == "redacted_thinking":
+            started.data = str(block.get("data") or "")
+        elif started.type in ("tool_use", "server_tool_use"):
+            started.call_id = str(block.get("id") or f"toolu_{index}")
+            started.name = str(block.get("name") or "")
+            if block.get("input"):
+                started.text.append(json.dumps(block["input"]))
+        self.blocks[index] = started
+
+    def _delta(self, index: int, delta: dict[str, Any]) -> None:
+        block = self.blocks.setdefault(index, _Block(type="text"))
+        kind = delta.get("type")
+        if kind == "text_delta":
+            block.text.append(str(delta.get("text") or ""))
+        elif kind == "input_json_delta":
+            block.text.append(str(delta.get("partial_json") or ""))
+        elif kind == "thinking_delta":
+            block.text.append(str(delta.get("thinking") or ""))
+        elif kind == "signature_delta":
+            block.signature.append(str(delta.get("signature") or ""))
+
+    def response(self, custom_tools: frozenset[str]) -> ModelResponse:
+        items: list[HistoryItem] = []
+        for index in sorted(self.blocks):
+            item = _item(self.blocks[index], custom_tools)
+            if item is not None:
+                items.append(item)
+        return ModelResponse(
+            items=tuple(items),
+            usage=_usage(self.usage),
+            response_id=self.message_id,
+            finish_reason=self.stop_reason,
+        )
+
+
+def _item(block: _Block, custom_tools: frozenset[str]) -> HistoryItem | None:
+    text = "".join(block.text)
+    if block.type == "text":
+        return Message(role="assistant", text=text) if text else None
+    if block.type == "thinking":
+        return Reasoning(content=text, encrypted_content="".join(block.signature))
+    if block.type == "redacted_thinking":
+        return Reasoning(encrypted_content=block.data)
+    if block.type == "tool_use":
+        if block.name in custom_tools:
+            return ToolCall(
+                call_id=block.call_id,
+                name=block.name,
+                arguments=_custom_input(text),
+                call_type="custom",
+            )
+        return ToolCall(call_id=block.call_id, name=block.name, arguments=text or "{}")
+    return None  # server-side tool blocks and unknown types are the server's business
+
+
+def parse_stream(
+    events: Iterator[ServerSentEvent], *, custom_tools: frozenset[str] = frozenset()
+) -> ModelResponse:
+    """Accumulate Messages events into a complete response; complete at `message_stop`."""
+    acc = _MessagesAccumulator()
+    for event in events:
+        if not event.data:
+            continue
+        try:
+            payload = json.loads(event.data)
+        except ValueError:
+            continue
+        if not isinstance(payload, dict):
+            continue
+        kind = payload.get("type") or event.event
+        if kind == "error":
+            _raise_stream_error(payload.get("error"))
+        if kind == "message_stop":
+            return acc.response(custom_tools)
+        acc.add(payload)
+    raise StreamInterrupted("stream closed before message_stop")
+
+
+def _raise_stream_error(error: Any) -> None:
+    if isinstance(error, dict):
+        kind = str(error.get("type") or "error")
+        message = str(error.get("message") or json.dumps(error))
+    else:
+        kind, message = "error", str(error)
+    if kind in _RETRYABLE_STREAM_ERRORS:
+        raise StreamInterrupted(f"{kind}: {message}")
+    raise ProviderError(f"{STREAM_DISCONNECTED}: {kind}: {message}")
+
+
+def _custom_input(arguments: str) -> str:
+    try:
+        parsed = json.loads(arguments)
+    except ValueError:
+        return arguments
+    if isinstance(parsed, dict) and isinstance(parsed.get(CUSTOM_INPUT_PARAM), str):
+        return str(parsed[CUSTOM_INPUT_PARAM])
+    return arguments
+
+
+def _usage(raw: dict[str, int]) -> Usage:
+    # Anthropic's input_tokens excludes cache reads and writes; the runner's count includes
+    # them, as on the OpenAI wires.
+    cache_read = raw.get("cache_read_input_tokens", 0)
+    cache_write = raw.get("cache_creation_input_tokens", 0)
+    return Usage(
+        input_tokens=raw.get("input_tokens", 0) + cache_read + cache_write,
+        cached_input_tokens=cache_read,
+        cache_write_input_tokens=cache_write,
+        output_tokens=raw.get("output_tokens", 0),
+    )
