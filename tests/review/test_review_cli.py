@@ -8,6 +8,7 @@ import xml.etree.ElementTree as ET
 from pathlib import Path
 from typing import Any
 
+import jsonschema
 import pytest
 
 from oiexec.errors import ExitCode
@@ -16,6 +17,7 @@ from tests.conftest import CliResult, exec_args, git, run_cli
 from tests.review.test_reports import validate_sarif
 from tests.support.model_server import ModelServer, call, reply, tool_outputs, user_texts
 
+REPO = Path(__file__).resolve().parents[2]
 CALC_BUG = "def add(a, b):\n    return a - b\n\n\ndef sub(a, b):\n    return a - b\n"
 
 
@@ -363,9 +365,11 @@ def test_every_output_from_one_run(
     assert annotations[0].endswith("::Subtracts.%0AUse `+`.")
     assert annotations[1].startswith("::warning file=notes.py,line=1,endLine=1,")
     assert annotations[2].startswith("::warning title=P2 Ghost::")  # no file: it does not exist
+    # stdout stays pure JSONL, every line valid against the published event schema.
     assert "::error" not in result.stdout
-    for line in result.stdout.splitlines():
-        json.loads(line)
+    schema = json.loads((REPO / "oiexec" / "schemas" / "events.schema.json").read_text())
+    for event in result.events:
+        jsonschema.validate(event, schema)
 
 
 def test_human_mode_prints_the_review_text(model_server: ModelServer, dirty_repo: Path) -> None:
