@@ -150,6 +150,11 @@ def run_review(request: ReviewRequest, warn: Warn | None = None) -> ReviewResult
     review = policy.review
     result.review = review
     result.blocking = blocking_findings(review, request.gate)
+    sarif = request.sarif
+    if policy.fell_back and sarif is not None:
+        # An empty SARIF log would tell code scanning that every earlier alert was fixed.
+        warn(f"not writing --sarif {sarif}: there is no structured review to report")
+        request = replace(request, sarif=None)
     _write_reports(request, resolved, review, warn)
     if policy.fell_back:
         result.exit_code = ExitCode.FAILED

@@ -263,8 +263,10 @@ def test_twice_malformed_fails_instead_of_passing(
     model_server: ModelServer, dirty_repo: Path, tmp_path: Path
 ) -> None:
     model_server.enqueue(reply("No issues."), reply("Still no JSON, sorry."))
-    md = tmp_path / "review.md"
-    result = review(model_server, dirty_repo, "--uncommitted", "--markdown", str(md))
+    md, sarif = tmp_path / "review.md", tmp_path / "review.sarif"
+    result = review(
+        model_server, dirty_repo, "--uncommitted", "--markdown", str(md), "--sarif", str(sarif)
+    )
     assert result.returncode == ExitCode.FAILED, result.stderr
     assert FALLBACK_MESSAGE in result.stderr
     fallback = review_item(result)
@@ -272,6 +274,8 @@ def test_twice_malformed_fails_instead_of_passing(
     assert fallback["overall_explanation"] == "Still no JSON, sorry."
     assert result.items("agent_message")[-1]["text"] == "Still no JSON, sorry."
     assert "no verdict" in md.read_text()
+    # No SARIF: an empty log would close the code scanning alerts of earlier runs.
+    assert not sarif.exists() and "not writing --sarif" in result.stderr
     assert len(model_server.bodies) == 2  # one correction, no more
 
 
