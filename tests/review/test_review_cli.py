@@ -164,7 +164,12 @@ def test_commit_with_title(model_server: ModelServer, repo: Path) -> None:
     (repo / "calc.py").write_text("# later, uncommitted\n")  # findings point at the commit
 
     model_server.enqueue(reply(answer(finding(repo / "calc.py", 6, priority=0))))
-    result = review(model_server, repo, "--commit", sha[:8], "--title", "Add sub")
+    # From outside the repository, with -C before the subcommand as Codex allows.
+    base = exec_args(model_server)
+    result = run_cli(
+        [*base, "-C", str(repo), "review", "--commit", sha[:8], "--title", "Add sub"],
+        cwd=repo.parent,
+    )
     assert result.returncode == ExitCode.REVIEW_BLOCKED, result.stderr
     prompt = user_texts(model_server.bodies[0])[-1]
     assert sha in prompt and "Add sub" in prompt
