@@ -106,6 +106,17 @@ class ProcessSession:
             target=self._read_loop, name=f"oiexec-output-{self.pid}", daemon=True
         )
         self._reader.start()
+        # A blocking waitpid in its own thread wakes `wait()` the moment the process exits;
+        # Popen.wait(timeout) polls with sleeps of up to 50 ms, paid on every command.
+        self._exited = threading.Event()
+        threading.Thread(
+            target=self._wait_for_exit, name=f"oiexec-wait-{self.pid}", daemon=True
+        ).start()
+
+    def _wait_for_exit(self) -> None:
+        with contextlib.suppress(Exception):
+            self._popen.wait()
+        self._exited.set()
 
     # --- output -----------------------------------------------------------------------
 
@@ -163,9 +174,7 @@ class ProcessSession:
     def wait(self, timeout: float) -> int | None:
         """Wait up to `timeout` seconds for the main process to exit, then briefly for its
         last output. Returns the exit status, or None if it is still running."""
-        try:
-            self._popen.wait(timeout=max(0.0, timeout))
-        except subprocess.TimeoutExpired:
+        if not self._exited.wait(max(0.0, timeout)):
             return None
         self._drain()
         return self.exit_code

@@ -1,0 +1,234 @@
+"""Speed and memory of `interpreter`: `--version`, and a 6-turn scripted fix.
+
+    python bench/run.py [--runs N] [--codex PATH]
+
+The fix runs against the scripted model server on 127.0.0.1 with zero latency, so what is
+measured is the runner itself: wall and CPU time, peak RSS, and the time it adds on top of
+the commands the model asked for (measured by running the same commands directly). If a
+`codex` binary is found (PATH, or the Codex SDK test's node_modules), the same figures are
+printed for `codex exec`.
+
+Targets (2-core machine): `--version` < 120 ms; the 6-turn run adds < 0.4 s to its
+commands; peak RSS < 80 MiB.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import shutil
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from dataclasses import dataclass
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+
+from tests.support.model_server import (  # noqa: E402
+    ModelServer,
+    apply_patch_call,
+    call,
+    reply,
+    running_model_server,
+)
+
+BUGGY = "def add(a, b):\n    return a - b\n"
+TEST = (
+    "import unittest\nfrom calc import add\n\n"
+    "class T(unittest.TestCase):\n    def test_add(self):\n        self.assertEqual(add(2, 3), 5)\n"
+)
+PATCH = (
+    "*** Begin Patch\n*** Update File: calc.py\n def add(a, b):\n"
+    "-    return a - b\n+    return a + b\n*** End Patch\n"
+)
+# `-B`: the patch keeps the file size and lands within the same second as the first test
+# run, so a cached .pyc would hide it.
+COMMANDS = [
+    "ls",
+    "cat calc.py test_calc.py",
+    "python3 -B -m unittest -q",
+    "python3 -B -m unittest -q",
+]
+
+
+@dataclass
+class Measure:
+    wall: float
+    cpu: float
+    rss_mib: float
+    code: int
+
+
+def run_measured(argv: list[str], *, cwd: Path, env: dict[str, str]) -> Measure:
+    """Runs argv as a child and reads its own rusage (wall, user+sys CPU, peak RSS)."""
+    started = time.perf_counter()
+    proc = subprocess.Popen(
+        argv, cwd=cwd, env=env, stdin=subprocess.DEVNULL,
+        stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+    )  # fmt: skip
+    _, status, usage = os.wait4(proc.pid, 0)
+    wall = time.perf_counter() - started
+    proc.returncode = os.waitstatus_to_exitcode(status)
+    return Measure(wall, usage.ru_utime + usage.ru_stime, usage.ru_maxrss / 1024, proc.returncode)
+
+
+def make_repo(base: Path) -> Path:
+    repo = base / "repo"
+    repo.mkdir()
+    (repo / "calc.py").write_text(BUGGY)
+    (repo / "test_calc.py").write_text(TEST)
+    git = ["git", "-c", "user.name=b", "-c", "user.email=b@b"]
+    subprocess.run([*git, "init", "-q"], cwd=repo, check=True)
+    subprocess.run([*git, "add", "-A"], cwd=repo, check=True)
+    subprocess.run([*git, "commit", "-qm", "init"], cwd=repo, check=True)
+    return repo
+
+
+def script(server: ModelServer) -> None:
+    """Six model turns: look, read, test (fails), patch, test (passes), answer."""
+    server.enqueue(
+        reply(tool_calls=[call("exec_command", {"cmd": COMMANDS[0]})]),
+        reply(tool_calls=[call("exec_command", {"cmd": COMMANDS[1]})]),
+        reply(tool_calls=[call("exec_command", {"cmd": COMMANDS[2]})]),
+        reply(tool_calls=[apply_patch_call(PATCH)]),
+        reply(tool_calls=[call("exec_command", {"cmd": COMMANDS[3]})]),
+        reply("Fixed add(); tests pass."),
+    )
+
+
+def commands_time(repo: Path) -> float:
+    """What the model's commands cost when run directly (the floor for any runner)."""
+    started = time.perf_counter()
+    for cmd in COMMANDS:
+        subprocess.run(["/bin/bash", "-c", cmd], cwd=repo, capture_output=True)
+    return time.perf_counter() - started
+
+
+def interpreter_bin() -> list[str]:
+    script_path = Path(sys.prefix) / "bin" / "interpreter"
+    return [str(script_path)] if script_path.exists() else [sys.executable, "-m", "oiexec"]
+
+
+def find_codex(explicit: str | None) -> str | None:
+    if explicit:
+        return explicit
+    found = shutil.which("codex")
+    if found:
+        return found
+    vendored = list(
+        (ROOT / "tests" / "sdk" / "node_modules").glob("@openai/codex-linux-*/vendor/*/bin/codex")
+    )
+    return str(vendored[0]) if vendored else None
+
+
+def bench_fix(argv_for: list[str], runs: int, sandbox: str, codex: bool = False) -> list[Measure]:
+    results = []
+    for _ in range(runs):
+        with tempfile.TemporaryDirectory() as tmp, running_model_server() as server:
+            base = Path(tmp)
+            repo = make_repo(base)
+            script(server)
+            env = dict(os.environ)
+            if codex:
+                home = base / "codex-home"
+                home.mkdir()
+                (home / "config.toml").write_text(
+                    'model_provider = "bench"\nmodel = "gpt-5.5"\n'
+                    "[model_providers.bench]\n"
+                    f'name = "bench"\nbase_url = "{server.base_url}"\nwire_api = "responses"\n'
+                )
+                env["CODEX_HOME"] = str(home)
+                argv = [
+                    *argv_for,
+                    "exec",
+                    "--json",
+                    "-s",
+                    sandbox,
+                    "--skip-git-repo-check",
+                    "fix it",
+                ]
+            else:
+                env["OPENINTERPRETER_HOME"] = str(base / "oi-home")
+                argv = [*argv_for, "exec", "--json", "-s", sandbox, *server.config_args(), "fix it"]
+            measure = run_measured(argv, cwd=repo, env=env)
+            fixed = "a + b" in (repo / "calc.py").read_text()
+            if not fixed or measure.code != 0:
+                print(f"  warning: run exited {measure.code}, fixed={fixed}", file=sys.stderr)
+            results.append(measure)
+    return results
+
+
+def report(name: str, measures: list[Measure], floor: float) -> None:
+    wall = statistics.median(m.wall for m in measures)
+    cpu = statistics.median(m.cpu for m in measures)
+    rss = max(m.rss_mib for m in measures)
+    print(
+        f"{name:<38} wall {wall * 1000:7.0f} ms   cpu {cpu * 1000:6.0f} ms   "
+        f"peak RSS {rss:5.1f} MiB   added over commands {max(0.0, wall - floor) * 1000:6.0f} ms"
+    )
+
+
+def bench_version(argv: list[str], runs: int) -> list[Measure]:
+    env = dict(os.environ)
+    return [run_measured([*argv, "--version"], cwd=ROOT, env=env) for _ in range(runs)]
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--runs", type=int, default=5)
+    parser.add_argument("--codex", help="path to a codex binary to compare with")
+    parser.add_argument(
+        "--interpreter",
+        help="path to the `interpreter` to measure (e.g. one installed in a clean venv)",
+    )
+    parser.add_argument(
+        "--sandbox", default="danger-full-access", choices=["danger-full-access", "workspace-write"]
+    )
+    args = parser.parse_args()
+
+    oi = [args.interpreter] if args.interpreter else interpreter_bin()
+    print(f"machine: {os.cpu_count()} cores, Python {sys.version.split()[0]}, runs={args.runs}")
+    print(f"measuring: {' '.join(oi)}")
+    version = bench_version(oi, max(10, args.runs * 4))
+    print(
+        f"{'interpreter --version':<38} wall "
+        f"{statistics.median(m.wall for m in version) * 1000:7.0f} ms   "
+        f"peak RSS {max(m.rss_mib for m in version):5.1f} MiB   (target < 120 ms)"
+    )
+    floors = []
+    for _ in range(3):
+        with tempfile.TemporaryDirectory() as tmp:
+            floors.append(commands_time(make_repo(Path(tmp))))
+    floor = statistics.median(floors)
+    print(f"{'commands run directly (floor)':<38} wall {floor * 1000:7.0f} ms")
+    report(
+        f"interpreter exec, 6 turns ({args.sandbox})", bench_fix(oi, args.runs, args.sandbox), floor
+    )
+    print("  targets: added < 400 ms, peak RSS < 80 MiB")
+
+    codex = find_codex(args.codex)
+    if codex:
+        version_out = subprocess.run(
+            [codex, "--version"], capture_output=True, text=True
+        ).stdout.strip()
+        cv = bench_version([codex], max(10, args.runs * 4))
+        print(
+            f"{version_out + ' --version':<38} wall "
+            f"{statistics.median(m.wall for m in cv) * 1000:7.0f} ms   "
+            f"peak RSS {max(m.rss_mib for m in cv):5.1f} MiB"
+        )
+        report(
+            f"codex exec, 6 turns ({args.sandbox})",
+            bench_fix([codex], args.runs, args.sandbox, codex=True),
+            floor,
+        )
+    else:
+        print("codex: not installed (npm i @openai/codex, or pass --codex PATH) — skipped")
+
+
+if __name__ == "__main__":
+    main()
