@@ -41,6 +41,20 @@ def as_user(argv: list[str]) -> list[str]:
     return ["setpriv", f"--reuid={uid}", f"--regid={gid}", "--clear-groups", *argv]
 
 
+@pytest.fixture(scope="session", autouse=True)
+def _unprivileged_can_run_python() -> None:
+    """As root, commands run as `nobody`, which must be able to reach this Python and the
+    checkout (pyenv lives under /root, mode 700 on a fresh machine). Only the search (x)
+    bit is added to directories on the way; nothing becomes readable that was not."""
+    if os.geteuid() != 0:
+        return
+    for target in (Path(PYTHON), REPO_ROOT):
+        for directory in reversed(target.parents):
+            mode = directory.stat().st_mode
+            if not mode & 0o001:
+                directory.chmod(mode | 0o001)
+
+
 def _chown_tree(path: Path) -> None:
     uid, gid = unprivileged_ids()
     for dirpath, dirnames, filenames in os.walk(path):
