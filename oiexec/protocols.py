@@ -11,8 +11,9 @@ SessionStore  the append-only rollout of one thread
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
+from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Protocol
+from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
 
 from oiexec.events import ThreadEvent
 from oiexec.types import HistoryItem, ModelRequest, ModelResponse, ToolCall, ToolOutput, ToolSpec
@@ -65,6 +66,40 @@ class Harness(Protocol):
     def close(self) -> None:
         """Kills what tools left running (process groups); called however the run ends."""
         ...
+
+
+@dataclass(frozen=True)
+class HarnessStep:
+    """How a harness reads one model response: the calls to run, or the end of the run.
+
+    `feedback` (a format-error correction) is appended to the history instead of running
+    anything; `final_text` replaces the response's text as the final answer."""
+
+    calls: tuple[ToolCall, ...] = ()
+    final: bool = False
+    feedback: tuple[HistoryItem, ...] = ()
+    final_text: str | None = None
+
+
+@dataclass(frozen=True)
+class Observation:
+    """What a tool's output becomes in the history; a `submission` ends the run with it as the
+    final answer (mini-swe-agent's marker, SWE-agent's `submit`)."""
+
+    items: tuple[HistoryItem, ...]
+    submission: str | None = None
+
+
+@runtime_checkable
+class DrivingHarness(Harness, Protocol):
+    """A harness that shapes requests and reads responses itself (history rules, text
+    actions, completion on a tool's output). The loop uses these hooks when present."""
+
+    def prepare_request(self, request: ModelRequest) -> ModelRequest: ...
+
+    def interpret(self, response: ModelResponse) -> HarnessStep: ...
+
+    def observe(self, call: ToolCall, output: ToolOutput) -> Observation: ...
 
 
 class Sandbox(Protocol):

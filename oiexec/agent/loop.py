@@ -23,9 +23,17 @@ from oiexec.events import (
     ThreadEvent,
     Usage,
 )
-from oiexec.protocols import Harness, ModelClient, Tool
+from oiexec.protocols import DrivingHarness, Harness, HarnessStep, ModelClient, Tool
 from oiexec.tools.base import ToolContext
-from oiexec.types import HistoryItem, Message, ModelRequest, Reasoning, ToolCall, ToolOutput
+from oiexec.types import (
+    HistoryItem,
+    Message,
+    ModelRequest,
+    ModelResponse,
+    Reasoning,
+    ToolCall,
+    ToolOutput,
+)
 
 
 @dataclass(frozen=True)
@@ -88,14 +96,16 @@ class AgentLoop:
             response = self.client.respond(self._request(history), self._on_retry)
             usage = usage.plus(response.usage)
             self._append(history, response.items)
-            final = self.harness.is_complete(response)
-            self._emit_response_items(response.items, final=final)
-            if not final:
-                for call in response.tool_calls:
-                    self._check_deadline()
-                    self._append(history, [self._run_tool(call)])
-                continue
-            text = response.final_text
+            step = self._interpret(response)
+            self._emit_response_items(response.items, final=step.final)
+            text: str | None
+            if step.final:
+                text = step.final_text if step.final_text is not None else response.final_text
+            else:
+                self._append(history, step.feedback)
+                text = self._run_calls(history, step.calls)
+                if text is None:
+                    continue
             if text is None:
                 raise ProviderError("the model ended its turn without a message or a tool call")
             attempt += 1
@@ -113,7 +123,34 @@ class AgentLoop:
             self.final.present(verdict, self.ctx.items)
             return TurnOutcome(verdict, usage, steps)
 
+    def _interpret(self, response: ModelResponse) -> HarnessStep:
+        if isinstance(self.harness, DrivingHarness):
+            return self.harness.interpret(response)
+        if self.harness.is_complete(response):
+            return HarnessStep(final=True)
+        return HarnessStep(calls=tuple(response.tool_calls))
+
+    def _run_calls(self, history: list[HistoryItem], calls: Sequence[ToolCall]) -> str | None:
+        """Runs `calls` in order; returns a submission that ends the run, if one came."""
+        for call in calls:
+            self._check_deadline()
+            output = self._run_tool(call)
+            if not isinstance(self.harness, DrivingHarness):
+                self._append(history, [output])
+                continue
+            observed = self.harness.observe(call, output)
+            self._append(history, observed.items)
+            if observed.submission is not None:
+                return observed.submission
+        return None
+
     def _request(self, history: Sequence[HistoryItem]) -> ModelRequest:
+        request = self._base_request(history)
+        if isinstance(self.harness, DrivingHarness):
+            return self.harness.prepare_request(request)
+        return request
+
+    def _base_request(self, history: Sequence[HistoryItem]) -> ModelRequest:
         return ModelRequest(
             model=self.options.model,
             instructions=self.instructions or self.harness.instructions(),

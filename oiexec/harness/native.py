@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from pathlib import Path
 
-from oiexec.harness.data import harness_dir, load_manifest
+from oiexec.harness.data import load_spec, read_harness_file
 from oiexec.protocols import Tool
 from oiexec.sandbox.base import SandboxPolicy
 from oiexec.tools.base import ToolContext
@@ -30,8 +30,7 @@ class NativeHarness:
         freeform_patch: bool = True,
         output_token_limit: int = 10_000,
     ) -> None:
-        prompt_file = str(load_manifest(self.id)["prompt"])
-        self._prompt = (harness_dir(self.id) / prompt_file).read_text(encoding="utf-8")
+        self._prompt = read_harness_file(self.id, load_spec(self.id).prompt.system)
         self._user_instructions = user_instructions
         self._environment_context = environment_context
         self.processes = ProcessRegistry()

@@ -1,4 +1,5 @@
-"""Which harness a run gets, and building it."""
+"""Which harness a run gets, and building it: `build_harness(HarnessInputs) -> Harness` is
+what the runner calls."""
 
 from __future__ import annotations
 
@@ -7,9 +8,10 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from oiexec.config.settings import ProviderConfig, Settings
-from oiexec.errors import ConfigError
 from oiexec.protocols import Harness
 from oiexec.sandbox.base import SandboxPolicy
+
+__all__ = ["HarnessInputs", "build_harness", "select_harness_id"]
 
 
 @dataclass(frozen=True)
@@ -25,34 +27,58 @@ class HarnessInputs:
 
 
 def select_harness_id(inputs: HarnessInputs) -> str:
-    return inputs.settings.harness or "native"
+    from oiexec.harness.select import choose_harness_id
+
+    return choose_harness_id(
+        inputs.settings.harness, inputs.settings.model, inputs.provider_id, inputs.provider
+    )
 
 
 def build_harness(inputs: HarnessInputs) -> Harness:
-    from oiexec.harness.agents_md import discover_user_instructions, environment_context
+    from oiexec.harness.agents_md import (
+        discover_user_instructions,
+        environment_context,
+        read_project_docs,
+    )
+    from oiexec.harness.context import prompt_variables
+    from oiexec.harness.data import load_spec
+    from oiexec.harness.manifest import HarnessSetup, ManifestHarness
     from oiexec.harness.native import NativeHarness
 
     harness_id = select_harness_id(inputs)
-    if harness_id != "native":
-        raise ConfigError(
-            f"unknown harness `{harness_id}`",
-            hint="Available harnesses: native.",
-        )
     settings = inputs.settings
     policy = inputs.policy
-    return NativeHarness(
-        user_instructions=discover_user_instructions(
-            inputs.cwd,
-            home=inputs.home,
-            max_bytes=settings.project_doc_max_bytes,
-            fallback_filenames=settings.project_doc_fallback_filenames,
-        ),
-        environment_context=environment_context(
-            cwd=inputs.cwd,
-            shell=os.environ.get("SHELL", "/bin/bash"),
-            sandbox_mode=policy.mode,
-            network_access=not policy.network_disabled,
-            writable_roots=[str(root) for root in policy.writable_roots()],
-        ),
-        output_token_limit=settings.tool_output_token_limit,
+    shell = os.environ.get("SHELL", "/bin/bash")
+    user_instructions = discover_user_instructions(
+        inputs.cwd,
+        home=inputs.home,
+        max_bytes=settings.project_doc_max_bytes,
+        fallback_filenames=settings.project_doc_fallback_filenames,
     )
+    env_context = environment_context(
+        cwd=inputs.cwd,
+        shell=shell,
+        sandbox_mode=policy.mode,
+        network_access=not policy.network_disabled,
+        writable_roots=[str(root) for root in policy.writable_roots()],
+    )
+    if harness_id == "native":
+        return NativeHarness(
+            user_instructions=user_instructions,
+            environment_context=env_context,
+            output_token_limit=settings.tool_output_token_limit,
+        )
+    agents_md = read_project_docs(
+        inputs.cwd,
+        max_bytes=settings.project_doc_max_bytes,
+        fallback_filenames=settings.project_doc_fallback_filenames,
+    )
+    setup = HarnessSetup(
+        variables=prompt_variables(inputs.cwd, shell="/bin/bash", agents_md=agents_md),
+        guidance=settings.harness_guidance,
+        user_instructions=user_instructions,
+        environment_context=env_context,
+        output_token_limit=settings.tool_output_token_limit,
+        model=settings.model,
+    )
+    return ManifestHarness(load_spec(harness_id), setup)

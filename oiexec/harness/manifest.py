@@ -1,0 +1,384 @@
+"""`ManifestHarness`: a harness built from its `harness.toml`.
+
+It supplies the prompt, the tools (manifest adapters, or Codex's own tool classes for
+`native_tools` harnesses), the first context messages, and drives the loop through the
+`DrivingHarness` hooks: request shaping per `[history]`, text-action parsing per
+`action_format`, format-error corrections and completion per `[completion]`.
+"""
+
+from __future__ import annotations
+
+import json
+import secrets
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from oiexec.errors import OiexecError
+from oiexec.harness import actions
+from oiexec.harness.context import fill
+from oiexec.harness.data import load_tool_schemas, read_harness_file
+from oiexec.harness.spec import HarnessSpec
+from oiexec.protocols import HarnessStep, Observation, Tool
+from oiexec.sandbox.base import SandboxPolicy
+from oiexec.tools.adapters import ManifestTool, Runtime
+from oiexec.tools.base import ToolContext
+from oiexec.tools.fs.render import swe_observation
+from oiexec.tools.update_plan import UpdatePlanTool
+from oiexec.types import (
+    HistoryItem,
+    Message,
+    ModelRequest,
+    ModelResponse,
+    Reasoning,
+    ToolCall,
+    ToolOutput,
+)
+
+__all__ = ["FormatErrorLimit", "HarnessSetup", "ManifestHarness"]
+
+_DEFAULT_FORMAT_ERROR = (
+    "Format error: your reply must contain exactly one action, found $count. Reply again "
+    "with a short explanation and exactly one action."
+)
+
+
+class FormatErrorLimit(OiexecError):
+    """The model broke the action format more times in a row than the harness allows."""
+
+
+@dataclass(frozen=True)
+class HarnessSetup:
+    """What a harness instance needs besides its manifest."""
+
+    variables: dict[str, str]
+    guidance: bool = True
+    user_instructions: str | None = None
+    environment_context: str | None = None
+    output_token_limit: int = 10_000
+    model: str = ""
+
+
+@dataclass
+class _State:
+    format_errors: int = 0
+    #: Texts of the messages this harness added (corrections, observations), not the user's.
+    produced: set[str] = field(default_factory=set)
+    corrections: set[str] = field(default_factory=set)
+    synthetic: set[str] = field(default_factory=set)
+    context_texts: set[str] = field(default_factory=set)
+
+
+class ManifestHarness:
+    """Any harness described by a manifest (every id except `native`)."""
+
+    def __init__(self, spec: HarnessSpec, setup: HarnessSetup) -> None:
+        self.spec = spec
+        self.setup = setup
+        self.id = spec.id
+        self.runtime = Runtime(style=spec.style, env=dict(spec.env))
+        self._state = _State()
+        self._native_plan: UpdatePlanTool | None = None
+        self._tools = self._build_tools()
+        self._by_name = {tool.spec.name: tool for tool in self._tools}
+        self._prompt = self._render_prompt()
+
+    # --- construction --------------------------------------------------------------------
+
+    def _build_tools(self) -> list[Tool]:
+        if self.spec.native_tools:
+            from oiexec.tools.exec_command import ExecCommandTool, WriteStdinTool
+            from oiexec.tools.patch_tool import ApplyPatchTool
+
+            limit = self.setup.output_token_limit
+            # Chat wires cannot carry freeform tools; the JSON form is what such models know.
+            patch = ApplyPatchTool(freeform=False)
+            self._native_plan = UpdatePlanTool()
+            registry = self.runtime.processes
+            available: dict[str, Tool] = {
+                "exec_command": ExecCommandTool(registry, patch, output_token_limit=limit),
+                "write_stdin": WriteStdinTool(registry, output_token_limit=limit),
+                "apply_patch": patch,
+                "update_plan": self._native_plan,
+            }
+            return [available[entry.impl] for entry in self.spec.tools]
+        schemas = load_tool_schemas(self.id)
+        return [ManifestTool(e, schemas[e.name], self.runtime) for e in self.spec.tools]
+
+    def _render_prompt(self) -> str:
+        body = fill(read_harness_file(self.id, self.spec.prompt.system), self.setup.variables)
+        if self.setup.guidance and self.spec.guidance:
+            guidance = read_harness_file(self.id, self.spec.guidance).strip()
+            body = f"{guidance}\n\n{body}"
+        return body.strip() + "\n"
+
+    # --- Harness ------------------------------------------------------------------------
+
+    def instructions(self) -> str:
+        return self._prompt
+
+    def tools(self) -> Sequence[Tool]:
+        return self._tools
+
+    def initial_context(self, cwd: Path, policy: SandboxPolicy) -> list[HistoryItem]:
+        items: list[HistoryItem] = []
+        prompt = self.spec.prompt
+        if prompt.codex_context:
+            if self.setup.user_instructions:
+                items.append(Message(role="user", text=self.setup.user_instructions))
+            if self.setup.environment_context:
+                items.append(Message(role="user", text=self.setup.environment_context))
+        if prompt.setup_exchange:
+            text = fill(read_harness_file(self.id, prompt.setup_exchange), self.setup.variables)
+            items.append(Message(role="user", text=text.strip()))
+            items.append(Message(role="assistant", text=prompt.setup_reply))
+        self._state.context_texts.update(i.text for i in items if isinstance(i, Message))
+        return items
+
+    def is_complete(self, response: ModelResponse) -> bool:
+        """Without the loop's hooks: the function-calling rule only."""
+        return not response.tool_calls and self.spec.action_format == "function_calls"
+
+    def finish_turn(self, ctx: ToolContext) -> None:
+        self.runtime.finish(ctx)
+        if self._native_plan is not None:
+            self._native_plan.finish(ctx)
+
+    def close(self) -> None:
+        self.runtime.close()
+
+    # --- DrivingHarness: requests --------------------------------------------------------
+
+    def prepare_request(self, request: ModelRequest) -> ModelRequest:
+        history = list(request.history)
+        history = self._wrap_task(history)
+        history = self._prune_corrections(history)
+        history = self._shape_calls(history)
+        history = self._reasoning(history)
+        if self.spec.prompt.turn_meta:
+            history = self._turn_meta(history)
+        update: dict[str, object] = {"history": tuple(history)}
+        if not self.spec.advertise_tools:
+            update["tools"] = ()
+        if self.spec.completion.single_action:
+            update["parallel_tool_calls"] = False
+        return request.model_copy(update=update)
+
+    def _is_user_text(self, item: HistoryItem) -> bool:
+        return (
+            isinstance(item, Message)
+            and item.role == "user"
+            and item.text not in self._state.produced
+            and item.text not in self._state.context_texts
+        )
+
+    def _wrap_task(self, history: list[HistoryItem]) -> list[HistoryItem]:
+        prompt = self.spec.prompt
+        if not prompt.task_template and not prompt.user_reminder:
+            return history
+        template = read_harness_file(self.id, prompt.task_template) if prompt.task_template else ""
+        out: list[HistoryItem] = []
+        wrapped = False
+        for item in history:
+            if not self._is_user_text(item):
+                out.append(item)
+                continue
+            assert isinstance(item, Message)
+            if template and not wrapped:
+                text = fill(template, {**self.setup.variables, "task": item.text}).strip()
+                out.append(item.model_copy(update={"text": text}))
+                wrapped = True
+            else:
+                out.append(item)
+            if prompt.user_reminder:
+                out.append(Message(role="user", text=prompt.user_reminder))
+        return out
+
+    def _turn_meta(self, history: list[HistoryItem]) -> list[HistoryItem]:
+        for index in range(len(history) - 1, -1, -1):
+            item = history[index]
+            if isinstance(item, Message) and item.role == "user":
+                v = self.setup.variables
+                meta = f"<turn_meta>\ndate: {v['date']}\nworkspace: {v['cwd']}\n</turn_meta>\n\n"
+                history[index] = item.model_copy(update={"text": meta + item.text})
+                break
+        return history
+
+    def _prune_corrections(self, history: list[HistoryItem]) -> list[HistoryItem]:
+        """SWE-agent drops a format correction (and the reply it corrected) once a later
+        reply was well formed."""
+        if not self.spec.history.prune_format_errors or not self._state.corrections:
+            return history
+        keep = [True] * len(history)
+        last_correction = max(
+            (
+                i
+                for i, it in enumerate(history)
+                if isinstance(it, Message) and it.text in self._state.corrections
+            ),
+            default=-1,
+        )
+        for index, item in enumerate(history):
+            if not (isinstance(item, Message) and item.text in self._state.corrections):
+                continue
+            if index == last_correction and self._state.format_errors:
+                continue  # not recovered yet
+            keep[index] = False
+            back = index - 1
+            while back >= 0 and _assistant_side(history[back]):
+                keep[back] = False
+                back -= 1
+        return [item for item, kept in zip(history, keep, strict=True) if kept]
+
+    def _shape_calls(self, history: list[HistoryItem]) -> list[HistoryItem]:
+        rules = self.spec.history
+        shaping = rules.compact_tool_arguments or rules.tool_call_id_rewrite
+        if not shaping and not rules.drop_unanswered_calls:
+            return history
+        answered = {i.call_id for i in history if isinstance(i, ToolOutput)}
+        out: list[HistoryItem] = []
+        for item in history:
+            if isinstance(item, ToolCall):
+                if rules.drop_unanswered_calls and item.call_id not in answered:
+                    continue
+                update: dict[str, str] = {"call_id": self._rewrite_id(item.call_id)}
+                if rules.compact_tool_arguments and item.call_type == "function":
+                    update["arguments"] = _compact(item.arguments)
+                out.append(item.model_copy(update=update))
+            elif isinstance(item, ToolOutput):
+                out.append(item.model_copy(update={"call_id": self._rewrite_id(item.call_id)}))
+            else:
+                out.append(item)
+        return out
+
+    def _rewrite_id(self, call_id: str) -> str:
+        for char in self.spec.history.tool_call_id_rewrite:
+            call_id = call_id.replace(char, "_")
+        return call_id
+
+    def _reasoning(self, history: list[HistoryItem]) -> list[HistoryItem]:
+        policy = self.spec.history.reasoning_policy
+        if policy == "keep":
+            return history
+        if policy == "none":
+            return [item for item in history if not isinstance(item, Reasoning)]
+        placeholder = self.spec.history.reasoning_placeholder
+        out: list[HistoryItem] = []
+        turn: list[HistoryItem] = []
+
+        def flush() -> None:
+            if not turn:
+                return
+            has = any(isinstance(i, Reasoning) and i.content for i in turn)
+            calls = any(isinstance(i, ToolCall) for i in turn)
+            if not has and (policy == "every_assistant" or calls):
+                rest = [i for i in turn if not isinstance(i, Reasoning)]
+                out.append(Reasoning(content=placeholder))
+                out.extend(rest)
+            else:
+                out.extend(turn)
+            turn.clear()
+
+        for item in history:
+            if _assistant_side(item):
+                turn.append(item)
+            else:
+                flush()
+                out.append(item)
+        flush()
+        return out
+
+    # --- DrivingHarness: responses -------------------------------------------------------
+
+    def interpret(self, response: ModelResponse) -> HarnessStep:
+        fmt = self.spec.action_format
+        completion = self.spec.completion
+        text = response.final_text or ""
+        calls = list(response.tool_calls)
+        if fmt == "fenced_block":
+            blocks = actions.fenced_blocks(text, self.spec.fence_language)
+            if len(blocks) != 1:
+                return self._format_error(len(blocks), response)
+            calls = [self._synthetic("bash", {"command": blocks[0].strip("\n")})]
+        elif fmt == "discussion_command":
+            parsed, problem = actions.swe_action(text, self._positional())
+            if problem is not None or len(parsed) != 1:
+                return self._format_error(len(parsed), response)
+            calls = [self._synthetic(parsed[0].tool, parsed[0].arguments)]
+        elif fmt == "markdown_code" and not calls:
+            code_blocks = actions.code_blocks(text)
+            if code_blocks:
+                language, code = code_blocks[0]
+                calls = [self._synthetic("execute", {"language": language, "code": code})]
+        if not calls:
+            if completion.require_action:
+                return self._format_error(0, response)
+            return HarnessStep(final=True)
+        if completion.single_action and len(calls) > 1:
+            return self._format_error(len(calls), response)
+        self._state.format_errors = 0
+        return HarnessStep(calls=tuple(calls))
+
+    def _positional(self) -> dict[str, list[str]]:
+        names: dict[str, list[str]] = {}
+        for entry in self.spec.tools:
+            names[entry.name] = list(entry.options.get("positional", []))
+        return names
+
+    def _synthetic(self, name: str, arguments: dict[str, object]) -> ToolCall:
+        call_id = f"text_{secrets.token_hex(6)}"
+        self._state.synthetic.add(call_id)
+        return ToolCall(call_id=call_id, name=name, arguments=json.dumps(arguments))
+
+    def _format_error(self, count: int, response: ModelResponse) -> HarnessStep:
+        completion = self.spec.completion
+        self._state.format_errors += 1
+        if self._state.format_errors > completion.max_format_retries:
+            raise FormatErrorLimit(
+                f"harness `{self.id}`: the model broke the action format "
+                f"{self._state.format_errors} times in a row (exit_format)"
+            )
+        if response.finish_reason == "length":
+            message = (
+                "Your reply was cut off because it was too long. Reply again, more concisely, "
+                "with exactly one action."
+            )
+        else:
+            template = completion.format_error or _DEFAULT_FORMAT_ERROR
+            message = fill(template, {"count": str(count)}).strip()
+        self._state.produced.add(message)
+        self._state.corrections.add(message)
+        return HarnessStep(feedback=(Message(role="user", text=message),))
+
+    def observe(self, call: ToolCall, output: ToolOutput) -> Observation:
+        submission = self.runtime.submissions.pop(call.call_id, None)
+        synthetic = call.call_id in self._state.synthetic
+        if self.spec.history.tool_result_role == "tool" and not synthetic:
+            items: tuple[HistoryItem, ...] = (output,)
+        else:
+            text = self._observation_text(output.output)
+            self._state.produced.add(text)
+            items = (Message(role="user", text=text),)
+        if submission is not None:
+            return Observation(items, submission.strip("\n") or "Submitted with no changes.")
+        return Observation(items)
+
+    def _observation_text(self, output: str) -> str:
+        template = self.spec.history.observation_template
+        if template == "swe":
+            return swe_observation(output)
+        return fill(template, {"output": output})
+
+
+def _assistant_side(item: HistoryItem) -> bool:
+    return isinstance(item, Reasoning | ToolCall) or (
+        isinstance(item, Message) and item.role == "assistant"
+    )
+
+
+def _compact(arguments: str) -> str:
+    try:
+        value = json.loads(arguments)
+    except ValueError:
+        return arguments
+    return json.dumps(value, separators=(",", ":"), ensure_ascii=False)

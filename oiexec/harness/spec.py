@@ -1,0 +1,136 @@
+"""`HarnessSpec`: a harness manifest (`harnesses/<id>/harness.toml`) validated at load.
+
+Each table maps onto one small piece of code: `[[tools]]` onto tool adapters, `[history]` onto
+the request shaping of `ManifestHarness`, `[completion]` onto its completion rule and
+`action_format` onto a text-action parser.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field
+
+Wire = Literal["responses", "chat", "messages"]
+ActionFormat = Literal["function_calls", "fenced_block", "discussion_command", "markdown_code"]
+CompletionMode = Literal["no_tool_calls", "submit_command", "output_marker"]
+ReasoningPolicy = Literal["keep", "every_assistant", "tool_call_turns", "none"]
+
+
+class _Table(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+
+class Emulates(_Table):
+    product: str
+    version: str = ""
+    source: str = ""
+
+
+class ToolEntry(_Table):
+    """One model-facing tool: its schema comes from `tools.json` by `name`; `impl` names the
+    shared implementation; `args` renames model arguments onto the implementation's."""
+
+    name: str
+    impl: str
+    args: dict[str, str] = Field(default_factory=dict)
+    render: str = "default"
+    limits: dict[str, int] = Field(default_factory=dict)
+    options: dict[str, Any] = Field(default_factory=dict)
+
+
+class PromptSpec(_Table):
+    #: System prompt template (string.Template: `$cwd`, `$os`, `$now`, `$tree`, ...).
+    system: str = "prompt.md"
+    #: Wraps the task (the first user message of a run): `$task` plus the prompt variables.
+    task_template: str | None = None
+    #: qwen-code: a user message with the environment and a canned assistant reply.
+    setup_exchange: str | None = None
+    setup_reply: str = ""
+    #: Put AGENTS.md and the environment context in the first user messages (Codex style).
+    codex_context: bool = False
+    #: deepseek-tui: a `<turn_meta>` block prefixed to the latest user message.
+    turn_meta: bool = False
+    #: Added after every user message of the task (kimi-code's auto-approval note).
+    user_reminder: str | None = None
+
+
+class HistorySpec(_Table):
+    reasoning_policy: ReasoningPolicy = "keep"
+    #: What a missing reasoning becomes under `every_assistant` / `tool_call_turns`.
+    reasoning_placeholder: str = ""
+    compact_tool_arguments: bool = False
+    #: Characters in tool-call ids replaced by `_` (kimi rewrites `:`).
+    tool_call_id_rewrite: str = ""
+    drop_unanswered_calls: bool = False
+    #: Text-action harnesses send observations as user messages; function harnesses as tools.
+    tool_result_role: Literal["tool", "user"] = "tool"
+    #: Observation text for text harnesses (`$output`).
+    observation_template: str = "$output"
+    #: Prune earlier format-error corrections once the model has recovered (SWE-agent).
+    prune_format_errors: bool = False
+
+
+class CompletionSpec(_Table):
+    mode: CompletionMode = "no_tool_calls"
+    marker: str = ""
+    #: A response without an action is a format error (mini-swe-agent, SWE-agent).
+    require_action: bool = False
+    #: At most one action per response (SWE-agent, mini-swe-agent).
+    single_action: bool = False
+    #: SWE-agent review_on_submit: the first submit shows a review, the second submits.
+    confirm_twice: bool = False
+    max_format_retries: int = 3
+    format_error: str = ""
+    #: Text-mode: when the reply has no action, end the run (classic) instead of an error.
+    text_fallback_only: bool = False
+
+
+class AutoSelect(_Table):
+    model_substrings: list[str] = Field(default_factory=list)
+    provider_substrings: list[str] = Field(default_factory=list)
+    base_urls: list[str] = Field(default_factory=list)
+    priority: int = 100
+
+
+class HarnessSpec(_Table):
+    id: str
+    description: str = ""
+    emulates: Emulates
+    extends: str = ""
+    wire: list[Wire]
+    action_format: ActionFormat = "function_calls"
+    #: Text harnesses advertise no tools on the wire: their actions are parsed from text.
+    advertise_tools: bool = True
+    #: Which upstream's words results and errors are rendered in (claude, kimi-cli, ...).
+    style: str = "plain"
+    #: Environment added to every command the harness runs.
+    env: dict[str, str] = Field(default_factory=dict)
+    #: Native only: the Codex tool classes, not manifest adapters.
+    native_tools: bool = False
+    prompt: PromptSpec = Field(default_factory=PromptSpec)
+    history: HistorySpec = Field(default_factory=HistorySpec)
+    completion: CompletionSpec = Field(default_factory=CompletionSpec)
+    tools: list[ToolEntry] = Field(default_factory=list)
+    request: dict[str, Any] = Field(default_factory=dict)
+    guidance: str | None = None
+    fence_language: str = ""
+    notes: str = ""
+
+    def tool(self, name: str) -> ToolEntry:
+        for entry in self.tools:
+            if entry.name == name:
+                return entry
+        raise KeyError(name)
+
+
+def merge_manifests(base: dict[str, Any], child: dict[str, Any]) -> dict[str, Any]:
+    """`child` over `base`: tables merge key by key, everything else (lists included) is
+    replaced."""
+    merged = dict(base)
+    for key, value in child.items():
+        if isinstance(value, dict) and isinstance(merged.get(key), dict):
+            merged[key] = merge_manifests(merged[key], value)
+        else:
+            merged[key] = value
+    return merged

@@ -1,0 +1,146 @@
+"""SWE-agent's `str_replace_editor` (view, create, str_replace, insert, undo_edit) and
+`submit`."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+from pathlib import Path
+
+from oiexec.tools.adapters.base import Invocation, Result, register
+from oiexec.tools.fs import (
+    Edit,
+    ToolInputError,
+    insert_lines,
+    list_directory,
+    read_window,
+    replace_in_file,
+    write_file,
+)
+from oiexec.tools.fs import render as r
+from oiexec.tools.fs._text import atomic_write, guard_write, load_text
+
+SUBMISSION_MARKER = "<<SWE_AGENT_SUBMISSION>>"
+
+
+def _remember(inv: Invocation, path: Path) -> None:
+    before = load_text(path) if path.exists() else None
+    inv.rt.undo.setdefault(path, []).append(before)
+
+
+@register("str_replace_editor")
+def str_replace_editor(inv: Invocation) -> Result:
+    command = inv.string("command")
+    path = inv.path()
+    if not Path(inv.string("path") or "").is_absolute():
+        raise ToolInputError(
+            f"The path {inv.args.get('path')} is not an absolute path, it should start with "
+            f"`/`. Maybe you meant {path}?"
+        )
+    guard = inv.rt.can_write(inv.ctx)
+    try:
+        if command == "view":
+            return _view(inv, path)
+        if command == "create":
+            text = inv.string("file_text")
+            if text is None:
+                raise ToolInputError("Parameter `file_text` is required for command: create")
+            _remember(inv, path)
+            write_file(path, text, can_write=guard, must_not_exist=True)
+            inv.rt.file_change(inv.ctx, [(path, "add")])
+            return Result(r.swe_created(path))
+        if command == "str_replace":
+            old = inv.string("old_str")
+            if old is None:
+                raise ToolInputError("Parameter `old_str` is required for command: str_replace")
+            new = inv.string("new_str") or ""
+            _remember(inv, path)
+            result = replace_in_file(path, Edit(old, new), can_write=guard)
+            inv.rt.file_change(inv.ctx, [(path, "update")])
+            last = result.first_line + new.count("\n")
+            return Result(r.swe_edited(path, result.after, result.first_line, last))
+        if command == "insert":
+            line = inv.integer("insert_line")
+            text = inv.string("new_str")
+            if line is None or text is None:
+                raise ToolInputError(
+                    "Parameters `insert_line` and `new_str` are required for command: insert"
+                )
+            _remember(inv, path)
+            if text and not text.endswith("\n"):
+                text += "\n"
+            edited = insert_lines(path, line, text, can_write=guard, base=1)
+            inv.rt.file_change(inv.ctx, [(path, "update")])
+            return Result(r.swe_edited(path, edited.after, edited.first_line, edited.last_line))
+        if command == "undo_edit":
+            history = inv.rt.undo.get(path)
+            if not history:
+                raise ToolInputError(f"No edit history found for {path}.")
+            previous = history.pop()
+            guard_write(guard, path)
+            if previous is None:
+                path.unlink()
+                inv.rt.file_change(inv.ctx, [(path, "delete")])
+                return Result(f"Last edit to {path} undone successfully (file removed).")
+            atomic_write(path, previous)
+            inv.rt.file_change(inv.ctx, [(path, "update")])
+            return Result(f"Last edit to {path} undone successfully.")
+    except ToolInputError as exc:
+        return Result(r.swe_error(exc, old=inv.string("old_str") or ""), True)
+    raise ToolInputError(
+        f"Unrecognized command {command}. The allowed commands for the str_replace_editor tool "
+        "are: view, create, str_replace, insert, undo_edit"
+    )
+
+
+def _view(inv: Invocation, path: Path) -> Result:
+    if path.is_dir():
+        return Result(r.swe_view_dir(list_directory(path, depth=2)))
+    window = inv.args.get("view_range")
+    offset = limit = None
+    if isinstance(window, list) and len(window) == 2:
+        first, last = int(window[0]), int(window[1])
+        offset = first
+        limit = None if last == -1 else max(1, last - first + 1)
+    result = read_window(path, offset=offset, limit=limit, default_limit=10**9)
+    inv.rt.files.record_read(path)
+    return Result(r.swe_view(result))
+
+
+def working_tree_diff(cwd: Path) -> str:
+    """`git diff` of tracked changes plus new untracked files, without touching the index."""
+    env = {**os.environ, "GIT_OPTIONAL_LOCKS": "0", "GIT_PAGER": "cat"}
+
+    def git(*args: str) -> subprocess.CompletedProcess[str]:
+        return subprocess.run(
+            ["git", "-c", "core.quotepath=off", *args],
+            cwd=cwd,
+            env=env,
+            capture_output=True,
+            text=True,
+            check=False,
+        )
+
+    diff = git("diff", "HEAD", "--").stdout
+    for name in git("ls-files", "--others", "--exclude-standard").stdout.splitlines():
+        diff += git("diff", "--no-index", "--", "/dev/null", name).stdout
+    return diff
+
+
+@register("submit")
+def submit(inv: Invocation) -> Result:
+    diff = working_tree_diff(inv.ctx.cwd)
+    if inv.option("confirm_twice", False) and "submit_reviewed" not in inv.rt.flags:
+        inv.rt.flags.add("submit_reviewed")
+        return Result(
+            "Before you submit, review your work:\n"
+            "1. If you wrote scripts to reproduce the issue, remove them unless the task asks "
+            "for them.\n"
+            "2. If you changed test files that the task did not ask you to change, revert "
+            "them.\n"
+            "3. Run the reproduction again and make sure the fix works.\n"
+            "Then run `submit` again to confirm. Here is the diff of your changes:\n\n"
+            f"<diff>\n{diff}\n</diff>"
+        )
+    text = f"{SUBMISSION_MARKER}\n{diff}\n{SUBMISSION_MARKER}"
+    return Result(text, submission=diff)

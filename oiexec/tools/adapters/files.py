@@ -1,0 +1,302 @@
+"""File tools over `oiexec.tools.fs`: read, write, exact replace, glob, grep, list.
+
+Canonical argument names (manifests rename onto them): `path`, `offset`, `limit`, `content`,
+`mode`, `old`, `new`, `replace_all`, `edits`, `pattern`, `glob`, `type`, `output_mode`, ...
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any, Literal
+
+from oiexec.tools.adapters.base import Invocation, Result, register
+from oiexec.tools.fs import (
+    Edit,
+    GrepQuery,
+    ReadGate,
+    ToolInputError,
+    glob_files,
+    grep,
+    list_directory,
+    read_window,
+    replace_in_file,
+    write_file,
+)
+from oiexec.tools.fs import render as r
+
+# --- read -------------------------------------------------------------------------------
+
+
+@register("fs_read")
+def fs_read(inv: Invocation) -> Result:
+    path = inv.path()
+    offset = inv.integer("offset")
+    limit = inv.integer("limit")
+    if inv.option("unchanged_note", False) and inv.rt.files.unchanged_since_read(
+        path, offset=offset, limit=limit
+    ):
+        return Result(r.claude_read_unchanged(path))
+    base: Literal[0, 1] = 0 if inv.option("offset_base", 1) == 0 else 1
+    max_tail = inv.option("max_tail")
+    result = read_window(
+        path,
+        offset=offset,
+        limit=limit,
+        base=base,
+        default_limit=int(inv.option("default_limit", 2000)),
+        max_lines=inv.option("max_lines"),
+        max_line_chars=inv.option("max_line_chars", 2000),
+        line_cut_suffix=str(inv.option("line_cut_suffix", "")),
+        max_bytes=inv.option("max_bytes"),
+        max_file_bytes=inv.option("max_file_bytes"),
+        max_tail=int(max_tail) if max_tail is not None else None,
+    )
+    inv.rt.files.record_read(path, offset=offset, limit=limit)
+    style = inv.render
+    max_lines = int(inv.option("max_lines", 1000))
+    max_bytes = int(inv.option("max_bytes", 100 * 1024))
+    if style == "kimi-code":
+        return Result(r.kimi_code_read(result, max_lines=max_lines, max_bytes=max_bytes))
+    if style == "kimi-cli":
+        message = r.kimi_read_message(result, max_lines=max_lines, max_bytes=max_bytes)
+        return Result("\n".join(r.kimi_cli_parts(message, r.kimi_read_output(result))))
+    if style == "qwen":
+        return Result(r.qwen_read(result))
+    if style == "opencode":
+        return Result(r.opencode_read(result))
+    if style == "swe":
+        return Result(r.swe_view(result))
+    if style == "deepseek":
+        body = r.cat_n(result.lines, result.start_line)
+        if result.end_line < result.total_lines:
+            body += (
+                f"\n[showing lines {result.start_line}-{result.end_line} of "
+                f"{result.total_lines}; continue with start_line={result.end_line + 1}]"
+            )
+        return Result(body or "(empty file)")
+    return Result(r.claude_read(result))
+
+
+# --- write ------------------------------------------------------------------------------
+
+
+def _gate(inv: Invocation, path: Path) -> Result | None:
+    """The read-before-write refusal of harnesses that have one, else None."""
+    style = inv.option("require_read")
+    if not style:
+        return None
+    gate = inv.rt.files.check(path)
+    message = r.read_gate_message(gate, path, style)
+    if message is None:
+        return None
+    if inv.option("gate_is_error", True):
+        raise ToolInputError(message, kind="not_read" if gate is ReadGate.NOT_READ else "stale")
+    return Result(message)
+
+
+@register("fs_write")
+def fs_write(inv: Invocation) -> Result:
+    path = inv.path()
+    content = inv.string("content")
+    if content is None:
+        raise ToolInputError(f"`{inv.model_name('content')}` is required.")
+    mode = inv.string("mode", "overwrite")
+    if mode not in ("overwrite", "append"):
+        raise ToolInputError("mode must be `overwrite` or `append`.")
+    refused = _gate(inv, path)
+    if refused is not None:
+        return refused
+    try:
+        result = write_file(path, content, can_write=inv.rt.can_write(inv.ctx), mode=mode)  # type: ignore[arg-type]
+    except ToolInputError:
+        inv.rt.file_change(inv.ctx, [(path, "update" if path.exists() else "add")], ok=False)
+        raise
+    inv.rt.files.record_write(path)
+    inv.rt.file_change(inv.ctx, [(path, "add" if result.created else "update")])
+    style = inv.render
+    if style == "kimi-cli" or style == "kimi-code":
+        verb = "appended to" if mode == "append" else "overwritten"
+        if result.created:
+            verb = "created"
+        return Result(
+            f"<system>File successfully {verb}. Current size: {result.bytes_written} bytes."
+            "</system>"
+        )
+    if style == "qwen":
+        if result.created:
+            return Result(f"Successfully created and wrote to new file: {path}.")
+        return Result(f"Successfully overwrote file: {path}.")
+    if style == "opencode":
+        return Result("Wrote file successfully.")
+    if style == "deepseek":
+        return Result(f"Wrote {result.bytes_written} bytes to {path}")
+    return Result(r.claude_write(path, created=result.created))
+
+
+# --- exact replace -----------------------------------------------------------------------
+
+
+def _edits(inv: Invocation) -> list[Edit]:
+    raw = inv.args.get("edits")
+    if raw is None:
+        old, new = inv.args.get("old"), inv.args.get("new")
+        if not isinstance(old, str) or not isinstance(new, str):
+            raise ToolInputError(
+                f"`{inv.model_name('old')}` and `{inv.model_name('new')}` must be strings."
+            )
+        return [Edit(old, new, inv.boolean("replace_all"))]
+    entries: list[Any] = raw if isinstance(raw, list) else [raw]
+    edits: list[Edit] = []
+    for entry in entries:
+        if not isinstance(entry, dict):
+            raise ToolInputError("Each edit must be an object with old and new.")
+        old = entry.get("old", entry.get("old_string", entry.get("oldText")))
+        new = entry.get("new", entry.get("new_string", entry.get("newText")))
+        if not isinstance(old, str) or not isinstance(new, str):
+            raise ToolInputError("Each edit needs string `old` and `new`.")
+        edits.append(Edit(old, new, bool(entry.get("replace_all", False))))
+    return edits
+
+
+@register("fs_replace")
+def fs_replace(inv: Invocation) -> Result:
+    path = inv.path()
+    edits = _edits(inv)
+    refused = _gate(inv, path)
+    if refused is not None:
+        return refused
+    style = inv.render
+    try:
+        result = replace_in_file(
+            path,
+            edits,
+            can_write=inv.rt.can_write(inv.ctx),
+            create_if_empty_old=bool(inv.option("create_if_empty_old", False)),
+        )
+    except ToolInputError as exc:
+        if exc.kind == "not_found" and style == "kimi-cli":
+            return Result(
+                "<system>ERROR: No replacements were made. The old string was not found in "
+                "the file.</system>",
+                True,
+            )
+        if exc.kind == "not_found" and style == "qwen":
+            return Result(r.qwen_edit_not_found(path), True)
+        if exc.kind == "not_found" and style == "opencode":
+            raise ToolInputError("oldString not found in content", kind="not_found") from None
+        raise
+    inv.rt.files.record_write(path)
+    inv.rt.file_change(inv.ctx, [(path, "add" if result.created else "update")])
+    if style == "claude-bare":
+        return Result(r.claude_bare_edit(path))
+    if style == "kimi-cli":
+        return Result(
+            f"<system>File successfully edited. Applied {len(edits)} edit(s) with "
+            f"{result.replacements} total replacement(s).</system>"
+        )
+    if style == "kimi-code":
+        return Result(
+            f"Edited {path}: {result.replacements} replacement(s) made. Read the file again "
+            "before further edits only if you need its new content."
+        )
+    if style == "qwen":
+        return Result(f"Successfully modified file: {path} ({result.replacements} replacements).")
+    if style == "opencode":
+        return Result("Edit applied successfully.")
+    if style == "deepseek":
+        return Result(f"Edited {path} ({result.replacements} replacement(s)).")
+    edit = edits[0]
+    return Result(r.claude_edit(path, replace_all=edit.replace_all, old=edit.old, new=edit.new))
+
+
+# --- glob, grep, list --------------------------------------------------------------------
+
+
+@register("glob")
+def glob_tool(inv: Invocation) -> Result:
+    pattern = inv.string("pattern") or ""
+    if inv.option("substring", False) and pattern:
+        pattern = f"**/*{pattern}*"
+    root = inv.path("path", required=False)
+    limit = inv.integer("limit") or inv.option("max_results", 100)
+    result = glob_files(
+        root,
+        pattern,
+        limit=int(limit) if limit else None,
+        include_dirs=inv.boolean("include_dirs", bool(inv.option("include_dirs", False))),
+    )
+    if inv.render == "qwen":
+        if not result.paths:
+            return Result(f'No files found matching pattern "{pattern}" within {root}')
+        listed = "\n".join(str(p) for p in result.paths)
+        return Result(
+            f'Found {result.total} file(s) matching "{pattern}" within {root}, sorted by '
+            f"modification time (newest first):\n{listed}"
+        )
+    if inv.render == "opencode":
+        return Result(r.opencode_glob(result))
+    return Result(r.claude_glob(result))
+
+
+_MODES = {
+    "count_matches": "count",
+    "content": "content",
+    "files_with_matches": "files_with_matches",
+}
+
+
+@register("grep")
+def grep_tool(inv: Invocation) -> Result:
+    style = inv.render
+    default_mode = str(inv.option("default_output_mode", "files_with_matches"))
+    mode = _MODES.get(str(inv.args.get("output_mode") or default_mode))
+    if mode is None:
+        raise ToolInputError(f"Unknown output_mode {inv.args.get('output_mode')!r}.")
+    include = inv.args.get("include")
+    if isinstance(include, list):
+        include = ",".join(str(i) for i in include) or None
+    query = GrepQuery(
+        pattern=inv.string("pattern") or "",
+        path=inv.path("path", required=False),
+        output_mode=mode,  # type: ignore[arg-type]
+        glob=inv.string("glob") or (include if isinstance(include, str) else None),
+        file_type=inv.string("type"),
+        case_insensitive=inv.boolean("case_insensitive", bool(inv.option("ignore_case", False))),
+        before=inv.integer("before", 0) or 0,
+        after=inv.integer("after", 0) or 0,
+        context=inv.integer("context"),
+        multiline=inv.boolean("multiline"),
+        include_ignored=inv.boolean("include_ignored"),
+        head_limit=_head_limit(inv),
+        offset=inv.integer("offset", 0) or 0,
+    )
+    result = grep(query)
+    if style == "opencode":
+        return Result(r.opencode_grep(result))
+    if style in ("qwen", "deepseek"):
+        if not result.lines:
+            return Result(f'No matches found for pattern "{query.pattern}" in {query.path}.')
+        return Result(r.rg_lines(result))
+    return Result(r.claude_grep(result, line_numbers=inv.boolean("line_numbers", True)))
+
+
+def _head_limit(inv: Invocation) -> int | None:
+    value = inv.integer("head_limit")
+    if value is None:
+        default = inv.option("head_limit")
+        return int(default) if default else None
+    return None if value == 0 else value
+
+
+@register("list")
+def list_tool(inv: Invocation) -> Result:
+    root = inv.path("path", required=False)
+    ignore = inv.args.get("ignore") or []
+    if not isinstance(ignore, list):
+        raise ToolInputError("ignore must be a list of glob patterns.")
+    listing = list_directory(
+        root, depth=int(inv.option("depth", 1)), ignore=[str(i) for i in ignore], limit=1000
+    )
+    if inv.render == "qwen":
+        return Result(r.qwen_listing(listing))
+    return Result(f"{root}/\n{r.tree(listing)}" if listing.entries else f"{root}/ (empty)")
