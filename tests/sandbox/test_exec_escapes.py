@@ -8,7 +8,6 @@ import json
 import os
 import socket
 import subprocess
-from pathlib import Path
 
 import pytest
 
@@ -34,7 +33,10 @@ def _escape_script(box: Box, tcp_port: int, udp_port: int) -> str:
     py_net = (
         f"import socket\ns=socket.socket(); s.settimeout(1); s.connect(('127.0.0.1',{tcp_port}))\n"
     )
-    py_udp = f"import socket\nsocket.socket(socket.AF_INET,socket.SOCK_DGRAM).sendto(b'x',('127.0.0.1',{udp_port}))\n"
+    py_udp = (
+        "import socket\n"
+        f"socket.socket(socket.AF_INET,socket.SOCK_DGRAM).sendto(b'x',('127.0.0.1',{udp_port}))\n"
+    )
     return "; ".join(
         [
             f"echo out > {target}",
