@@ -1,41 +1,20 @@
-"""Classic Open Interpreter's `execute` {language, code}.
-
-Until the persistent runtimes of `oiexec.tools.interpreters` are wired in, each call runs in
-a fresh process of the language's interpreter (state is not kept between calls)."""
+"""Classic Open Interpreter's `execute` {language, code}, run in the persistent runtimes of
+`oiexec.tools.interpreters` (state is kept between calls for the whole run). Each call is a
+`command_execution` item, so CI reports see the commands like any other harness's."""
 
 from __future__ import annotations
 
-import shlex
-import shutil
-
+from oiexec.events import CommandExecutionItem
 from oiexec.tools.adapters.base import Invocation, Result, register
-from oiexec.tools.adapters.shell import run_command
 from oiexec.tools.fs import ToolInputError
+from oiexec.tools.interpreters import DEFAULT_TIMEOUT, LANGUAGE_ALIASES, InterpreterPool
 
-#: Language (and aliases) -> interpreter argv prefix taking the code as one argument.
-LANGUAGES: dict[str, tuple[str, ...]] = {
-    "python": ("python3", "-c"),
-    "shell": ("bash", "-c"),
-    "javascript": ("node", "-e"),
-    "ruby": ("ruby", "-e"),
-    "r": ("Rscript", "-e"),
-}
-ALIASES = {
-    "py": "python",
-    "bash": "shell",
-    "sh": "shell",
-    "zsh": "shell",
-    "js": "javascript",
-    "node": "javascript",
-    "rb": "ruby",
-    "python3": "python",
-}
+_POOL = "interpreters"
 
 
-def canonical_language(name: str) -> str | None:
-    key = name.strip().lower()
-    key = ALIASES.get(key, key)
-    return key if key in LANGUAGES else None
+def displayed_command(language: str, code: str) -> str:
+    """How an `execute` call appears as a command: shell code as is, other code tagged."""
+    return code if language == "shell" else f"{language}:\n{code}"
 
 
 @register("execute")
@@ -44,22 +23,31 @@ def execute(inv: Invocation) -> Result:
     code = inv.string("code")
     if code is None:
         raise ToolInputError("`code` is required.")
-    language = canonical_language(raw_language)
+    language = LANGUAGE_ALIASES.get(raw_language.strip().lower())
     if language is None:
-        known = ", ".join(sorted(LANGUAGES))
-        raise ToolInputError(f"Unsupported language {raw_language!r}; use one of: {known}.")
-    argv = LANGUAGES[language]
-    if language == "python" and shutil.which("python3") is None:
-        argv = ("python", "-c")
-    if shutil.which(argv[0]) is None:
-        raise ToolInputError(f"{language} is not installed on this machine.")
-    command = shlex.join([*argv, code]) if language != "shell" else code
-    run = run_command(inv.ctx, inv.rt, command, cwd=inv.ctx.cwd, timeout_s=120)
-    if run.refused is not None:
-        return Result(f"{run.refused}; the code was not run.", True)
-    output = run.output.rstrip("\n")
-    if run.timed_out:
-        output += "\nExecution timed out after 120 seconds and was stopped."
-    if run.exit_code not in (0, None) and not output:
-        output = f"(exit code {run.exit_code})"
-    return Result(output or "No output", run.exit_code != 0)
+        raise ToolInputError(
+            f"Unsupported language {raw_language!r}; use python, shell, javascript, ruby or r."
+        )
+    pool = inv.rt.extras.get(_POOL)
+    if not isinstance(pool, InterpreterPool):
+        pool = InterpreterPool(inv.ctx)
+        inv.rt.extras[_POOL] = pool
+    items = inv.ctx.items
+    item_id = items.next_id()
+    shown = displayed_command(language, code)
+    items.started(CommandExecutionItem(id=item_id, command=shown))
+    timeout = float(inv.option("timeout_s", DEFAULT_TIMEOUT))
+    result = pool.run(language, code, timeout)
+    output = result.output.rstrip("\n")
+    if result.error and result.error not in output:
+        output = f"{output}\n[{result.error}]".strip()
+    items.completed(
+        CommandExecutionItem(
+            id=item_id,
+            command=shown,
+            aggregated_output=output,
+            exit_code=0 if result.exit_ok else 1,
+            status="completed" if result.exit_ok else "failed",
+        )
+    )
+    return Result(output or "No output", not result.exit_ok)

@@ -5,6 +5,7 @@ the run's `todo_list` item."""
 from __future__ import annotations
 
 import json
+from dataclasses import replace
 from typing import Any
 
 from oiexec.tools.adapters.base import Invocation, Result, register
@@ -49,7 +50,11 @@ def todo_write(inv: Invocation) -> Result:
     inv.rt.publish_todos(inv.ctx)
     style = inv.render
     if style in ("kimi-code", "kimi-cli"):
-        return Result(kimi_todos(inv.rt.todos.items))
+        # kimi says `done` where the shared list says `completed`.
+        shown = [
+            replace(i, status="done") if i.status == "completed" else i for i in inv.rt.todos.items
+        ]
+        return Result(kimi_todos(shown))
     if style == "opencode":
         unfinished = len(inv.rt.todos.unfinished())
         return Result(f"{unfinished} todos\n" + _listing(inv))
