@@ -56,6 +56,7 @@ from oiexec.types import HistoryItem, ImageInput, Message
 if TYPE_CHECKING:
     from oiexec.agent.loop import AgentLoop
     from oiexec.output.diff import Baseline
+    from oiexec.output.runlog import RunLogSink
 
 GIT_CHECK_MESSAGE = "Not inside a trusted directory and --skip-git-repo-check was not specified."
 
@@ -190,6 +191,9 @@ class _Run:
             self.collector,
             _SessionSink(self.store),
         ]
+        self.runlog = _open_runlog(prepared, warn)
+        if self.runlog is not None:
+            sinks.append(self.runlog)
         self.dispatcher = Dispatcher(sinks)
         stack.callback(self.dispatcher.close)
         self.result = RunResult(exit_code=ExitCode.SUCCESS, thread_id=self.store.thread_id)
@@ -246,6 +250,12 @@ class _Run:
             )
         self.result.usage = usage
         self.result.commands = self.collector.commands
+        if self.runlog is not None:
+            self.runlog.note(
+                "run.exit",
+                exit_code=int(self.result.exit_code),
+                duration_s=round(self.result.duration_s, 3),
+            )
         self._write_outputs(baseline)
         if self.human and self.result.final_message is not None and self._ok():
             sys.stdout.write(self.result.final_message + "\n")
@@ -444,6 +454,22 @@ class _Run:
             write_junit(path, report)
         except OSError as exc:
             self.warn(f"could not write --junit {path}: {exc}")
+
+
+def _open_runlog(prepared: _Prepared, warn: Warn) -> RunLogSink | None:
+    from oiexec.output.runlog import RunLogSink
+
+    try:
+        return RunLogSink(
+            prepared.config.home,
+            model=prepared.config.settings.model,
+            provider=prepared.provider_id,
+            sandbox=prepared.policy.mode,
+            cwd=str(prepared.request.cwd),
+        )
+    except OSError as exc:  # an unwritable home must not stop the task
+        warn(f"no run log: {exc.strerror or exc}")
+        return None
 
 
 def _redact_bytes(data: bytes) -> bytes:

@@ -263,3 +263,19 @@ def test_config_show_missing_profile_is_a_config_error(repo: Path) -> None:
     result = run_cli(["config", "show", "-p", "nope"], cwd=repo)
     assert result.returncode == 3
     assert "profile `nope` not found" in result.stderr
+
+
+def test_run_log_records_outcome_without_secrets(
+    model_server: ModelServer, repo: Path, oi_home: Path
+) -> None:
+    model_server.enqueue(fault(status=500), reply(f"the key is {SECRET}"))
+    args = [*exec_args(model_server, env_key="SCRIPTED_KEY"), "x"]
+    result = run_cli(args, cwd=repo, env={"SCRIPTED_KEY": SECRET})
+    assert result.returncode == 0, result.stderr
+    [log] = list((oi_home / "logs").glob("oiexec-*.log"))
+    records = [json.loads(line) for line in log.read_text().splitlines()]
+    events = [r["event"] for r in records]
+    assert events == ["run.started", "provider.retry", "run.completed", "run.exit"]
+    assert records[-1]["exit_code"] == 0
+    assert all(r["thread_id"] == result.events[0]["thread_id"] for r in records)
+    assert SECRET not in log.read_text()

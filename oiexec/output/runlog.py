@@ -1,0 +1,75 @@
+"""The run log: one JSON line per notable event in `$OPENINTERPRETER_HOME/logs/`.
+
+It is for operators after the fact (why did last night's job fail, how often does the
+provider retry), so it records decisions and outcomes, never prompts or command output, and
+every value passes through `redact`.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, MutableMapping
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import IO, Any
+
+from oiexec.events import (
+    CommandExecutionItem,
+    ItemCompleted,
+    StreamError,
+    ThreadEvent,
+    ThreadStarted,
+    TurnCompleted,
+    TurnFailed,
+)
+from oiexec.redact import redact
+
+
+def _redact_values(
+    _logger: object, _name: str, event: MutableMapping[str, Any]
+) -> Mapping[str, Any]:
+    return {key: redact(value) if isinstance(value, str) else value for key, value in event.items()}
+
+
+class RunLogSink:
+    """An EventSink that writes a few events to the day's log file."""
+
+    def __init__(self, home: Path, **context: Any) -> None:
+        import structlog
+
+        directory = home / "logs"
+        directory.mkdir(parents=True, exist_ok=True)
+        day = datetime.now(UTC).strftime("%Y-%m-%d")
+        self._file: IO[str] = (directory / f"oiexec-{day}.log").open("a", encoding="utf-8")
+        self._log = structlog.wrap_logger(
+            structlog.WriteLogger(self._file),
+            processors=[
+                structlog.processors.TimeStamper(fmt="iso", utc=True),
+                _redact_values,
+                structlog.processors.JSONRenderer(sort_keys=True),
+            ],
+        ).bind(**context)
+
+    def note(self, event: str, **fields: Any) -> None:
+        self._log.info(event, **fields)
+
+    def emit(self, event: ThreadEvent) -> None:
+        match event:
+            case ThreadStarted(thread_id=thread_id):
+                self._log = self._log.bind(thread_id=thread_id)
+                self._log.info("run.started")
+            case StreamError(message=message):
+                self._log.warning("provider.retry", message=message)
+            case ItemCompleted(item=CommandExecutionItem() as item):
+                self._log.info(
+                    "command.finished", command=item.command, exit_code=item.exit_code,
+                    status=item.status,
+                )  # fmt: skip
+            case TurnCompleted(usage=usage):
+                self._log.info("run.completed", **usage.model_dump())
+            case TurnFailed(error=error):
+                self._log.error("run.failed", message=error.message)
+            case _:
+                pass
+
+    def close(self) -> None:
+        self._file.close()
