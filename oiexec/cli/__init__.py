@@ -24,6 +24,7 @@ class _LazyGroup(click.Group):
         "review": ("oiexec.cli.review_cmd", "review_command"),
         "config": ("oiexec.cli.config_cmd", "config_group"),
         "sandbox": ("oiexec.cli.sandbox_cmd", "sandbox_group"),
+        "harness": ("oiexec.cli.harness_cmd", "harness_group"),
     }
     _aliases: ClassVar[dict[str, str]] = {"e": "exec"}
 

@@ -40,9 +40,7 @@ def _claude(repo: Path) -> list[Reply]:
             tool_calls=[call("Bash", {"command": RUN_TESTS, "description": "Run tests"})],
         ),
         reply(tool_calls=[call("Read", {"file_path": calc})]),
-        reply(
-            tool_calls=[call("Edit", {"file_path": calc, "old_string": OLD, "new_string": NEW})]
-        ),
+        reply(tool_calls=[call("Edit", {"file_path": calc, "old_string": OLD, "new_string": NEW})]),
         reply(tool_calls=[call("Bash", {"command": RUN_TESTS})]),
         reply(FINAL),
     ]
@@ -76,7 +74,9 @@ def _kimi_cli(repo: Path) -> list[Reply]:
     return [
         reply(tool_calls=[call("Shell", {"command": RUN_TESTS})], reasoning="Run the tests."),
         reply(tool_calls=[call("ReadFile", {"path": calc})]),
-        reply(tool_calls=[call("StrReplaceFile", {"path": calc, "edit": {"old": OLD, "new": NEW}})]),
+        reply(
+            tool_calls=[call("StrReplaceFile", {"path": calc, "edit": {"old": OLD, "new": NEW}})]
+        ),
         reply(tool_calls=[call("Shell", {"command": RUN_TESTS})]),
         reply(FINAL),
     ]
@@ -87,9 +87,7 @@ def _qwen(repo: Path) -> list[Reply]:
     return [
         reply(tool_calls=[call("run_shell_command", {"command": RUN_TESTS})]),
         reply(tool_calls=[call("read_file", {"file_path": calc, "offset": 0, "limit": 1})]),
-        reply(
-            tool_calls=[call("edit", {"file_path": calc, "old_string": OLD, "new_string": NEW})]
-        ),
+        reply(tool_calls=[call("edit", {"file_path": calc, "old_string": OLD, "new_string": NEW})]),
         reply(tool_calls=[call("run_shell_command", {"command": RUN_TESTS})]),
         reply(FINAL),
     ]
@@ -177,7 +175,10 @@ def _mini_text(repo: Path) -> list[Reply]:
 
     return [
         block("run the tests.", RUN_TESTS),
-        reply("THOUGHT: two at once.\n\n```mswea_bash_command\nls\n```\n\n```mswea_bash_command\npwd\n```"),
+        reply(
+            "THOUGHT: two at once.\n\n```mswea_bash_command\nls\n```\n\n"
+            "```mswea_bash_command\npwd\n```"
+        ),
         block("fix the operator.", "sed -i 's/a - b/a + b/' calc.py"),
         block("check.", RUN_TESTS),
         block("done.", f"echo {SUBMIT_MARKER} && echo '{FINAL}'"),

@@ -49,7 +49,10 @@ def test_fixes_the_failing_test(
             *exec_args(model_server, wire=wire),
             "-c",
             f"harness={harness_id!r}".replace("'", '"'),
-            "--junit", str(out / "junit.xml"), "--diff", str(out / "change.patch"),
+            "--junit",
+            str(out / "junit.xml"),
+            "--diff",
+            str(out / "change.patch"),
             "fix the failing test",
         ],
         cwd=repo,
@@ -57,13 +60,16 @@ def test_fixes_the_failing_test(
     assert result.returncode == 0, result.stderr
     assert model_server.remaining == 0, "the run ended before the script did"
     assert (repo / "calc.py").read_text() == FIXED_CALC
-    subprocess.run([sys.executable, "-m", "unittest", "-q"], cwd=repo, check=True, capture_output=True)
+    subprocess.run(
+        [sys.executable, "-m", "unittest", "-q"], cwd=repo, check=True, capture_output=True
+    )
     assert "+    return a + b" in (out / "change.patch").read_text()
     assert "python -m unittest" in (out / "junit.xml").read_text()
 
     if script.shell_items:
         commands = [c for c in result.items("command_execution") if RUN_TESTS in c["command"]]
-        assert [c["status"] for c in commands][0] == "failed" and commands[-1]["status"] == "completed"
+        assert commands[0]["status"] == "failed"
+        assert commands[-1]["status"] == "completed"
         assert "FAILED" in commands[0]["aggregated_output"]
     if script.file_tool:
         changes = result.items("file_change")
