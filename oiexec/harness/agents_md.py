@@ -53,9 +53,16 @@ def read_global_doc(home: Path) -> str | None:
 
 
 def find_project_root(cwd: Path, markers: Sequence[str] = (".git",)) -> Path | None:
-    """The nearest ancestor of `cwd` (itself included) holding one of `markers`."""
+    """The nearest ancestor of `cwd` (itself included) holding one of `markers`; a `.git`
+    counts only when it is a real repository (see `is_git_marker`)."""
+    from oiexec.config.loader import is_git_marker
+
+    def holds(directory: Path, marker: str) -> bool:
+        path = directory / marker
+        return is_git_marker(path) if marker == ".git" else path.exists()
+
     for directory in (cwd, *cwd.parents):
-        if any((directory / marker).exists() for marker in markers):
+        if any(holds(directory, marker) for marker in markers):
             return directory
     return None
 
