@@ -8,6 +8,7 @@ everything after `thread.started` ends as `turn.completed` or `turn.failed`.
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import json
 import os
 import sys
@@ -128,12 +129,7 @@ def _prepare(request: ExecRequest, hooks: RunHooks) -> _Prepared:
     images = read_images(request.images)
     policy = build_policy(config.settings, request, trusted=config.trusted)
     if hooks.sandbox_mode:
-        policy = SandboxPolicy(
-            mode=hooks.sandbox_mode,
-            cwd=policy.cwd,
-            extra_roots=policy.extra_roots,
-            require=policy.require,
-        )
+        policy = dataclasses.replace(policy, mode=hooks.sandbox_mode)
     return _Prepared(
         request, hooks, config, provider_id, provider, api_key, images, output_schema, policy,
         started,
