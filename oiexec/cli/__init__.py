@@ -20,7 +20,7 @@ class _LazyGroup(click.Group):
 
     _lazy: ClassVar[dict[str, tuple[str, str]]] = {
         "exec": ("oiexec.cli.exec_cmd", "exec_group"),
-        "resume": ("oiexec.cli.exec_cmd", "top_resume_command"),
+        "resume": ("oiexec.cli.exec_cmd", "resume_command"),
         "review": ("oiexec.cli.review_cmd", "review_command"),
         "config": ("oiexec.cli.config_cmd", "config_group"),
         "sandbox": ("oiexec.cli.sandbox_cmd", "sandbox_group"),

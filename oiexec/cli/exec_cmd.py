@@ -71,7 +71,10 @@ def resume_command(
     all_cwds: bool,
     **_: Any,
 ) -> None:
-    """Continue a session: SESSION_ID, or --last for the newest one here."""
+    """Continue a session: SESSION_ID, or --last for the newest one here.
+
+    Also installed as the top-level `interpreter resume`.
+    """
     _resume(ctx, session_id, prompt, last, all_cwds)
 
 
@@ -183,22 +186,3 @@ def build_request(params: dict[str, Any], prompt: str, **extra: Any) -> Any:
         **extra,
     )
 
-
-@click.command("resume")
-@exec_options
-@click.option("--last", is_flag=True, help="Resume the newest session for this directory.")
-@click.option("--all", "all_cwds", is_flag=True, help="With --last: any directory.")
-@click.argument("session_id", required=False)
-@click.argument("prompt", required=False)
-@click.pass_context
-def top_resume_command(
-    ctx: click.Context,
-    /,
-    session_id: str | None,
-    prompt: str | None,
-    last: bool,
-    all_cwds: bool,
-    **_: Any,
-) -> None:
-    """Same as `interpreter exec resume`."""
-    _resume(ctx, session_id, prompt, last, all_cwds)
