@@ -279,3 +279,66 @@ def test_run_log_records_outcome_without_secrets(
     assert records[-1]["exit_code"] == 0
     assert all(r["thread_id"] == result.events[0]["thread_id"] for r in records)
     assert SECRET not in log.read_text()
+
+
+# --- flags -----------------------------------------------------------------------------------
+
+PNG_1PX = bytes.fromhex(
+    "89504e470d0a1a0a0000000d4948445200000001000000010806000000"
+    "1f15c4890000000d4944415478da63f8ffff3f0005fe02fea7d6a0b90000000049454e44ae426082"
+)
+
+
+def test_image_is_attached_to_the_prompt(
+    model_server: ModelServer, repo: Path, tmp_path: Path
+) -> None:
+    image = tmp_path / "shot.png"
+    image.write_bytes(PNG_1PX)
+    model_server.enqueue(reply("a pixel"))
+    result = run_cli([*exec_args(model_server), "--image", str(image), "what is this?"], cwd=repo)
+    assert result.returncode == 0, result.stderr
+    assert "data:image/png;base64," in json.dumps(model_server.bodies[0]["input"])
+
+
+def test_missing_image_is_a_usage_error(repo: Path, model_server: ModelServer) -> None:
+    result = run_cli([*exec_args(model_server), "-i", "nope.png", "x"], cwd=repo)
+    assert result.returncode == 2
+    assert "nope.png" in result.stderr
+
+
+def test_oss_uses_the_local_provider_without_a_key(model_server: ModelServer, repo: Path) -> None:
+    model_server.enqueue(reply("local"))
+    args = ["exec", "--json", "-s", "danger-full-access", "--oss", "-m", "qwen3-coder"]
+    override = ["-c", f'model_providers.ollama.base_url="{model_server.base_url}"']
+    result = run_cli([*args, *override, "x"], cwd=repo)
+    assert result.returncode == 0, result.stderr
+    request = model_server.model_requests[0]
+    assert request.path.endswith("/chat/completions")
+    assert "authorization" not in request.headers
+
+
+def test_chat_completions_flag_switches_the_wire(model_server: ModelServer, repo: Path) -> None:
+    model_server.enqueue(reply("via chat"))
+    result = run_cli([*exec_args(model_server), "--chat-completions", "x"], cwd=repo)
+    assert result.returncode == 0, result.stderr
+    assert model_server.model_requests[0].path.endswith("/chat/completions")
+    assert result.items("agent_message")[0]["text"] == "via chat"
+
+
+def test_cd_sets_the_working_directory(
+    model_server: ModelServer, repo: Path, tmp_path: Path
+) -> None:
+    model_server.enqueue(reply(tool_calls=[call("exec_command", {"cmd": "pwd"})]), reply("ok"))
+    result = run_cli([*exec_args(model_server), "-C", str(repo), "x"], cwd=tmp_path)
+    assert result.returncode == 0, result.stderr
+    assert result.items("command_execution")[0]["aggregated_output"].strip() == str(repo)
+
+
+def test_color_only_when_asked(model_server: ModelServer, repo: Path) -> None:
+    model_server.enqueue(reply("plain"), reply("colour"))
+    base = [a for a in exec_args(model_server) if a != "--json"]
+    plain = run_cli([*base, "x"], cwd=repo)
+    coloured = run_cli([*base, "--color", "always", "x"], cwd=repo)
+    assert "\x1b[" not in plain.stderr
+    assert "\x1b[" in coloured.stderr
+    assert coloured.stdout == "colour\n"
