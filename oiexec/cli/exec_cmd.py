@@ -185,4 +185,3 @@ def build_request(params: dict[str, Any], prompt: str, **extra: Any) -> Any:
         warnings=tuple(warnings),
         **extra,
     )
-

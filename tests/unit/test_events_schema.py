@@ -16,8 +16,8 @@ SCHEMA_PATH = Path(__file__).parents[2] / "oiexec" / "schemas" / "events.schema.
 CODEX_LINES = [
     '{"type":"thread.started","thread_id":"01a235d2-7aa2-7222-8b2a-e338f2e74d9e"}',
     '{"type":"turn.started"}',
-    '{"type":"item.started","item":{"id":"item_0","type":"command_execution","command":"/bin/bash -lc \'echo hi\'","aggregated_output":"","exit_code":null,"status":"in_progress"}}',
-    '{"type":"item.completed","item":{"id":"item_0","type":"command_execution","command":"/bin/bash -lc \'echo hi\'","aggregated_output":"hi\\n","exit_code":0,"status":"completed"}}',
+    '{"type":"item.started","item":{"id":"item_0","type":"command_execution","command":"/bin/bash -lc \'echo hi\'","aggregated_output":"","exit_code":null,"status":"in_progress"}}',  # noqa: E501
+    '{"type":"item.completed","item":{"id":"item_0","type":"command_execution","command":"/bin/bash -lc \'echo hi\'","aggregated_output":"hi\\n","exit_code":0,"status":"completed"}}',  # noqa: E501
     '{"type":"item.completed","item":{"id":"item_1","type":"agent_message","text":"done"}}',
     '{"type":"item.started","item":{"id":"item_0","type":"file_change","changes":[{"path":"/abs/repo/hello.txt","kind":"add"}],"status":"in_progress"}}',
     '{"type":"item.completed","item":{"id":"item_0","type":"reasoning","text":"**Thinking**"}}',
