@@ -52,6 +52,7 @@ from oiexec.runner.sandboxing import RefusalTracker, build_policy
 from oiexec.runner.sessions import OpenedSession, open_session
 from oiexec.runner.signals import deadline_alarm, terminate_as_interrupt
 from oiexec.sandbox.base import SandboxMode, SandboxPolicy
+from oiexec.tools.base import ItemEmitter
 from oiexec.types import HistoryItem, ImageInput, Message
 
 if TYPE_CHECKING:
@@ -110,8 +111,6 @@ def run_exec(request: ExecRequest, hooks: RunHooks | None = None) -> RunResult:
     prepared = _prepare(request, hooks or RunHooks())
     human = None if request.json else HumanSink(sys.stderr, color=_use_color(request.color))
     warn: Warn = human.warning if human else _stderr_warning
-    for warning in (*request.warnings, *prepared.config.warnings):
-        warn(warning)
     session = open_session(request, prepared.config, prepared.provider_id)
     with contextlib.ExitStack() as stack:
         stack.callback(session.store.close)
@@ -192,6 +191,7 @@ class _Run:
             sinks.append(self.runlog)
         self.dispatcher = Dispatcher(sinks)
         stack.callback(self.dispatcher.close)
+        self.items = ItemEmitter(self.dispatcher.emit)
         self.result = RunResult(exit_code=ExitCode.SUCCESS, thread_id=self.store.thread_id)
         timeout = self.request.timeout
         self.deadline = prepared.started + timeout if timeout else None
@@ -201,6 +201,7 @@ class _Run:
     def execute(self) -> RunResult:
         self._header()
         self.dispatcher.emit(ThreadStarted(thread_id=self.store.thread_id))
+        self._warnings()
         baseline = self._capture_baseline()
         usage = self.session.usage
         try:
@@ -258,6 +259,16 @@ class _Run:
             sys.stdout.flush()
         return self.result
 
+    def _warnings(self) -> None:
+        """Config and flag warnings: on stderr for people and, in JSON mode, as Codex does,
+        also as `error` items before `turn.started`, so SDK users see them."""
+        from oiexec.events import ErrorItem
+
+        for text in (*self.request.warnings, *self.p.config.warnings):
+            self.warn(text)
+            if not self.human:
+                self.items.completed(ErrorItem(id=self.items.next_id(), message=text))
+
     def _close_open_work(self) -> None:
         """Kill what is still running and complete its items before the final event, as
         Codex does: a consumer never sees an item finish after the turn."""
@@ -295,7 +306,7 @@ class _Run:
         from oiexec.harness.registry import HarnessInputs, build_harness
         from oiexec.providers.registry import create_client
         from oiexec.sandbox import get_sandbox
-        from oiexec.tools.base import ItemEmitter, ToolContext
+        from oiexec.tools.base import ToolContext
         from oiexec.tools.shell_env import build_command_env
 
         p, request, settings = self.p, self.request, self.p.config.settings
@@ -314,12 +325,13 @@ class _Run:
         ctx = ToolContext(
             cwd=request.cwd,
             sandbox=self.tracker,
-            items=ItemEmitter(self.dispatcher.emit),
+            items=self.items,
             env=env,
             warn=self.warn,
             deadline=self.deadline,
         )
         self.stack.enter_context(ctx.cleanup)
+        ctx.cleanup.callback(self.tracker.close)  # last: after every command has ended
         harness = build_harness(
             HarnessInputs(
                 settings=settings,

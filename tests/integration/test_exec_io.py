@@ -342,3 +342,17 @@ def test_color_only_when_asked(model_server: ModelServer, repo: Path) -> None:
     assert "\x1b[" not in plain.stderr
     assert "\x1b[" in coloured.stderr
     assert coloured.stdout == "colour\n"
+
+
+def test_config_warnings_are_error_items_in_json_mode(
+    model_server: ModelServer, repo: Path, oi_home: Path
+) -> None:
+    (oi_home / "config.toml").write_text('modle = "typo"\n')
+    model_server.enqueue(reply("ok"))
+    result = run_cli([*exec_args(model_server), "x"], cwd=repo)
+    assert result.returncode == 0, result.stderr
+    assert result.types()[:3] == ["thread.started", "item.completed", "turn.started"]
+    warning = result.events[1]["item"]
+    assert warning["type"] == "error" and "modle" in warning["message"]
+    assert warning["id"] == "item_0"
+    assert result.items("agent_message")[0]["id"] == "item_1"
