@@ -83,6 +83,36 @@ class ToolSpec(_Value):
     format: dict[str, Any] | None = None
 
 
+class ThinkingOptions(_Value):
+    """Extended thinking switched on or off explicitly (Anthropic `thinking`, Kimi's and
+    GLM's chat `thinking`). `budget_tokens` None on the Messages wire means `max_tokens - 1`;
+    `keep` is Kimi's `thinking.keep`."""
+
+    enabled: bool
+    budget_tokens: int | None = None
+    keep: str | None = None
+
+
+class SamplingOptions(_Value):
+    """Request settings a harness sets, in wire-neutral terms; each wire maps what it can
+    carry and ignores the rest. `extra_body` is merged into the body last (wire-specific
+    keys a harness needs verbatim)."""
+
+    max_output_tokens: int | None = None
+    #: The Chat Completions name of the output limit (Kimi wants `max_completion_tokens`).
+    max_tokens_field: Literal["max_tokens", "max_completion_tokens"] = "max_tokens"
+    temperature: float | None = None
+    top_p: float | None = None
+    thinking: ThinkingOptions | None = None
+    #: Anthropic `output_config.effort` (Messages wire only).
+    effort: str | None = None
+    #: Chat `stream_options.include_usage` (None = the wire's default, on).
+    include_usage: bool | None = None
+    #: A cache key the harness wants sent on the Chat wire too (Kimi's `session_<id>`).
+    chat_prompt_cache_key: bool = False
+    extra_body: dict[str, Any] = Field(default_factory=dict)
+
+
 class ModelRequest(_Value):
     """One request to the model: everything a wire needs to build its body."""
 
@@ -95,6 +125,7 @@ class ModelRequest(_Value):
     reasoning_summary: str | None = None
     prompt_cache_key: str | None = None
     parallel_tool_calls: bool = True
+    sampling: SamplingOptions = SamplingOptions()
 
 
 class ModelResponse(_Value):

@@ -31,6 +31,8 @@ from oiexec.types import (
     ModelRequest,
     ModelResponse,
     Reasoning,
+    SamplingOptions,
+    ThinkingOptions,
     ToolCall,
     ToolOutput,
 )
@@ -41,6 +43,20 @@ _DEFAULT_FORMAT_ERROR = (
     "Format error: your reply must contain exactly one action, found $count. Reply again "
     "with a short explanation and exactly one action."
 )
+
+
+#: `model_reasoning_effort` onto Anthropic's `output_config.effort` scale.
+_ANTHROPIC_EFFORT: dict[str, str] = {
+    "none": "low",
+    "minimal": "low",
+    "low": "low",
+    "medium": "medium",
+    "high": "high",
+    "xhigh": "xhigh",
+    "max": "max",
+    "ultra": "max",
+    "persistent": "max",
+}
 
 
 class FormatErrorLimit(OiexecError):
@@ -157,12 +173,54 @@ class ManifestHarness:
         history = self._reasoning(history)
         if self.spec.prompt.turn_meta:
             history = self._turn_meta(history)
-        update: dict[str, object] = {"history": tuple(history)}
+        update: dict[str, object] = {"history": tuple(history), **self._sampling(request)}
         if not self.spec.advertise_tools:
             update["tools"] = ()
         if self.spec.completion.single_action:
             update["parallel_tool_calls"] = False
         return request.model_copy(update=update)
+
+    def _sampling(self, request: ModelRequest) -> dict[str, object]:
+        """`[request]` as request fields. A `model_reasoning_effort` the user set wins over
+        the manifest's defaults (effort, thinking switched off)."""
+        spec = self.spec.request.for_model(request.model)
+        user_effort = request.reasoning_effort
+        effort = user_effort or spec.reasoning_effort
+        if effort:
+            effort = spec.reasoning_effort_map.get(effort, effort)
+        thinking: ThinkingOptions | None = None
+        if spec.thinking is not None:
+            thinking = ThinkingOptions(
+                enabled=spec.thinking.type == "enabled",
+                budget_tokens=spec.thinking.budget_tokens,
+                keep=spec.thinking.keep,
+            )
+            if user_effort == "none":
+                thinking = ThinkingOptions(enabled=False)
+            elif user_effort and not thinking.enabled:
+                thinking = None  # the wire derives thinking from the user's effort
+        output_effort = spec.effort
+        if output_effort is not None and user_effort:
+            output_effort = _ANTHROPIC_EFFORT.get(user_effort, output_effort)
+        limit = spec.max_completion_tokens or spec.max_tokens
+        sampling = SamplingOptions(
+            max_output_tokens=limit,
+            max_tokens_field=(
+                "max_completion_tokens" if spec.max_completion_tokens else "max_tokens"
+            ),
+            temperature=spec.temperature,
+            top_p=spec.top_p,
+            thinking=thinking,
+            effort=output_effort,
+            include_usage=spec.include_usage,
+            chat_prompt_cache_key=spec.prompt_cache_key is not None,
+            extra_body=dict(spec.extra_body),
+        )
+        update: dict[str, object] = {"sampling": sampling, "reasoning_effort": effort}
+        if spec.prompt_cache_key is not None and request.prompt_cache_key:
+            key = fill(spec.prompt_cache_key, {"id": request.prompt_cache_key})
+            update["prompt_cache_key"] = key
+        return update
 
     def _is_user_text(self, item: HistoryItem) -> bool:
         return (

@@ -40,9 +40,6 @@ def build_harness(inputs: HarnessInputs) -> Harness:
         environment_context,
         read_project_docs,
     )
-    from oiexec.harness.context import prompt_variables
-    from oiexec.harness.data import load_spec
-    from oiexec.harness.manifest import HarnessSetup, ManifestHarness
     from oiexec.harness.native import NativeHarness
 
     harness_id = select_harness_id(inputs)
@@ -68,6 +65,12 @@ def build_harness(inputs: HarnessInputs) -> Harness:
             environment_context=env_context,
             output_token_limit=settings.tool_output_token_limit,
         )
+    # Only manifest harnesses need the shared fs tools and the adapters (and through them
+    # jsonschema); the native path must not pay for importing them.
+    from oiexec.harness.context import prompt_variables
+    from oiexec.harness.data import load_spec
+    from oiexec.harness.manifest import HarnessSetup, ManifestHarness
+
     agents_md = read_project_docs(
         inputs.cwd,
         max_bytes=settings.project_doc_max_bytes,

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 Wire = Literal["responses", "chat", "messages"]
 ActionFormat = Literal["function_calls", "fenced_block", "discussion_command", "markdown_code"]
@@ -86,6 +86,50 @@ class CompletionSpec(_Table):
     text_fallback_only: bool = False
 
 
+class ThinkingSpec(_Table):
+    type: Literal["enabled", "disabled"]
+    budget_tokens: int | None = None
+    keep: str | None = None
+
+
+class RequestSpec(_Table):
+    """`[request]`: sampling settings the harness sends (mapped per wire by the providers).
+
+    `reasoning_effort` is a default used only when the user set no `model_reasoning_effort`;
+    `reasoning_effort_map` rewrites either onto the values the model family accepts.
+    `prompt_cache_key` is a pattern over `$id`, the run's thread id."""
+
+    max_tokens: int | None = None
+    max_completion_tokens: int | None = None
+    temperature: float | None = None
+    top_p: float | None = None
+    thinking: ThinkingSpec | None = None
+    #: Anthropic `output_config.effort` (Messages wire).
+    effort: str | None = None
+    reasoning_effort: str | None = None
+    reasoning_effort_map: dict[str, str] = Field(default_factory=dict)
+    prompt_cache_key: str | None = None
+    include_usage: bool | None = None
+    extra_body: dict[str, Any] = Field(default_factory=dict)
+    #: Settings applied on top when the model id contains the key (case-insensitive).
+    models: dict[str, RequestSpec] = Field(default_factory=dict)
+
+    @model_validator(mode="after")
+    def _one_limit(self) -> RequestSpec:
+        if self.max_tokens is not None and self.max_completion_tokens is not None:
+            raise ValueError("set max_tokens or max_completion_tokens, not both")
+        return self
+
+    def for_model(self, model: str) -> RequestSpec:
+        """These settings with the `models` entries matching `model` applied in order."""
+        fields = self.model_dump(exclude_unset=True, exclude={"models"})
+        lowered = model.lower()
+        for key, override in self.models.items():
+            if key.lower() in lowered:
+                fields.update(override.model_dump(exclude_unset=True, exclude={"models"}))
+        return RequestSpec.model_validate(fields)
+
+
 class AutoSelect(_Table):
     model_substrings: list[str] = Field(default_factory=list)
     provider_substrings: list[str] = Field(default_factory=list)
@@ -112,7 +156,7 @@ class HarnessSpec(_Table):
     history: HistorySpec = Field(default_factory=HistorySpec)
     completion: CompletionSpec = Field(default_factory=CompletionSpec)
     tools: list[ToolEntry] = Field(default_factory=list)
-    request: dict[str, Any] = Field(default_factory=dict)
+    request: RequestSpec = Field(default_factory=RequestSpec)
     guidance: str | None = None
     fence_language: str = ""
     notes: str = ""

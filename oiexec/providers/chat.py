@@ -73,12 +73,11 @@ class ChatClient:
 
 
 def build_body(request: ModelRequest) -> dict[str, Any]:
-    body: dict[str, Any] = {
-        "model": request.model,
-        "stream": True,
-        "stream_options": {"include_usage": True},
-        "messages": _messages(request),
-    }
+    sampling = request.sampling
+    body: dict[str, Any] = {"model": request.model, "stream": True}
+    if sampling.include_usage is not False:
+        body["stream_options"] = {"include_usage": True}
+    body["messages"] = _messages(request)
     if request.tools:
         body["tools"] = [_tool(spec) for spec in request.tools]
         body["tool_choice"] = "auto"
@@ -94,7 +93,30 @@ def build_body(request: ModelRequest) -> dict[str, Any]:
                 "schema": request.output_schema,
             },
         }
+    _add_sampling(body, request)
     return body
+
+
+def _add_sampling(body: dict[str, Any], request: ModelRequest) -> None:
+    sampling = request.sampling
+    if sampling.max_output_tokens is not None:
+        body[sampling.max_tokens_field] = sampling.max_output_tokens
+    if sampling.temperature is not None:
+        body["temperature"] = sampling.temperature
+    if sampling.top_p is not None:
+        body["top_p"] = sampling.top_p
+    thinking = sampling.thinking
+    if thinking is not None:
+        # Kimi's and GLM's shape; other vendors' switches go through `extra_body`.
+        shape: dict[str, Any] = {"type": "enabled" if thinking.enabled else "disabled"}
+        if thinking.budget_tokens is not None:
+            shape["budget_tokens"] = thinking.budget_tokens
+        if thinking.keep is not None:
+            shape["keep"] = thinking.keep
+        body["thinking"] = shape
+    if sampling.chat_prompt_cache_key and request.prompt_cache_key:
+        body["prompt_cache_key"] = request.prompt_cache_key
+    body.update(sampling.extra_body)
 
 
 @dataclass

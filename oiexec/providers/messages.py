@@ -152,6 +152,9 @@ def build_body(request: ModelRequest, *, max_tokens: int = DEFAULT_MAX_TOKENS) -
             "Answer with a single JSON value that matches this JSON Schema, and nothing else:\n"
             + json.dumps(request.output_schema)
         )
+    sampling = request.sampling
+    if sampling.max_output_tokens is not None:
+        max_tokens = sampling.max_output_tokens
     body: dict[str, Any] = {"model": request.model, "max_tokens": max_tokens, "stream": True}
     system: list[dict[str, Any]] = [{"type": "text", "text": t} for t in system_texts if t]
     if system:
@@ -166,9 +169,25 @@ def build_body(request: ModelRequest, *, max_tokens: int = DEFAULT_MAX_TOKENS) -
         if not request.parallel_tool_calls:
             choice["disable_parallel_tool_use"] = True
         body["tool_choice"] = choice
+    thinking = sampling.thinking
     budget = THINKING_BUDGETS.get(request.reasoning_effort or "")
-    if budget is not None:
+    if thinking is not None and not thinking.enabled:
+        body["thinking"] = {"type": "disabled"}
+    elif thinking is not None:
+        chosen = thinking.budget_tokens if thinking.budget_tokens is not None else budget
+        body["thinking"] = {
+            "type": "enabled",
+            "budget_tokens": min(chosen or max_tokens - 1, max_tokens - 1),
+        }
+    elif budget is not None:
         body["thinking"] = {"type": "enabled", "budget_tokens": min(budget, max_tokens - 1)}
+    if sampling.temperature is not None:
+        body["temperature"] = sampling.temperature
+    if sampling.top_p is not None:
+        body["top_p"] = sampling.top_p
+    if sampling.effort is not None:
+        body["output_config"] = {"effort": sampling.effort}
+    body.update(sampling.extra_body)
     return body
 
 

@@ -94,6 +94,14 @@ def build_body(request: ModelRequest) -> dict[str, Any]:
                 "name": OUTPUT_SCHEMA_NAME,
             }
         }
+    sampling = request.sampling
+    if sampling.max_output_tokens is not None:
+        body["max_output_tokens"] = sampling.max_output_tokens
+    if sampling.temperature is not None:
+        body["temperature"] = sampling.temperature
+    if sampling.top_p is not None:
+        body["top_p"] = sampling.top_p
+    body.update(sampling.extra_body)
     return body
 
 

@@ -15,8 +15,6 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from jsonschema import validators
-
 from oiexec.events import FileChangeItem, FileUpdateChange, TodoEntry, TodoListItem
 from oiexec.harness.spec import ToolEntry
 from oiexec.sandbox.paths import write_denial
@@ -195,7 +193,8 @@ class ManifestTool:
         self._spec = ToolSpec(
             name=entry.name, description=str(schema.get("description", "")), parameters=parameters
         )
-        self._validator = validators.validator_for(parameters)(parameters)
+        self._parameters = parameters
+        self._validator: Any = None
 
     @property
     def spec(self) -> ToolSpec:
@@ -221,7 +220,7 @@ class ManifestTool:
             return Result(error_text(style, f"Invalid JSON arguments: {exc.msg}"), True)
         if not isinstance(raw, dict):
             return Result(error_text(style, "Arguments must be a JSON object."), True)
-        problems = sorted(self._validator.iter_errors(raw), key=lambda e: list(e.path))
+        problems = sorted(self._validate(raw), key=lambda e: list(e.path))
         if problems:
             detail = "; ".join(_describe(p) for p in problems[:3])
             return Result(
@@ -234,6 +233,14 @@ class ManifestTool:
             return Result(error_text(style, exc.message), True)
         except OSError as exc:
             return Result(error_text(style, f"{exc.strerror or exc}: {exc.filename or ''}"), True)
+
+    def _validate(self, raw: dict[str, Any]) -> list[Any]:
+        if self._validator is None:
+            # jsonschema costs ~70 ms to import; pay it on the first call, not at start-up.
+            from jsonschema import validators
+
+            self._validator = validators.validator_for(self._parameters)(self._parameters)
+        return list(self._validator.iter_errors(raw))
 
 
 def _describe(error: Any) -> str:
