@@ -116,6 +116,11 @@ class Sandbox(Protocol):
 
     def describe(self) -> dict[str, Any]: ...
 
+    def close(self) -> None:
+        """End of run: remove what the sandbox kept across commands (bwrap's private /tmp).
+        Called once, after the last command; idempotent."""
+        ...
+
 
 class EventSink(Protocol):
     def emit(self, event: ThreadEvent) -> None: ...

@@ -100,12 +100,20 @@ def sandbox_group(
 
 
 def _run(policy: Any, command: list[str], cwd: Path) -> int:
-    import subprocess
-
-    from oiexec.errors import SandboxUnavailable
     from oiexec.sandbox import get_sandbox
 
     sandbox = get_sandbox(policy)
+    try:
+        return _run_in(sandbox, command, cwd)
+    finally:
+        sandbox.close()  # the private /tmp lives for this one command
+
+
+def _run_in(sandbox: Any, command: list[str], cwd: Path) -> int:
+    import subprocess
+
+    from oiexec.errors import SandboxUnavailable
+
     try:
         prepared = sandbox.prepare(command, cwd=cwd, env=dict(os.environ))
     except SandboxUnavailable as exc:

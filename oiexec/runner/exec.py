@@ -28,6 +28,7 @@ from oiexec.errors import (
     Interrupted,
     LimitExceeded,
     OiexecError,
+    SandboxUnavailable,
     UsageError,
 )
 from oiexec.events import (
@@ -212,13 +213,10 @@ class _Run:
                 outcome = loop.run(history, usage)
             usage = outcome.usage
             loop.harness.finish_turn(loop.ctx)
-            refusals = (
-                loop.ctx.sandbox.refusals if isinstance(loop.ctx.sandbox, RefusalTracker) else []
-            )
-            if refusals:
-                from oiexec.errors import SandboxUnavailable
-
-                raise SandboxUnavailable(f"sandbox unavailable: {refusals[0]}")
+            if self.tracker is not None and self.tracker.refusals:
+                # The model may have worked around the refusal, but what was asked could not
+                # be done as configured: say so with the sandbox exit code.
+                raise SandboxUnavailable(f"sandbox unavailable: {self.tracker.refusals[0]}")
             self.result.final_message = outcome.final_message
             self._record_usage(usage)
             self.dispatcher.emit(TurnCompleted(usage=usage))

@@ -60,3 +60,6 @@ class RefusalTracker:
 
     def describe(self) -> dict[str, Any]:
         return self._inner.describe()
+
+    def close(self) -> None:
+        self._inner.close()

@@ -101,3 +101,6 @@ class NoSandbox:
 
     def describe(self) -> dict[str, Any]:
         return {"backend": "none", "mode": self._policy.mode, "degraded": [], "remediation": []}
+
+    def close(self) -> None:
+        pass

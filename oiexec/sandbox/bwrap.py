@@ -1,10 +1,11 @@
 """The full Linux backend: the system bubblewrap plus our seccomp filter.
 
-Read-only root, writable roots bound, protected names re-bound read-only (missing ones get an
-empty read-only tmpfs), new user/pid/ipc(/net) namespaces, `--new-session`,
-`--die-with-parent`, all capabilities dropped. bwrap runs under a tiny `/bin/sh` wrapper that
-reads bwrap's `--json-status-fd` record and exits 125 when the command never started, so a
-setup failure cannot be mistaken for the command's own exit status 1.
+Read-only root, a private /tmp and $TMPDIR per sandbox (privtmp.py), writable roots bound,
+protected names re-bound read-only (missing ones get an empty read-only tmpfs), new
+user/pid/ipc(/net) namespaces, `--new-session`, `--die-with-parent`, all capabilities dropped.
+bwrap runs under a tiny `/bin/sh` wrapper that reads bwrap's `--json-status-fd` record and
+exits 125 when the command never started, so a setup failure cannot be mistaken for the
+command's own exit status 1.
 """
 
 from __future__ import annotations
@@ -13,6 +14,7 @@ import contextlib
 import os
 import shutil
 import stat
+from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -20,6 +22,7 @@ from typing import Any
 from oiexec.sandbox import mountpoints, profiles, seccomp
 from oiexec.sandbox.base import PreparedCommand, SandboxPolicy
 from oiexec.sandbox.paths import PROTECTED_NAMES, protected_gitdirs, real_writable_roots
+from oiexec.sandbox.privtmp import PrivateRoot, PrivateTmp
 
 SETUP_FAILURE_EXIT_CODE = 125
 
@@ -68,10 +71,25 @@ def find_bwrap(writable_roots: list[Path]) -> str | None:
     return next((p for p in fallbacks if os.access(p, os.X_OK)), None)
 
 
-def mount_args(policy: SandboxPolicy, features: BwrapFeatures) -> tuple[list[str], list[Path]]:
-    """Mount flags (order matters: later mounts win) and the host mount points bwrap creates."""
+def mount_args(
+    policy: SandboxPolicy, features: BwrapFeatures, private: Sequence[PrivateRoot] = ()
+) -> tuple[list[str], list[Path]]:
+    """Mount flags (order matters: later mounts win) and the host mount points bwrap creates.
+
+    Private temp roots come first, so a workspace under /tmp is bound on top of the private
+    /tmp and its mount point is made inside the private dir, never in the host's /tmp.
+    """
     args = ["--ro-bind", "/", "/", "--dev", "/dev"]
-    roots = sorted(real_writable_roots(policy), key=lambda p: len(p.parts))
+    private_paths = {p.path for p in private}
+    for temp in sorted((p for p in private if p.bind), key=lambda p: len(p.path.parts)):
+        args += ["--bind", str(temp.host), str(temp.path)]
+    for temp in private:
+        for name in PROTECTED_NAMES:
+            args += ["--ro-bind", str(temp.host / name), str(temp.path / name)]
+    roots = sorted(
+        (r for r in real_writable_roots(policy) if r not in private_paths),
+        key=lambda p: len(p.parts),
+    )
     for root in roots:
         args += ["--bind", str(root), str(root)]
     created: list[Path] = []
@@ -87,6 +105,8 @@ def mount_args(policy: SandboxPolicy, features: BwrapFeatures) -> tuple[list[str
             elif path.exists():
                 args += ["--ro-bind", str(path), str(path)]
             elif _creatable_in(root):
+                # bwrap has to mkdir this (empty) mount point on the host; it is removed after
+                # the command (mountpoints.py). Never in /tmp: that is a private root above.
                 args += ["--perms", "0555", "--tmpfs", str(path), "--remount-ro", str(path)]
                 created.append(path)
     for gitdir in protected_gitdirs(policy):
@@ -114,12 +134,17 @@ def _creatable_in(directory: Path) -> bool:
 
 
 def bwrap_args(
-    policy: SandboxPolicy, features: BwrapFeatures, *, status_fd: int, seccomp_fd: int
+    policy: SandboxPolicy,
+    features: BwrapFeatures,
+    *,
+    status_fd: int,
+    seccomp_fd: int,
+    private: Sequence[PrivateRoot] = (),
 ) -> tuple[list[str], list[Path]]:
     data = profiles.load("linux/bwrap.toml")
     args = list(data["base_flags"])
     args += [f for f in data["optional_flags"] if features.keeps(f)]
-    mounts, created = mount_args(policy, features)
+    mounts, created = mount_args(policy, features, private)
     args += mounts
     if policy.network_disabled:
         args += [f for f in data["network_off_flags"] if features.keeps(f)]
@@ -157,6 +182,7 @@ class BwrapSandbox:
         self._features = features
         self._report = report
         self._program = seccomp.build_filter(network_disabled=policy.network_disabled)
+        self._tmp = PrivateTmp()
 
     @property
     def policy(self) -> SandboxPolicy:
@@ -166,7 +192,11 @@ class BwrapSandbox:
         status_fd = os.memfd_create("oiexec-bwrap-status", os.MFD_CLOEXEC)
         seccomp_fd = seccomp.filter_fd(self._program)
         args, created = bwrap_args(
-            self._policy, self._features, status_fd=status_fd, seccomp_fd=seccomp_fd
+            self._policy,
+            self._features,
+            status_fd=status_fd,
+            seccomp_fd=seccomp_fd,
+            private=self._tmp.roots(self._policy),
         )
         real_cwd = os.path.realpath(cwd)
         args += ["--chdir", real_cwd, "--", *argv]
@@ -190,3 +220,7 @@ class BwrapSandbox:
 
     def describe(self) -> dict[str, Any]:
         return dict(self._report)
+
+    def close(self) -> None:
+        """End of run: remove the private /tmp (commands still running lose its files)."""
+        self._tmp.close()

@@ -8,6 +8,7 @@ from typing import Any
 
 from oiexec.sandbox.base import SandboxPolicy
 from oiexec.sandbox.preflight import Preflight
+from oiexec.sandbox.privtmp import temp_roots
 
 FIX_INSTALL_BWRAP = "install bubblewrap from your distribution (e.g. `sudo apt install bubblewrap`)"
 FIX_APPARMOR = (
@@ -56,6 +57,9 @@ class Decision:
             "network": sandboxed and self.policy.network_disabled,
             "pid_isolation": self.backend == "bwrap",
             "own_loopback": self.backend == "bwrap" and netns,
+            # /tmp and $TMPDIR are private to the run: nothing written (or mounted) there
+            # shows up in the host's /tmp. Landlock cannot remap paths.
+            "private_tmp": self.backend == "bwrap" and bool(temp_roots(self.policy)),
         }
 
     def as_dict(self) -> dict[str, Any]:
@@ -157,6 +161,8 @@ def _landlock_decision(policy: SandboxPolicy, pre: Preflight) -> Decision:
         "each command by a tripwire",
         "no PID namespace: host processes are visible",
     ]
+    if temp_roots(policy):
+        degraded.append("/tmp is the host's shared /tmp, not private to the run")
     if pre.landlock_abi < 6:
         degraded.append(
             f"Landlock ABI {pre.landlock_abi} < 6: signals to host processes and abstract "

@@ -7,6 +7,7 @@ import subprocess
 from typing import Any
 
 from oiexec.errors import SandboxUnavailable
+from oiexec.protocols import Sandbox
 from oiexec.sandbox.base import SandboxPolicy
 from oiexec.sandbox.select import decide_for, get_sandbox
 
@@ -14,6 +15,13 @@ from oiexec.sandbox.select import decide_for, get_sandbox
 def _self_test(policy: SandboxPolicy) -> str | None:
     """Run /bin/true through the chosen backend; None when it ran and exited 0."""
     sandbox = get_sandbox(policy)
+    try:
+        return _run_true(sandbox, policy)
+    finally:
+        sandbox.close()
+
+
+def _run_true(sandbox: Sandbox, policy: SandboxPolicy) -> str | None:
     try:
         prepared = sandbox.prepare(["/bin/true"], cwd=policy.cwd, env=dict(os.environ))
     except SandboxUnavailable as exc:

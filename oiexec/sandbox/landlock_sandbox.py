@@ -57,3 +57,6 @@ class LandlockSandbox:
 
     def describe(self) -> dict[str, Any]:
         return dict(self._report)
+
+    def close(self) -> None:
+        """Nothing to remove: this backend makes no mount points and keeps the host /tmp."""

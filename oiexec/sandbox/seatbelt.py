@@ -92,3 +92,6 @@ class SeatbeltSandbox:
 
     def describe(self) -> dict[str, Any]:
         return dict(self._report)
+
+    def close(self) -> None:
+        """Nothing to remove: this backend makes no mount points and keeps the host /tmp."""

@@ -37,6 +37,9 @@ class UnavailableSandbox:
     def describe(self) -> dict[str, Any]:
         return self._decision.as_dict()
 
+    def close(self) -> None:
+        pass
+
 
 def decide_for(policy: SandboxPolicy) -> Decision:
     """The backend decision for `policy`, from the cached preflight."""

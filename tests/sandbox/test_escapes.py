@@ -138,7 +138,9 @@ def test_workspace_write_allows_workspace_and_tmp(box: Box, backend: str) -> Non
     assert "ALLOWED" in result.stdout, result.stderr
     assert (box.ws / "created.txt").read_text() == "new\n"
     assert (box.ws / "README").read_text() == "bye\n"
-    assert tmp_file.read_text() == "t\n"
+    # bwrap gives the run a private /tmp: the write worked, but inside it, not on the host.
+    # Landlock cannot remap /tmp, so there it lands in the host's /tmp.
+    assert tmp_file.exists() == (backend == "landlock")
 
 
 def test_read_only_reads_but_writes_nothing(box: Box, backend: str) -> None:

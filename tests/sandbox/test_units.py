@@ -13,6 +13,7 @@ from oiexec.sandbox.base import SandboxPolicy
 from oiexec.sandbox.bwrap import BwrapFeatures, bwrap_args
 from oiexec.sandbox.landlock import attr_size
 from oiexec.sandbox.paths import PROTECTED_NAMES, resolve_gitdirs, write_denial
+from oiexec.sandbox.privtmp import PrivateTmp, temp_roots
 from oiexec.sandbox.profiles import policy_data
 from oiexec.sandbox.seatbelt import seatbelt_argv
 
@@ -137,3 +138,68 @@ def test_seatbelt_network_and_read_only(tmp_path: Path) -> None:
     assert any(a.startswith("-DDARWIN_USER_CACHE_DIR=") for a in on)
     ro = seatbelt_argv(SandboxPolicy(mode="read-only", cwd=tmp_path), ["true"])
     assert "file-write*\n" not in ro[2] and not any(a.startswith("-DWRITABLE") for a in ro)
+
+
+def test_private_tmp_is_bound_before_a_workspace_under_tmp(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.delenv("TMPDIR", raising=False)
+    ws = tmp_path / "ws"  # pytest's tmp_path lives under /tmp
+    ws.mkdir()
+    policy = SandboxPolicy(mode="workspace-write", cwd=ws)
+    private = PrivateTmp()
+    try:
+        [tmp] = private.roots(policy)
+        assert tmp.path == Path("/tmp") and tmp.bind and tmp.host.name == "0"
+        assert tmp.host.parent.name.startswith("oiexec-tmp-")
+        assert private.roots(policy) == [tmp]  # one private dir per sandbox, reused
+        args, created = bwrap_args(
+            policy, BwrapFeatures("bwrap"), status_fd=3, seccomp_fd=4, private=[tmp]
+        )
+        joined = " ".join(args)
+        assert f"--bind {tmp.host} /tmp" in joined
+        assert "--bind /tmp /tmp" not in joined
+        assert joined.index(f"--bind {tmp.host} /tmp") < joined.index(f"--bind {ws} {ws}")
+        assert f"--ro-bind {tmp.host}/.git /tmp/.git" in joined
+        # Guards for missing names are made on the host only in the workspace, never in /tmp.
+        assert all(p.parent == ws for p in created) and ws / ".git" in created
+        assert not any(f"--tmpfs /tmp/{name}" in joined for name in PROTECTED_NAMES)
+    finally:
+        private.close()
+    assert not tmp.host.parent.exists()
+
+
+def test_which_temp_roots_become_private(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    ws, other = tmp_path / "ws", Path("/var/tmp")
+    ws.mkdir()
+    nested = tmp_path / "t"
+    nested.mkdir()
+
+    def roots(tmpdir: Path, **kw: object) -> list[tuple[Path, bool]]:
+        monkeypatch.setenv("TMPDIR", str(tmpdir))
+        return temp_roots(SandboxPolicy(mode="workspace-write", cwd=ws, **kw))  # type: ignore[arg-type]
+
+    assert roots(other) == [(Path("/tmp"), False), (other, False)]
+    assert roots(nested) == [(Path("/tmp"), False), (nested.resolve(), True)]
+    assert roots(ws) == [(Path("/tmp"), False)]  # the workspace itself stays a host root
+    assert roots(Path("/"), exclude_slash_tmp=True) == []  # a $TMPDIR enclosing the workspace
+    assert roots(other, exclude_slash_tmp=True, exclude_tmpdir_env_var=True) == []
+    monkeypatch.setenv("TMPDIR", str(other))
+    assert temp_roots(SandboxPolicy(mode="read-only", cwd=ws)) == []
+    assert temp_roots(SandboxPolicy(mode="workspace-write", cwd=Path("/tmp"))) == [(other, False)]
+
+
+def test_nested_tmpdir_is_made_inside_the_private_tmp(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    nested = tmp_path / "t"
+    nested.mkdir()
+    monkeypatch.setenv("TMPDIR", str(nested))
+    private = PrivateTmp()
+    try:
+        tmp, inner = private.roots(SandboxPolicy(mode="workspace-write", cwd=Path("/var/tmp")))
+        assert not inner.bind and inner.host == tmp.host / nested.resolve().relative_to("/tmp")
+        assert (inner.host / ".openinterpreter").is_dir()
+        assert not (nested / ".openinterpreter").exists()
+    finally:
+        private.close()
