@@ -59,9 +59,15 @@ def main() -> None:
             clear_cache()
             sandbox = get_sandbox(policy)
             if sandbox.backend != backend:
+                sandbox.close()
                 rows.append((backend, float("nan"), f"unavailable ({sandbox.backend})"))
                 continue
-            value = _median(runs, lambda s=sandbox: s.prepare(["/bin/true"], cwd=Path(ws), env=env))
+            try:
+                value = _median(
+                    runs, lambda s=sandbox: s.prepare(["/bin/true"], cwd=Path(ws), env=env)
+                )
+            finally:
+                sandbox.close()  # removes the sandbox's private /tmp
             verdict = "ok" if value - plain <= target else "OVER TARGET"
             rows.append(
                 (backend, value, f"+{value - plain:.1f} ms (target <= {target:.0f}) {verdict}")
