@@ -23,7 +23,8 @@ def _scenarios(entry: ToolEntry, ws: Workspace) -> list[tuple[str, dict[str, Any
         return [
             ("output", {"command": "echo hello"}),
             ("empty", {"command": "true"}),
-            ("failure", {"command": "echo oops >&2; exit 2"}),
+            # A subshell's exit: SWE-agent's persistent shell must survive the scenario.
+            ("failure", {"command": "echo oops >&2; (exit 2)"}),
         ]
     if impl == "fs_read":
         return [("file", {"path": f}), ("missing", {"path": str(ws.root / "nope.txt")})]
@@ -76,6 +77,10 @@ def _scenarios(entry: ToolEntry, ws: Workspace) -> list[tuple[str, dict[str, Any
             ("insert", {"command": "insert", "path": f, "insert_line": 1, "new_str": "one"}),
             ("undo", {"command": "undo_edit", "path": f}),
         ]
+    if impl == "task_output":
+        return [("missing", {"task_id": "b0", "block": False, "timeout": 0})]
+    if impl == "task_stop":
+        return [("missing", {"task_id": "b0"})]
     if impl == "execute":
         return [("python", {"language": "python", "code": "x = 41\nprint(x + 1)"})]
     raise AssertionError(f"no scenario for impl {impl}")

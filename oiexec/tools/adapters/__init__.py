@@ -5,7 +5,7 @@ Importing the package registers every implementation in `IMPLS`.
 
 from __future__ import annotations
 
-from oiexec.tools.adapters import editor, execute, files, patch, shell, todo
+from oiexec.tools.adapters import background, editor, execute, files, patch, shell, todo
 from oiexec.tools.adapters.base import IMPLS, Invocation, ManifestTool, Result, Runtime
 
 __all__ = [
@@ -14,6 +14,7 @@ __all__ = [
     "ManifestTool",
     "Result",
     "Runtime",
+    "background",
     "editor",
     "execute",
     "files",

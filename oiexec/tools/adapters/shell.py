@@ -89,6 +89,31 @@ def run_command(
     return ShellRun(output, code, timed_out, None, tuple(notes))
 
 
+def run_persistent(ctx: ToolContext, rt: Runtime, command: str, *, timeout_s: float) -> ShellRun:
+    """Run `command` in the run's long-lived shell (state carries over between calls)."""
+    from oiexec.tools.adapters.persistent import PersistentShell
+
+    shell = rt.extras.get(_PERSISTENT)
+    if not isinstance(shell, PersistentShell):
+        shell = PersistentShell(ctx, shell=rt.shell, env={**ctx.env, **rt.env})
+        rt.extras[_PERSISTENT] = shell
+    shown = shlex.join([rt.shell, "-c", command])
+    item_id = ctx.items.next_id()
+    ctx.items.started(CommandExecutionItem(id=item_id, command=shown))
+    outcome = shell.run(command, timeout_s)
+    if outcome.refused is not None:
+        _complete(ctx, item_id, shown, outcome.refused, None, "declined")
+        return ShellRun("", None, refused=outcome.refused)
+    output = redact(outcome.output)
+    code = outcome.exit_code
+    status: CommandStatus = "completed" if code == 0 and not outcome.timed_out else "failed"
+    _complete(ctx, item_id, shown, output, code, status)
+    return ShellRun(output, code, outcome.timed_out, None, outcome.notes)
+
+
+_PERSISTENT = "persistent_shell"
+
+
 def _cut(text: str, limit: int) -> str:
     """Head and tail of `text` around an elision note, at most about `limit` characters."""
     if len(text) <= limit:
@@ -121,8 +146,18 @@ def shell(inv: Invocation) -> Result:
     cwd = inv.ctx.resolve(workdir) if workdir else inv.ctx.cwd
     if not cwd.is_dir():
         raise ToolInputError(f"Directory does not exist: {cwd}")
+    background = inv.rt.extras.get("background")
+    if background is not None:
+        background.sweep()
+    if inv.boolean("background"):
+        from oiexec.tools.adapters.background import start_background
+
+        return start_background(inv, command, cwd)
     timeout_s = _timeout_seconds(inv)
-    run = run_command(inv.ctx, inv.rt, command, cwd=cwd, timeout_s=timeout_s)
+    if inv.option("persistent"):
+        run = run_persistent(inv.ctx, inv.rt, command, timeout_s=timeout_s)
+    else:
+        run = run_command(inv.ctx, inv.rt, command, cwd=cwd, timeout_s=timeout_s)
     result = render_shell(inv.render, run, command=command, timeout_s=timeout_s, inv=inv)
     marker = inv.option("submit_marker")
     if marker and run.exit_code == 0 and not run.timed_out:
@@ -198,7 +233,7 @@ def render_shell(
         )
     if style == "swe":
         text = output
-        if run.timed_out:
+        if run.timed_out and not run.notes:
             text += f"\n{timeout_note}"
         return Result(text, failed)
     text = _cut(output, limit)
