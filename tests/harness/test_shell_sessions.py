@@ -222,7 +222,14 @@ def test_kimi_task_output_and_stop(make_harness: HarnessFactory, workspace: Work
 def test_deepseek_wait_and_cancel_all(make_harness: HarnessFactory, workspace: Workspace) -> None:
     harness = make_harness("deepseek-tui")
     first = run_tool(harness, workspace, "exec_shell", {"command": "sleep 60", "background": True})
-    run_tool(harness, workspace, "exec_shell", {"command": "exit 4", "background": True})
+    quick = run_tool(harness, workspace, "exec_shell", {"command": "exit 4", "background": True})
+    ended = run_tool(
+        harness,
+        workspace,
+        "exec_shell_wait",
+        {"task_id": _task_id(quick.output), "wait": True, "timeout_ms": 10000},
+    )
+    assert ended.output.startswith(f"Task {_task_id(quick.output)}: failed (exit code: 4)")
     task_id = _task_id(first.output)
     waited = run_tool(harness, workspace, "exec_shell_wait", {"task_id": task_id, "wait": False})
     assert waited.output.startswith(f"Task {task_id}: running")
