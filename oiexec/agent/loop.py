@@ -14,7 +14,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from oiexec.agent.final import FinalAnswerPolicy, PlainAnswer, Retry
-from oiexec.errors import MaxTurnsExceeded, ProviderError, RunTimedOut
+from oiexec.errors import MaxTurnsExceeded, OiexecError, ProviderError, RunTimedOut
 from oiexec.events import (
     AgentMessageItem,
     ErrorItem,
@@ -191,7 +191,19 @@ class AgentLoop:
                 f"Available tools: {known}.",
                 is_error=True,
             )
-        return tool.run(call, self.ctx)
+        try:
+            return tool.run(call, self.ctx)
+        except OiexecError:
+            raise  # limits and interrupts raised inside a tool end the run
+        except Exception as exc:
+            # A bug in one tool should cost the model one call, not the whole run.
+            self.ctx.warn(f"tool `{call.name}` failed: {type(exc).__name__}: {exc}")
+            return ToolOutput(
+                call_id=call.call_id,
+                call_type=call.call_type,
+                output=f"internal error in tool `{call.name}`: {type(exc).__name__}: {exc}",
+                is_error=True,
+            )
 
     def _on_retry(self, attempt: int, max_attempts: int, reason: str) -> None:
         self._check_deadline()

@@ -52,6 +52,11 @@ class RunLogSink:
     def note(self, event: str, **fields: Any) -> None:
         self._log.info(event, **fields)
 
+    def exception(self, event: str, exc: BaseException) -> None:
+        import traceback
+
+        self._log.error(event, traceback="".join(traceback.format_exception(exc)))
+
     def emit(self, event: ThreadEvent) -> None:
         match event:
             case ThreadStarted(thread_id=thread_id):

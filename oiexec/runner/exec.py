@@ -227,6 +227,16 @@ class _Run:
             self.result.limit = exc.limit if isinstance(exc, LimitExceeded) else None
             self._record_usage(usage)
             self.dispatcher.emit(TurnFailed(error=ThreadError(message=self.result.failure)))
+        except Exception as exc:
+            # The run boundary: whatever broke, the turn ends as `turn.failed` with exit 1,
+            # the session and reports are still written, and the traceback goes to the log.
+            self._close_open_work()
+            self.result.exit_code = ExitCode.FAILED
+            self.result.failure = redact(f"internal error: {type(exc).__name__}: {exc}")
+            if self.runlog is not None:
+                self.runlog.exception("run.crashed", exc)
+            self._record_usage(usage)
+            self.dispatcher.emit(TurnFailed(error=ThreadError(message=self.result.failure)))
         except (KeyboardInterrupt, Interrupted):
             self._close_open_work()
             self.result.exit_code = ExitCode.INTERRUPTED

@@ -1,0 +1,136 @@
+"""The agent loop at its seams: a scripted in-memory client, a tiny harness, real tool context."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from pathlib import Path
+
+import pytest
+
+from oiexec.agent.loop import AgentLoop, LoopLimits, ModelOptions
+from oiexec.errors import MaxTurnsExceeded, RunTimedOut
+from oiexec.events import ThreadEvent, Usage
+from oiexec.protocols import RetryCallback, Tool
+from oiexec.sandbox.base import NoSandbox, SandboxPolicy
+from oiexec.tools.base import ItemEmitter, ToolContext
+from oiexec.types import (
+    HistoryItem,
+    Message,
+    ModelRequest,
+    ModelResponse,
+    ToolCall,
+    ToolOutput,
+    ToolSpec,
+)
+
+
+class ScriptedClient:
+    def __init__(self, *responses: ModelResponse) -> None:
+        self.responses = list(responses)
+        self.requests: list[ModelRequest] = []
+
+    def respond(self, request: ModelRequest, on_retry: RetryCallback) -> ModelResponse:
+        self.requests.append(request)
+        return self.responses.pop(0)
+
+    def close(self) -> None:
+        pass
+
+
+class BrokenTool:
+    spec = ToolSpec(name="broken", description="always crashes", parameters={"type": "object"})
+
+    def run(self, call: ToolCall, ctx: ToolContext) -> ToolOutput:
+        raise KeyError("a bug")
+
+
+class SlowTool:
+    spec = ToolSpec(name="slow", description="trips the deadline", parameters={"type": "object"})
+
+    def run(self, call: ToolCall, ctx: ToolContext) -> ToolOutput:
+        raise RunTimedOut("time limit reached")
+
+
+class TinyHarness:
+    id = "tiny"
+
+    def __init__(self, tools: Sequence[Tool]) -> None:
+        self._tools = list(tools)
+
+    def instructions(self) -> str:
+        return "be tiny"
+
+    def tools(self) -> Sequence[Tool]:
+        return self._tools
+
+    def initial_context(self, cwd: Path, policy: SandboxPolicy) -> list[HistoryItem]:
+        return []
+
+    def is_complete(self, response: ModelResponse) -> bool:
+        return not response.tool_calls
+
+    def finish_turn(self, ctx: ToolContext) -> None:
+        pass
+
+    def close(self) -> None:
+        pass
+
+
+def _call(name: str) -> ModelResponse:
+    return ModelResponse(items=(ToolCall(call_id="c1", name=name, arguments="{}"),))
+
+
+def _answer(text: str) -> ModelResponse:
+    return ModelResponse(items=(Message(role="assistant", text=text),))
+
+
+def _loop(
+    tmp_path: Path, client: ScriptedClient, tools: Sequence[Tool], **limits: object
+) -> AgentLoop:
+    events: list[ThreadEvent] = []
+    ctx = ToolContext(
+        cwd=tmp_path,
+        sandbox=NoSandbox(SandboxPolicy(mode="danger-full-access", cwd=tmp_path)),
+        items=ItemEmitter(events.append),
+        env={},
+        warn=lambda _text: None,
+    )
+    return AgentLoop(
+        client=client,
+        harness=TinyHarness(tools),
+        ctx=ctx,
+        emit=events.append,
+        record=lambda _item: None,
+        options=ModelOptions(model="m"),
+        limits=LoopLimits(**limits),  # type: ignore[arg-type]
+    )
+
+
+def test_a_crashing_tool_costs_one_call_not_the_run(tmp_path: Path) -> None:
+    client = ScriptedClient(_call("broken"), _answer("worked around it"))
+    outcome = _loop(tmp_path, client, [BrokenTool()]).run([], Usage())
+    assert outcome.final_message == "worked around it"
+    output = client.requests[1].history[-1]
+    assert isinstance(output, ToolOutput) and output.is_error
+    assert "internal error in tool `broken`: KeyError" in output.output
+
+
+def test_limits_raised_inside_a_tool_end_the_run(tmp_path: Path) -> None:
+    client = ScriptedClient(_call("slow"), _answer("never"))
+    with pytest.raises(RunTimedOut):
+        _loop(tmp_path, client, [SlowTool()]).run([], Usage())
+
+
+def test_unknown_tool_is_reported_to_the_model(tmp_path: Path) -> None:
+    client = ScriptedClient(_call("nope"), _answer("ok"))
+    _loop(tmp_path, client, [BrokenTool()]).run([], Usage())
+    output = client.requests[1].history[-1]
+    assert isinstance(output, ToolOutput)
+    assert "no tool named `nope`" in output.output and "broken" in output.output
+
+
+def test_max_turns_counts_model_requests(tmp_path: Path) -> None:
+    client = ScriptedClient(_call("broken"), _call("broken"), _answer("late"))
+    with pytest.raises(MaxTurnsExceeded, match="--max-turns 2"):
+        _loop(tmp_path, client, [BrokenTool()], max_turns=2).run([], Usage())
+    assert len(client.requests) == 2
