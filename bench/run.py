@@ -64,16 +64,28 @@ class Measure:
 
 
 def run_measured(argv: list[str], *, cwd: Path, env: dict[str, str]) -> Measure:
-    """Runs argv as a child and reads its own rusage (wall, user+sys CPU, peak RSS)."""
-    started = time.perf_counter()
-    proc = subprocess.Popen(
-        argv, cwd=cwd, env=env, stdin=subprocess.DEVNULL,
-        stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
-    )  # fmt: skip
-    _, status, usage = os.wait4(proc.pid, 0)
-    wall = time.perf_counter() - started
-    proc.returncode = os.waitstatus_to_exitcode(status)
-    return Measure(wall, usage.ru_utime + usage.ru_stime, usage.ru_maxrss / 1024, proc.returncode)
+    """Runs argv as a child: wall time, user+sys CPU and peak RSS of the child tree.
+
+    Peak RSS comes from GNU time when it is installed: a child forked from this (large)
+    process starts with this process's RSS, which would otherwise count as the child's.
+    """
+    gnu_time = Path("/usr/bin/time")
+    with tempfile.NamedTemporaryFile("r", suffix=".time") as report:
+        wrapped = [str(gnu_time), "-f", "%M", "-o", report.name, *argv]
+        started = time.perf_counter()
+        proc = subprocess.Popen(
+            wrapped if gnu_time.exists() else argv,
+            cwd=cwd, env=env, stdin=subprocess.DEVNULL,
+            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+        )  # fmt: skip
+        _, status, usage = os.wait4(proc.pid, 0)
+        wall = time.perf_counter() - started
+        rss_kib = usage.ru_maxrss
+        if gnu_time.exists():
+            lines = report.read().split()
+            rss_kib = int(lines[-1]) if lines else rss_kib
+    code = os.waitstatus_to_exitcode(status)
+    return Measure(wall, usage.ru_utime + usage.ru_stime, rss_kib / 1024, code)
 
 
 def make_repo(base: Path) -> Path:
