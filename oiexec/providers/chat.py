@@ -7,18 +7,21 @@ string parameter, `input`, holding the raw text; calls to it are mapped back to 
 from __future__ import annotations
 
 import json
-from collections.abc import Iterator, Mapping
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
-import httpx
 from httpx_sse import ServerSentEvent
 
-from oiexec.config.settings import ProviderConfig
 from oiexec.errors import ProviderError
 from oiexec.events import Usage
 from oiexec.protocols import RetryCallback
-from oiexec.providers.http import STREAM_DISCONNECTED, ProviderHttp, RetryTiming, StreamInterrupted
+from oiexec.providers.custom_tools import CUSTOM_INPUT_PARAM, as_function, unwrap_input
+from oiexec.providers.http import (
+    STREAM_DISCONNECTED,
+    StreamInterrupted,
+    WireClient,
+)
 from oiexec.providers.responses import OUTPUT_SCHEMA_NAME
 from oiexec.types import (
     HistoryItem,
@@ -33,31 +36,11 @@ from oiexec.types import (
 
 __all__ = ["CUSTOM_INPUT_PARAM", "ChatClient", "build_body", "parse_stream"]
 
-#: The single parameter a custom tool gets when offered as a chat function.
-CUSTOM_INPUT_PARAM = "input"
 
-
-class ChatClient:
+class ChatClient(WireClient):
     """`ModelClient` for providers with `wire_api = "chat"`."""
 
-    def __init__(
-        self,
-        provider: ProviderConfig,
-        api_key: str | None,
-        *,
-        provider_id: str = "chat",
-        extra_headers: Mapping[str, str] | None = None,
-        timing: RetryTiming | None = None,
-        transport: httpx.BaseTransport | None = None,
-    ) -> None:
-        self._http = ProviderHttp(
-            provider_id,
-            provider,
-            api_key,
-            extra_headers=extra_headers,
-            timing=timing,
-            transport=transport,
-        )
+    default_provider_id = "chat"
 
     def respond(self, request: ModelRequest, on_retry: RetryCallback) -> ModelResponse:
         custom = frozenset(spec.name for spec in request.tools if spec.type == "custom")
@@ -67,9 +50,6 @@ class ChatClient:
             lambda events: parse_stream(events, custom_tools=custom),
             on_retry,
         )
-
-    def close(self) -> None:
-        self._http.close()
 
 
 def build_body(request: ModelRequest) -> dict[str, Any]:
@@ -197,26 +177,7 @@ def _tool_call(call: ToolCall) -> dict[str, Any]:
 
 
 def _tool(spec: ToolSpec) -> dict[str, Any]:
-    if spec.type == "custom":
-        description = spec.description
-        definition = (spec.format or {}).get("definition")
-        if definition:
-            # The chat wire cannot constrain output with a grammar, so the model reads it.
-            description = (
-                f"{description}\n\nPass the raw text in `{CUSTOM_INPUT_PARAM}`; it must match "
-                f"this grammar:\n{definition}"
-            )
-        parameters: dict[str, Any] = {
-            "type": "object",
-            "properties": {
-                CUSTOM_INPUT_PARAM: {"type": "string", "description": "The raw tool input."}
-            },
-            "required": [CUSTOM_INPUT_PARAM],
-            "additionalProperties": False,
-        }
-    else:
-        description = spec.description
-        parameters = spec.parameters or {"type": "object", "properties": {}}
+    description, parameters = as_function(spec)
     return {
         "type": "function",
         "function": {"name": spec.name, "description": description, "parameters": parameters},
@@ -283,7 +244,7 @@ class _ChatAccumulator:
                     ToolCall(
                         call_id=call_id,
                         name=pending.name,
-                        arguments=_custom_input(arguments),
+                        arguments=unwrap_input(arguments),
                         call_type="custom",
                     )
                 )
@@ -325,17 +286,6 @@ def parse_stream(
     if acc.finish_reason is not None:
         return acc.response(custom_tools)
     raise StreamInterrupted("stream closed before [DONE]")
-
-
-def _custom_input(arguments: str) -> str:
-    """The raw text of a custom call; models sometimes skip the JSON wrapper."""
-    try:
-        parsed = json.loads(arguments)
-    except ValueError:
-        return arguments
-    if isinstance(parsed, dict) and isinstance(parsed.get(CUSTOM_INPUT_PARAM), str):
-        return str(parsed[CUSTOM_INPUT_PARAM])
-    return arguments
 
 
 def _usage(raw: dict[str, Any]) -> Usage:

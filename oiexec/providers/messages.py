@@ -29,6 +29,7 @@ from oiexec.config.settings import ProviderConfig
 from oiexec.errors import ProviderError
 from oiexec.events import Usage
 from oiexec.protocols import RetryCallback
+from oiexec.providers.custom_tools import CUSTOM_INPUT_PARAM, as_function, unwrap_input
 from oiexec.providers.http import STREAM_DISCONNECTED, ProviderHttp, RetryTiming, StreamInterrupted
 from oiexec.redact import register_secret
 from oiexec.types import (
@@ -55,7 +56,6 @@ __all__ = [
 ]
 
 ANTHROPIC_VERSION = "2023-06-01"
-CUSTOM_INPUT_PARAM = "input"
 #: Claude Code's default output budget for current models.
 DEFAULT_MAX_TOKENS = 32_000
 #: `thinking.budget_tokens` per `model_reasoning_effort`; the API minimum is 1024 and the
@@ -291,25 +291,8 @@ def _tool_results_first(blocks: list[dict[str, Any]]) -> list[dict[str, Any]]:
 
 
 def _tool(spec: ToolSpec) -> dict[str, Any]:
-    if spec.type == "custom":
-        description = spec.description
-        definition = (spec.format or {}).get("definition")
-        if definition:
-            description = (
-                f"{description}\n\nPass the raw text in `{CUSTOM_INPUT_PARAM}`; it must match "
-                f"this grammar:\n{definition}"
-            )
-        schema: dict[str, Any] = {
-            "type": "object",
-            "properties": {CUSTOM_INPUT_PARAM: {"type": "string"}},
-            "required": [CUSTOM_INPUT_PARAM],
-        }
-        return {"name": spec.name, "description": description, "input_schema": schema}
-    return {
-        "name": spec.name,
-        "description": spec.description,
-        "input_schema": spec.parameters or {"type": "object", "properties": {}},
-    }
+    description, schema = as_function(spec)
+    return {"name": spec.name, "description": description, "input_schema": schema}
 
 
 # ---------------------------------------------------------------------------------------------
@@ -412,7 +395,7 @@ def _item(block: _Block, custom_tools: frozenset[str]) -> HistoryItem | None:
             return ToolCall(
                 call_id=block.call_id,
                 name=block.name,
-                arguments=_custom_input(text),
+                arguments=unwrap_input(text),
                 call_type="custom",
             )
         return ToolCall(call_id=block.call_id, name=block.name, arguments=text or "{}")
@@ -451,16 +434,6 @@ def _raise_stream_error(error: Any) -> None:
     if kind in _RETRYABLE_STREAM_ERRORS:
         raise StreamInterrupted(f"{kind}: {message}")
     raise ProviderError(f"{STREAM_DISCONNECTED}: {kind}: {message}")
-
-
-def _custom_input(arguments: str) -> str:
-    try:
-        parsed = json.loads(arguments)
-    except ValueError:
-        return arguments
-    if isinstance(parsed, dict) and isinstance(parsed.get(CUSTOM_INPUT_PARAM), str):
-        return str(parsed[CUSTOM_INPUT_PARAM])
-    return arguments
 
 
 def _usage(raw: dict[str, int]) -> Usage:

@@ -3,17 +3,19 @@
 from __future__ import annotations
 
 import json
-from collections.abc import Iterator, Mapping
+from collections.abc import Iterator
 from typing import Any
 
-import httpx
 from httpx_sse import ServerSentEvent
 
-from oiexec.config.settings import ProviderConfig
 from oiexec.errors import ProviderError
 from oiexec.events import Usage
 from oiexec.protocols import RetryCallback
-from oiexec.providers.http import STREAM_DISCONNECTED, ProviderHttp, RetryTiming, StreamInterrupted
+from oiexec.providers.http import (
+    STREAM_DISCONNECTED,
+    StreamInterrupted,
+    WireClient,
+)
 from oiexec.types import (
     HistoryItem,
     Message,
@@ -30,33 +32,13 @@ __all__ = ["OUTPUT_SCHEMA_NAME", "ResponsesClient", "build_body", "parse_stream"
 OUTPUT_SCHEMA_NAME = "codex_output_schema"
 
 
-class ResponsesClient:
+class ResponsesClient(WireClient):
     """`ModelClient` for providers with `wire_api = "responses"`."""
 
-    def __init__(
-        self,
-        provider: ProviderConfig,
-        api_key: str | None,
-        *,
-        provider_id: str = "openai",
-        extra_headers: Mapping[str, str] | None = None,
-        timing: RetryTiming | None = None,
-        transport: httpx.BaseTransport | None = None,
-    ) -> None:
-        self._http = ProviderHttp(
-            provider_id,
-            provider,
-            api_key,
-            extra_headers=extra_headers,
-            timing=timing,
-            transport=transport,
-        )
+    default_provider_id = "openai"
 
     def respond(self, request: ModelRequest, on_retry: RetryCallback) -> ModelResponse:
         return self._http.stream("responses", build_body(request), parse_stream, on_retry)
-
-    def close(self) -> None:
-        self._http.close()
 
 
 def build_body(request: ModelRequest) -> dict[str, Any]:

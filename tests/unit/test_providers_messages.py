@@ -238,8 +238,9 @@ def test_tools_are_name_description_input_schema(server: ModelServer) -> None:
     }
     assert patch["input_schema"] == {
         "type": "object",
-        "properties": {"input": {"type": "string"}},
+        "properties": {"input": {"type": "string", "description": "The raw tool input."}},
         "required": ["input"],
+        "additionalProperties": False,
     }
     assert "start: begin_patch hunk+" in patch["description"]
     assert body["tool_choice"] == {"type": "auto", "disable_parallel_tool_use": True}
