@@ -90,6 +90,8 @@ class HumanSink:
             case ItemStarted(item=item):
                 if isinstance(item, CommandExecutionItem):
                     self._write(self._style("exec ", fg="magenta", bold=True) + item.command)
+                elif isinstance(item, TodoListItem):
+                    self._todo(item)
             case ItemUpdated(item=item):
                 if isinstance(item, TodoListItem):
                     self._todo(item)
@@ -133,7 +135,7 @@ class HumanSink:
                     self._write(self._style("thinking", italic=True))
                     self._write(self._style(item.text, dim=True))
             case TodoListItem():
-                self._todo(item)
+                pass  # shown when started and on each update; completion changes nothing
             case ErrorItem():
                 self.warning(item.message)
             case ReviewItem():
