@@ -14,7 +14,7 @@ import os
 import sys
 import time
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -48,7 +48,9 @@ from oiexec.output.jsonl import JsonlSink
 from oiexec.protocols import EventSink, Harness, SessionStore
 from oiexec.redact import redact, register_secret
 from oiexec.runner.context import read_images
+from oiexec.runner.reports import capture_baseline, write_reports
 from oiexec.runner.request import ExecRequest
+from oiexec.runner.result import RunResult
 from oiexec.runner.sandboxing import RefusalTracker, build_policy
 from oiexec.runner.sessions import OpenedSession, open_session
 from oiexec.runner.signals import deadline_alarm, terminate_as_interrupt
@@ -58,7 +60,6 @@ from oiexec.types import HistoryItem, ImageInput, Message
 
 if TYPE_CHECKING:
     from oiexec.agent.loop import AgentLoop
-    from oiexec.output.diff import Baseline
     from oiexec.output.runlog import RunLogSink
 
 GIT_CHECK_MESSAGE = "Not inside a trusted directory and --skip-git-repo-check was not specified."
@@ -76,18 +77,6 @@ class RunHooks:
     final: FinalAnswerPolicy | None = None
     #: Forces a sandbox mode whatever config and flags say.
     sandbox_mode: SandboxMode | None = None
-
-
-@dataclass
-class RunResult:
-    exit_code: ExitCode
-    thread_id: str | None = None
-    final_message: str | None = None
-    failure: str | None = None
-    limit: str | None = None
-    commands: list[CommandExecutionItem] = field(default_factory=list)
-    usage: Usage = field(default_factory=Usage)
-    duration_s: float = 0.0
 
 
 @dataclass(frozen=True)
@@ -203,7 +192,7 @@ class _Run:
         self._header()
         self.dispatcher.emit(ThreadStarted(thread_id=self.store.thread_id))
         self._warnings()
-        baseline = self._capture_baseline()
+        baseline = capture_baseline(self.request, self.warn, self.stack)
         usage = self.session.usage
         try:
             loop, history = self._build()
@@ -261,7 +250,9 @@ class _Run:
                 exit_code=int(self.result.exit_code),
                 duration_s=round(self.result.duration_s, 3),
             )
-        self._write_outputs(baseline)
+        write_reports(
+            self.request, self.result, baseline, model=self.p.config.settings.model, warn=self.warn
+        )
         if self.human and self.result.final_message is not None and self._ok():
             sys.stdout.write(self.result.final_message + "\n")
             sys.stdout.flush()
@@ -414,63 +405,6 @@ class _Run:
             "event_msg", {"type": "token_count", "total_token_usage": usage.model_dump()}
         )
 
-    # -- reports --------------------------------------------------------------------------
-
-    def _capture_baseline(self) -> Baseline | None:
-        if not self.request.diff:
-            return None
-        from oiexec.output.diff import Baseline
-
-        try:
-            baseline = Baseline.capture(self.request.cwd)
-        except Exception as exc:  # a report must never stop the task itself
-            self.warn(f"--diff disabled: could not snapshot the workspace: {exc}")
-            return None
-        self.stack.callback(baseline.close)
-        return baseline
-
-    def _write_outputs(self, baseline: Baseline | None) -> None:
-        request, result = self.request, self.result
-        # The last message is written only after a completed turn, so a stale file never
-        # passes for an answer.
-        if request.output_last_message and self._ok():
-            _write_bytes(
-                request.output_last_message, (result.final_message or "").encode(), self.warn
-            )
-        if request.diff and baseline is not None:
-            try:
-                patch = baseline.diff_bytes()
-            except Exception as exc:  # a report must not turn a finished run into a crash
-                self.warn(f"could not write --diff {request.diff}: {exc}")
-            else:
-                _write_bytes(request.diff, _redact_bytes(patch), self.warn)
-        if request.junit:
-            self._write_junit(request.junit)
-
-    def _write_junit(self, path: Path) -> None:
-        from oiexec.output.junit import RunReport, write_junit
-
-        result = self.result
-        status = "success" if self._ok() else ("limit" if result.limit else "failed")
-        report = RunReport(
-            prompt=self.request.prompt,
-            thread_id=result.thread_id or "",
-            model=self.p.config.settings.model,
-            status=status,
-            failure_message=result.failure,
-            limit_name=result.limit,
-            exit_code=int(result.exit_code),
-            duration_s=result.duration_s,
-            commands=[(c.command, c.exit_code, c.aggregated_output) for c in result.commands],
-            final_message=result.final_message,
-            usage=result.usage,
-        )
-        try:
-            path.parent.mkdir(parents=True, exist_ok=True)
-            write_junit(path, report)
-        except OSError as exc:
-            self.warn(f"could not write --junit {path}: {exc}")
-
 
 def _open_runlog(prepared: _Prepared, warn: Warn) -> RunLogSink | None:
     from oiexec.output.runlog import RunLogSink
@@ -486,28 +420,6 @@ def _open_runlog(prepared: _Prepared, warn: Warn) -> RunLogSink | None:
     except OSError as exc:  # an unwritable home must not stop the task
         warn(f"no run log: {exc.strerror or exc}")
         return None
-
-
-def _redact_bytes(data: bytes) -> bytes:
-    # Redact without decoding the whole patch: binary hunks must stay byte-exact.
-    lines = data.split(b"\n")
-    out = []
-    for line in lines:
-        try:
-            text = line.decode("utf-8")
-        except UnicodeDecodeError:
-            out.append(line)
-        else:
-            out.append(redact(text).encode("utf-8"))
-    return b"\n".join(out)
-
-
-def _write_bytes(path: Path, data: bytes, warn: Warn) -> None:
-    try:
-        path.parent.mkdir(parents=True, exist_ok=True)
-        path.write_bytes(data)
-    except OSError as exc:
-        warn(f"could not write {path}: {exc.strerror or exc}")
 
 
 def _check_git(request: ExecRequest, config: LoadedConfig) -> None:

@@ -34,8 +34,9 @@ from oiexec.review.targets import (
     changed_lines,
     resolve_target,
 )
-from oiexec.runner.exec import RunHooks, RunResult, run_exec
+from oiexec.runner.exec import RunHooks, run_exec
 from oiexec.runner.request import ExecRequest
+from oiexec.runner.result import RunResult
 from oiexec.tools.base import ItemEmitter
 
 __all__ = ["FALLBACK_MESSAGE", "ReviewAnswer", "ReviewRequest", "ReviewResult", "run_review"]

@@ -1,0 +1,104 @@
+"""The files a run leaves for CI: the last message, the change as a patch, a JUnit report.
+
+A report never turns a finished run into a crash: every failure here is a warning.
+"""
+
+from __future__ import annotations
+
+import contextlib
+from collections.abc import Callable
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from oiexec.errors import ExitCode
+from oiexec.redact import redact
+from oiexec.runner.request import ExecRequest
+from oiexec.runner.result import RunResult
+
+if TYPE_CHECKING:
+    from oiexec.output.diff import Baseline
+
+Warn = Callable[[str], None]
+
+
+def capture_baseline(
+    request: ExecRequest, warn: Warn, stack: contextlib.ExitStack
+) -> Baseline | None:
+    """The workspace as it was before the run, when `--diff` asks for the change."""
+    if not request.diff:
+        return None
+    from oiexec.output.diff import Baseline
+
+    try:
+        baseline = Baseline.capture(request.cwd)
+    except Exception as exc:  # a report must never stop the task itself
+        warn(f"--diff disabled: could not snapshot the workspace: {exc}")
+        return None
+    stack.callback(baseline.close)
+    return baseline
+
+
+def write_reports(
+    request: ExecRequest, result: RunResult, baseline: Baseline | None, *, model: str, warn: Warn
+) -> None:
+    ok = result.exit_code == ExitCode.SUCCESS
+    # The last message is written only after a completed turn, so a stale file never passes
+    # for an answer.
+    if request.output_last_message and ok:
+        _write_bytes(request.output_last_message, (result.final_message or "").encode(), warn)
+    if request.diff and baseline is not None:
+        try:
+            patch = baseline.diff_bytes()
+        except Exception as exc:
+            warn(f"could not write --diff {request.diff}: {exc}")
+        else:
+            _write_bytes(request.diff, _redact_bytes(patch), warn)
+    if request.junit:
+        _write_junit(request.junit, request, result, model=model, warn=warn)
+
+
+def _write_junit(
+    path: Path, request: ExecRequest, result: RunResult, *, model: str, warn: Warn
+) -> None:
+    from oiexec.output.junit import RunReport, write_junit
+
+    ok = result.exit_code == ExitCode.SUCCESS
+    report = RunReport(
+        prompt=request.prompt,
+        thread_id=result.thread_id or "",
+        model=model,
+        status="success" if ok else ("limit" if result.limit else "failed"),
+        failure_message=result.failure,
+        limit_name=result.limit,
+        exit_code=int(result.exit_code),
+        duration_s=result.duration_s,
+        commands=[(c.command, c.exit_code, c.aggregated_output) for c in result.commands],
+        final_message=result.final_message,
+        usage=result.usage,
+    )
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        write_junit(path, report)
+    except OSError as exc:
+        warn(f"could not write --junit {path}: {exc}")
+
+
+def _redact_bytes(data: bytes) -> bytes:
+    # Redact without decoding the whole patch: binary hunks must stay byte-exact.
+    out = []
+    for line in data.split(b"\n"):
+        try:
+            text = line.decode("utf-8")
+        except UnicodeDecodeError:
+            out.append(line)
+        else:
+            out.append(redact(text).encode("utf-8"))
+    return b"\n".join(out)
+
+
+def _write_bytes(path: Path, data: bytes, warn: Warn) -> None:
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_bytes(data)
+    except OSError as exc:
+        warn(f"could not write {path}: {exc.strerror or exc}")
