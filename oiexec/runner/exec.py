@@ -185,7 +185,11 @@ class _Run:
         self.result = RunResult(exit_code=ExitCode.SUCCESS, thread_id=self.store.thread_id)
         timeout = self.request.timeout
         self.deadline = prepared.started + timeout if timeout else None
-        self.tracker: RefusalTracker | None = None
+        from oiexec.sandbox import get_sandbox
+
+        self.tracker = RefusalTracker(get_sandbox(prepared.policy))
+        # Registered before the tool cleanup, so it runs after every command has ended.
+        stack.callback(self.tracker.close)
         self.harness: Harness | None = None
 
     def execute(self) -> RunResult:
@@ -202,7 +206,7 @@ class _Run:
                 outcome = loop.run(history, usage)
             usage = outcome.usage
             loop.harness.finish_turn(loop.ctx)
-            if self.tracker is not None and self.tracker.refusals:
+            if self.tracker.refusals:
                 # The model may have worked around the refusal, but what was asked could not
                 # be done as configured: say so with the sandbox exit code.
                 raise SandboxUnavailable(f"sandbox unavailable: {self.tracker.refusals[0]}")
@@ -263,10 +267,30 @@ class _Run:
         also as `error` items before `turn.started`, so SDK users see them."""
         from oiexec.events import ErrorItem
 
-        for text in (*self.request.warnings, *self.p.config.warnings):
+        for text in (*self.request.warnings, *self.p.config.warnings, *self._sandbox_warnings()):
             self.warn(text)
             if not self.human:
                 self.items.completed(ErrorItem(id=self.items.next_id(), message=text))
+
+    def _sandbox_summary(self) -> str:
+        summary = self.p.policy.summary()
+        backend = self.tracker.backend
+        return summary if backend == "none" else f"{summary} ({backend})"
+
+    def _sandbox_warnings(self) -> list[str]:
+        """A degraded backend (Landlock instead of bwrap) is allowed, but never silently."""
+        info = self.tracker.describe()
+        fixes = [str(f) for f in info.get("remediation") or []]
+        fix = f". Fix: {fixes[0]}" if fixes else ""
+        if info.get("backend") == "unavailable":
+            return [
+                f"sandbox unavailable for `{self.p.policy.mode}`: {info.get('reason')}; "
+                f"commands will be refused and the run will exit 6{fix}"
+            ]
+        degraded = [str(d) for d in info.get("degraded") or []]
+        if not degraded or info.get("backend") == "none":
+            return []
+        return [f"sandbox degraded ({info.get('backend')}): " + "; ".join(degraded) + fix]
 
     def _close_open_work(self) -> None:
         """Kill what is still running and complete its items before the final event, as
@@ -294,7 +318,7 @@ class _Run:
                 ("model", settings.model),
                 ("provider", self.p.provider_id),
                 ("approval", "never"),
-                ("sandbox", self.p.policy.summary()),
+                ("sandbox", self._sandbox_summary()),
                 ("reasoning effort", settings.model_reasoning_effort or "default"),
                 ("session id", self.store.thread_id),
             ],
@@ -304,7 +328,6 @@ class _Run:
         from oiexec.agent.loop import AgentLoop, LoopLimits, ModelOptions
         from oiexec.harness.registry import HarnessInputs, build_harness
         from oiexec.providers.registry import create_client
-        from oiexec.sandbox import get_sandbox
         from oiexec.tools.base import ToolContext
         from oiexec.tools.shell_env import build_command_env
 
@@ -320,7 +343,6 @@ class _Run:
         )
         for secret in env.removed_secrets:
             register_secret(secret)
-        self.tracker = RefusalTracker(get_sandbox(p.policy))
         ctx = ToolContext(
             cwd=request.cwd,
             sandbox=self.tracker,
@@ -330,7 +352,6 @@ class _Run:
             deadline=self.deadline,
         )
         self.stack.enter_context(ctx.cleanup)
-        ctx.cleanup.callback(self.tracker.close)  # last: after every command has ended
         harness = build_harness(
             HarnessInputs(
                 settings=settings,

@@ -248,3 +248,23 @@ def test_interrupt_is_130_and_kills_children(
     time.sleep(0.2)
     with pytest.raises(ProcessLookupError):
         os.kill(int(marker.read_text()), 0)
+
+
+def test_degraded_sandbox_is_announced(model_server: ModelServer, repo: Path) -> None:
+    model_server.enqueue(reply("ok"))
+    args = [*exec_args(model_server), "-s", "workspace-write", "x"]
+    result = run_cli(args, cwd=repo, env={"OI_SANDBOX_FAULTS": "no-userns"})
+    assert result.returncode == 0, result.stderr
+    assert "sandbox degraded (landlock)" in result.stderr
+    warnings = [i["message"] for i in result.items("error")]
+    assert any("sandbox degraded (landlock)" in w for w in warnings)
+
+
+def test_unavailable_sandbox_is_announced_up_front(model_server: ModelServer, repo: Path) -> None:
+    model_server.enqueue(reply("nothing to run"))
+    args = [*exec_args(model_server), "-s", "read-only", "x"]
+    result = run_cli(args, cwd=repo, env={"OI_SANDBOX_FAULTS": "no-userns,no-landlock"})
+    # No command was refused, so the run itself succeeds; the warning came first.
+    assert result.returncode == 0, result.stderr
+    assert "sandbox unavailable for `read-only`" in result.stderr
+    assert result.types()[1] == "item.completed"
