@@ -219,16 +219,7 @@ class ProviderHttp:
 
         `parse` raises `StreamInterrupted` when the events end before the response completed.
         """
-        max_retries = self.provider.stream_max_retries
-        retrying = Retrying(
-            stop=stop_after_attempt(max_retries + 1),
-            retry=retry_if_exception_type(StreamInterrupted),
-            wait=self._wait,
-            before_sleep=lambda state: on_retry(
-                state.attempt_number, max_retries, self._clean(_reason(state))
-            ),
-            reraise=True,
-        )
+        retrying = self._retrying(self.provider.stream_max_retries, StreamInterrupted, on_retry)
         try:
             for attempt in retrying:
                 with attempt:
@@ -236,6 +227,21 @@ class ProviderHttp:
         except StreamInterrupted as exc:
             raise ProviderError(self._clean(exc.reason)) from None
         raise AssertionError("unreachable: tenacity either returns or raises")
+
+    def _retrying(
+        self, max_retries: int, retry_on: type[Exception], on_retry: RetryCallback
+    ) -> Retrying:
+        """One retry budget: `max_retries` after the first attempt, for `retry_on` only,
+        telling `on_retry` before each wait."""
+        return Retrying(
+            stop=stop_after_attempt(max_retries + 1),
+            retry=retry_if_exception_type(retry_on),
+            wait=self._wait,
+            before_sleep=lambda state: on_retry(
+                state.attempt_number, max_retries, self._clean(_reason(state))
+            ),
+            reraise=True,
+        )
 
     def _stream_once(
         self,
@@ -259,16 +265,7 @@ class ProviderHttp:
             raise StreamInterrupted(_describe(exc)) from None
 
     def _open(self, path: str, body: dict[str, Any], on_retry: RetryCallback) -> httpx.Response:
-        max_retries = self.provider.request_max_retries
-        retrying = Retrying(
-            stop=stop_after_attempt(max_retries + 1),
-            retry=retry_if_exception_type(_RetryableRequest),
-            wait=self._wait,
-            before_sleep=lambda state: on_retry(
-                state.attempt_number, max_retries, self._clean(_reason(state))
-            ),
-            reraise=True,
-        )
+        retrying = self._retrying(self.provider.request_max_retries, _RetryableRequest, on_retry)
         try:
             for attempt in retrying:
                 with attempt:
