@@ -1,7 +1,7 @@
 """`interpreter sandbox`: run one command under the sandbox policy, or diagnose the host.
 
-    interpreter sandbox [-s MODE] [--add-dir DIR] [-C DIR] [--network] -- CMD ARGS...
-    interpreter sandbox doctor [-s MODE] [--require full|any] [--json]
+    interpreter sandbox [-s MODE] [--backend B] [--add-dir DIR] [-C DIR] [--network] -- CMD ARGS...
+    interpreter sandbox doctor [-s MODE] [--backend B] [--require auto|full|any] [--json]
 
 Only click is imported at module level so `--help` stays fast.
 """
@@ -17,7 +17,8 @@ from typing import Any
 import click
 
 _MODES = ("read-only", "workspace-write", "danger-full-access")
-_REQUIRE = ("any", "full")
+_REQUIRE = ("auto", "any", "full")
+_BACKENDS = ("auto", "bwrap", "landlock")
 
 
 class _SandboxGroup(click.Group):
@@ -31,16 +32,36 @@ class _SandboxGroup(click.Group):
         return super().parse_args(ctx, args)
 
 
-def _policy(mode: str, cwd: Path, add_dirs: tuple[str, ...], network: bool, require: str) -> Any:
-    from oiexec.sandbox.base import SandboxPolicy
+def _policy(
+    mode: str, cwd: Path, add_dirs: tuple[str, ...], network: bool, require: str, backend: str
+) -> Any:
+    from oiexec.sandbox.base import SandboxPolicy, resolve_require
 
+    # click.Choice guarantees the literal types below.
     return SandboxPolicy(
-        mode=mode,  # type: ignore[arg-type]  # click.Choice guarantees a SandboxMode
+        mode=mode,  # type: ignore[arg-type]
         cwd=cwd,
         extra_roots=tuple(Path(d).resolve() for d in add_dirs),
         network_access=network,
-        require=require,  # type: ignore[arg-type]
+        require=resolve_require(require),  # type: ignore[arg-type]
+        backend=backend,  # type: ignore[arg-type]
     )
+
+
+_backend_option = click.option(
+    "--backend",
+    type=click.Choice(_BACKENDS),
+    default="auto",
+    show_default=True,
+    help="Linux backend (as sandbox_backend): bwrap when it works, else Landlock.",
+)
+_require_option = click.option(
+    "--require",
+    type=click.Choice(_REQUIRE),
+    default="auto",
+    show_default=True,
+    help='"full" refuses the degraded Landlock backend; "auto" is "full" as root.',
+)
 
 
 @click.group(
@@ -73,13 +94,8 @@ def _policy(mode: str, cwd: Path, add_dirs: tuple[str, ...], network: bool, requ
     help="Working directory (the workspace).",
 )
 @click.option("--network", is_flag=True, help="Allow network in workspace-write.")
-@click.option(
-    "--require",
-    type=click.Choice(_REQUIRE),
-    default="any",
-    show_default=True,
-    help='"full" refuses the degraded Landlock backend.',
-)
+@_require_option
+@_backend_option
 @click.pass_context
 def sandbox_group(
     ctx: click.Context,
@@ -88,6 +104,7 @@ def sandbox_group(
     cwd: str | None,
     network: bool,
     require: str,
+    backend: str,
 ) -> None:
     """Run CMD under the sandbox: `interpreter sandbox -s workspace-write -- CMD ARGS...`."""
     if ctx.invoked_subcommand is not None:
@@ -96,13 +113,19 @@ def sandbox_group(
     if not command:
         raise click.UsageError("give the command after `--`, e.g. `interpreter sandbox -- ls`")
     workdir = Path(cwd or os.getcwd()).resolve()
-    ctx.exit(_run(_policy(mode, workdir, add_dirs, network, require), command, workdir))
+    policy = _policy(mode, workdir, add_dirs, network, require, backend)
+    ctx.exit(_run(policy, command, workdir))
 
 
 def _run(policy: Any, command: list[str], cwd: Path) -> int:
+    from oiexec.errors import OiexecError
     from oiexec.sandbox import get_sandbox
 
-    sandbox = get_sandbox(policy)
+    try:
+        sandbox = get_sandbox(policy)
+    except OiexecError as exc:
+        click.echo(exc.render(), err=True)
+        return int(exc.exit_code)
     try:
         return _run_in(sandbox, command, cwd)
     finally:
@@ -147,16 +170,24 @@ def _run_in(sandbox: Any, command: list[str], cwd: Path) -> int:
     show_default=True,
     help="The mode to check.",
 )
-@click.option("--require", type=click.Choice(_REQUIRE), default="any", show_default=True)
+@_require_option
+@_backend_option
 @click.option("--network", is_flag=True, help="Check workspace-write with network on.")
 @click.option("--json", "as_json", is_flag=True, help="Print the report as JSON on stdout.")
 @click.option("-C", "--cd", "cwd", type=click.Path(file_okay=False, exists=True))
-def doctor_command(mode: str, require: str, network: bool, as_json: bool, cwd: str | None) -> None:
+def doctor_command(
+    mode: str, require: str, backend: str, network: bool, as_json: bool, cwd: str | None
+) -> None:
     """Which backend would be used and why, what it enforces, what is degraded, how to fix."""
+    from oiexec.errors import OiexecError
     from oiexec.sandbox.doctor import render_report, run_doctor
 
     workdir = Path(cwd or os.getcwd()).resolve()
-    report = run_doctor(_policy(mode, workdir, (), network, require))
+    try:
+        report = run_doctor(_policy(mode, workdir, (), network, require, backend))
+    except OiexecError as exc:
+        click.echo(exc.render(), err=True)
+        sys.exit(int(exc.exit_code))
     if as_json:
         click.echo(json.dumps(report, indent=2))
     else:

@@ -53,6 +53,14 @@ class SandboxWorkspaceWrite(_Table):
     exclude_slash_tmp: bool = False
 
 
+class SandboxLimitsConfig(_Table):
+    """`[sandbox_limits]`: per-command resource limits; 0 means unlimited."""
+
+    max_processes: int = Field(default=1024, ge=0)
+    max_file_size_mb: int = Field(default=1024, ge=0)
+    max_cpu_seconds: int = Field(default=3600, ge=0)
+
+
 class ShellEnvironmentPolicy(_Table):
     """`[shell_environment_policy]`: the environment model-run commands see.
 
@@ -94,8 +102,12 @@ class Settings(BaseSettings):
     #: None means: `workspace-write` in a trusted project, `read-only` otherwise.
     sandbox_mode: SandboxMode | None = None
     sandbox_workspace_write: SandboxWorkspaceWrite = Field(default_factory=SandboxWorkspaceWrite)
-    #: "full" refuses a degraded sandbox backend (Landlock without protected paths).
-    sandbox_require: Literal["full", "any"] = "any"
+    #: "full" refuses a degraded sandbox backend (Landlock without protected paths); "auto"
+    #: is "full" for a root runner and "any" otherwise.
+    sandbox_require: Literal["auto", "full", "any"] = "auto"
+    #: Linux backend: "auto" (bwrap when it works, else Landlock), "bwrap" or "landlock".
+    sandbox_backend: Literal["auto", "bwrap", "landlock"] = "auto"
+    sandbox_limits: SandboxLimitsConfig = Field(default_factory=SandboxLimitsConfig)
     approval_policy: ApprovalPolicy = "on-request"
     shell_environment_policy: ShellEnvironmentPolicy = Field(default_factory=ShellEnvironmentPolicy)
 

@@ -9,7 +9,13 @@ from oiexec.config.settings import Settings
 from oiexec.errors import SandboxUnavailable
 from oiexec.protocols import Sandbox
 from oiexec.runner.request import ExecRequest
-from oiexec.sandbox.base import PreparedCommand, SandboxMode, SandboxPolicy
+from oiexec.sandbox.base import (
+    PreparedCommand,
+    SandboxLimits,
+    SandboxMode,
+    SandboxPolicy,
+    resolve_require,
+)
 
 
 def effective_mode(settings: Settings, *, trusted: bool, bypass: bool) -> SandboxMode:
@@ -31,7 +37,18 @@ def build_policy(settings: Settings, request: ExecRequest, *, trusted: bool) -> 
         network_access=extra.network_access,
         exclude_tmpdir_env_var=extra.exclude_tmpdir_env_var,
         exclude_slash_tmp=extra.exclude_slash_tmp,
-        require=settings.sandbox_require,
+        require=resolve_require(settings.sandbox_require),
+        backend=settings.sandbox_backend,
+        limits=limits_from(settings),
+    )
+
+
+def limits_from(settings: Settings) -> SandboxLimits:
+    conf = settings.sandbox_limits
+    return SandboxLimits(
+        max_processes=conf.max_processes or None,
+        max_file_size=conf.max_file_size_mb * 1024 * 1024 or None,
+        max_cpu_seconds=conf.max_cpu_seconds or None,
     )
 
 

@@ -15,6 +15,32 @@ from typing import Any, Literal
 
 SandboxMode = Literal["read-only", "workspace-write", "danger-full-access"]
 SANDBOX_MODES: tuple[SandboxMode, ...] = ("read-only", "workspace-write", "danger-full-access")
+#: `sandbox_backend`: "auto" takes bwrap when it works, else degraded Landlock.
+BackendChoice = Literal["auto", "bwrap", "landlock"]
+BACKEND_CHOICES: tuple[BackendChoice, ...] = ("auto", "bwrap", "landlock")
+
+
+@dataclass(frozen=True)
+class SandboxLimits:
+    """Per-command resource limits (None: not limited). Enforced by every Linux backend."""
+
+    #: Processes (and threads) a command may have at once: a fork bomb stops here.
+    max_processes: int | None = 1024
+    #: Largest file a command may write, in bytes (RLIMIT_FSIZE): a runaway writer stops here.
+    max_file_size: int | None = 1024 * 1024 * 1024
+    #: CPU seconds per process (RLIMIT_CPU); wall time is the tool timeout's business.
+    max_cpu_seconds: int | None = 3600
+
+
+RequireChoice = Literal["auto", "full", "any"]
+
+
+def resolve_require(choice: RequireChoice) -> Literal["full", "any"]:
+    """`sandbox_require = "auto"`: a root runner (the usual CI container) refuses the degraded
+    backend, since there a sandbox gap is a gap to host root; anyone else accepts it."""
+    if choice != "auto":
+        return choice
+    return "full" if os.geteuid() == 0 else "any"
 
 
 @dataclass(frozen=True)
@@ -28,8 +54,12 @@ class SandboxPolicy:
     network_access: bool = False
     exclude_tmpdir_env_var: bool = False
     exclude_slash_tmp: bool = False
-    #: "full" refuses degraded backends; "any" accepts them with a warning.
+    #: "full" refuses degraded backends; "any" accepts them with a warning. (The config's
+    #: "auto" is resolved before this: "full" for a root runner, "any" otherwise.)
     require: Literal["full", "any"] = "any"
+    #: Which Linux backend to use; "auto" picks bwrap when it works, else Landlock.
+    backend: BackendChoice = "auto"
+    limits: SandboxLimits = field(default_factory=SandboxLimits)
 
     @property
     def network_disabled(self) -> bool:

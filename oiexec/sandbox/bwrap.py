@@ -19,7 +19,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from oiexec.sandbox import mountpoints, profiles, seccomp
+from oiexec.sandbox import hooks, mountpoints, profiles, seccomp
 from oiexec.sandbox.base import PreparedCommand, SandboxPolicy
 from oiexec.sandbox.paths import PROTECTED_NAMES, protected_gitdirs, real_writable_roots
 from oiexec.sandbox.privtmp import PrivateRoot, PrivateTmp
@@ -55,7 +55,7 @@ class BwrapFeatures:
 
 def find_bwrap(writable_roots: list[Path]) -> str | None:
     """The first `bwrap` on PATH outside every writable root, else a fixed system path."""
-    override = os.environ.get("OI_SANDBOX_BWRAP")
+    override = hooks.bwrap_override()
     if override:
         return override if os.access(override, os.X_OK) else None
     for entry in os.environ.get("PATH", "").split(os.pathsep):

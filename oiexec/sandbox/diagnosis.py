@@ -118,9 +118,9 @@ def decide(policy: SandboxPolicy, pre: Preflight) -> Decision:
             reason=pre.bwrap_error or "unsupported architecture",
             remediation=[FIX_EXTERNAL],
         )
-    if pre.bwrap is not None and pre.forced in (None, "bwrap"):
+    if pre.bwrap is not None and policy.backend in ("auto", "bwrap"):
         return _bwrap_decision(policy, pre)
-    if pre.landlock_abi >= 2 and pre.forced in (None, "landlock"):
+    if pre.landlock_abi >= 2 and policy.backend in ("auto", "landlock"):
         return _landlock_decision(policy, pre)
     reasons = [f"bwrap: {pre.bwrap_error}" if pre.bwrap is None else "bwrap: not selected"]
     reasons.append(
@@ -168,7 +168,11 @@ def _landlock_decision(policy: SandboxPolicy, pre: Preflight) -> Decision:
             f"Landlock ABI {pre.landlock_abi} < 6: signals to host processes and abstract "
             "Unix sockets are not scoped"
         )
-    why = "forced by OI_SANDBOX_BACKEND" if pre.forced else f"bwrap cannot run: {pre.bwrap_error}"
+    why = (
+        'chosen with sandbox_backend = "landlock"'
+        if policy.backend == "landlock"
+        else f"bwrap cannot run: {pre.bwrap_error}"
+    )
     fixes = _userns_fixes(pre) if pre.bwrap is None else []
     if policy.require == "full":
         return Decision(
@@ -178,7 +182,12 @@ def _landlock_decision(policy: SandboxPolicy, pre: Preflight) -> Decision:
             reason=f"only the degraded Landlock backend works ({why}) and sandbox_require = "
             '"full" refuses it',
             degraded=degraded,
-            remediation=[*fixes, 'or accept it with sandbox_require = "any"', FIX_EXTERNAL],
+            remediation=[
+                *fixes,
+                'or accept the degraded backend with sandbox_require = "any" (the default '
+                "for a root runner is \"full\")",
+                FIX_EXTERNAL,
+            ],
         )
     return Decision(
         "landlock",

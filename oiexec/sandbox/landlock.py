@@ -11,6 +11,8 @@ import ctypes
 import os
 from pathlib import Path
 
+from oiexec.sandbox import hooks
+
 _SYS_CREATE_RULESET = 444  # same number on x86_64 and aarch64 (asm-generic)
 _SYS_ADD_RULE = 445
 _SYS_RESTRICT_SELF = 446
@@ -78,7 +80,7 @@ class LandlockError(OSError):
 
 def abi_version() -> int:
     """The kernel's Landlock ABI, or 0 when Landlock is missing or disabled."""
-    if "no-landlock" in os.environ.get("OI_SANDBOX_FAULTS", "").split(","):
+    if "no-landlock" in hooks.faults():
         return 0
     version = _libc.syscall(_SYS_CREATE_RULESET, None, ctypes.c_size_t(0), _CREATE_RULESET_VERSION)
     return max(int(version), 0)

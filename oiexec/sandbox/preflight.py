@@ -4,9 +4,10 @@ Probes run the real bwrap flags on /bin/true (reading `--json-status-fd` rather 
 error text), ask the kernel for its Landlock ABI, and read a few facts (AppArmor userns
 restriction, user namespace limit, container markers) to suggest a fix.
 
-Test hooks (environment): `OI_SANDBOX_BWRAP=/path` uses that bwrap; `OI_SANDBOX_BACKEND=
-bwrap|landlock` forces one backend; `OI_SANDBOX_FAULTS=no-userns,no-proc,no-landlock`
-simulates those host failures.
+Test hooks (environment, honoured only with `OIEXEC_SANDBOX_TEST_HOOKS=1`; set without it they
+are refused, see `hooks.py`): `OI_SANDBOX_BWRAP=/path` uses that bwrap;
+`OI_SANDBOX_FAULTS=no-userns,no-proc,no-landlock` simulates those host failures. Users choose
+a backend with `sandbox_backend`, not with the environment.
 """
 
 from __future__ import annotations
@@ -20,7 +21,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from oiexec.sandbox import landlock, profiles, seccomp
+from oiexec.sandbox import hooks, landlock, profiles, seccomp
 from oiexec.sandbox.bwrap import BwrapFeatures, find_bwrap
 
 _SIMULATED_USERNS = "bwrap: No permissions to create new namespace (simulated: no-userns)"
@@ -39,7 +40,6 @@ class Preflight:
     landlock_error: str | None = None
     seatbelt: bool = False
     context: dict[str, Any] = field(default_factory=dict)
-    forced: str | None = None
 
     def as_dict(self) -> dict[str, Any]:
         return {
@@ -53,12 +53,11 @@ class Preflight:
             "landlock_error": self.landlock_error,
             "seatbelt": self.seatbelt,
             "context": self.context,
-            "forced_backend": self.forced,
         }
 
 
 def faults() -> set[str]:
-    return {f.strip() for f in os.environ.get("OI_SANDBOX_FAULTS", "").split(",") if f.strip()}
+    return hooks.faults()
 
 
 _cache: dict[tuple[str | None, ...], Preflight] = {}
@@ -68,11 +67,7 @@ _lock = threading.Lock()
 def run_preflight(writable_roots: list[Path] | None = None) -> Preflight:
     """The cached preflight for the current environment switches."""
     bwrap_path = find_bwrap(writable_roots or []) if sys.platform == "linux" else None
-    key = (
-        bwrap_path,
-        os.environ.get("OI_SANDBOX_FAULTS"),
-        os.environ.get("OI_SANDBOX_BACKEND"),
-    )
+    key = (bwrap_path, ",".join(sorted(hooks.faults())))
     with _lock:
         if key not in _cache:
             _cache[key] = _probe(bwrap_path)
@@ -85,7 +80,7 @@ def clear_cache() -> None:
 
 
 def _probe(bwrap_path: str | None) -> Preflight:
-    result = Preflight(platform=sys.platform, forced=os.environ.get("OI_SANDBOX_BACKEND") or None)
+    result = Preflight(platform=sys.platform)
     if sys.platform == "darwin":
         result.seatbelt = os.access("/usr/bin/sandbox-exec", os.X_OK)
         return result

@@ -7,6 +7,7 @@ from typing import Any
 
 from oiexec.errors import SandboxUnavailable
 from oiexec.protocols import Sandbox
+from oiexec.sandbox import hooks
 from oiexec.sandbox.base import NoSandbox, PreparedCommand, SandboxPolicy
 from oiexec.sandbox.diagnosis import Decision, decide
 from oiexec.sandbox.paths import real_writable_roots
@@ -42,7 +43,9 @@ class UnavailableSandbox:
 
 
 def decide_for(policy: SandboxPolicy) -> Decision:
-    """The backend decision for `policy`, from the cached preflight."""
+    """The backend decision for `policy`, from the cached preflight. Raises `ConfigError`
+    when a test-only hook is set outside the test suite."""
+    hooks.check()
     return decide(policy, run_preflight(real_writable_roots(policy)))
 
 

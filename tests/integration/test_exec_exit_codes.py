@@ -198,13 +198,18 @@ def test_sandbox_unavailable_is_6_and_command_not_run(
         reply("could not run it"),
     )
     args = [*exec_args(model_server), "-s", "workspace-write", "x"]
-    result = run_cli(args, cwd=repo, env={"OI_SANDBOX_FAULTS": "no-userns,no-landlock"})
+    result = run_cli(args, cwd=repo, env=_faults("no-userns,no-landlock"))
     assert result.returncode == 6, result.stderr
     assert not (repo / "ran.txt").exists()
     assert result.events[-1]["type"] == "turn.failed"
     assert "sandbox unavailable" in result.events[-1]["error"]["message"]
     output = next(iter(_tool_outputs(model_server)))
     assert "sandbox unavailable" in output
+
+
+def _faults(names: str) -> dict[str, str]:
+    """Simulated host failures (test-only hooks, honoured with the test switch)."""
+    return {"OIEXEC_SANDBOX_TEST_HOOKS": "1", "OI_SANDBOX_FAULTS": names}
 
 
 def _tool_outputs(server: ModelServer) -> list[str]:
@@ -252,8 +257,8 @@ def test_interrupt_is_130_and_kills_children(
 
 def test_degraded_sandbox_is_announced(model_server: ModelServer, repo: Path) -> None:
     model_server.enqueue(reply("ok"))
-    args = [*exec_args(model_server), "-s", "workspace-write", "x"]
-    result = run_cli(args, cwd=repo, env={"OI_SANDBOX_FAULTS": "no-userns"})
+    args = [*exec_args(model_server), "-s", "workspace-write", "-c", "sandbox_require=any", "x"]
+    result = run_cli(args, cwd=repo, env=_faults("no-userns"))
     assert result.returncode == 0, result.stderr
     assert "sandbox degraded (landlock)" in result.stderr
     warnings = [i["message"] for i in result.items("error")]
@@ -263,7 +268,7 @@ def test_degraded_sandbox_is_announced(model_server: ModelServer, repo: Path) ->
 def test_unavailable_sandbox_is_announced_up_front(model_server: ModelServer, repo: Path) -> None:
     model_server.enqueue(reply("nothing to run"))
     args = [*exec_args(model_server), "-s", "read-only", "x"]
-    result = run_cli(args, cwd=repo, env={"OI_SANDBOX_FAULTS": "no-userns,no-landlock"})
+    result = run_cli(args, cwd=repo, env=_faults("no-userns,no-landlock"))
     # No command was refused, so the run itself succeeds; the warning came first.
     assert result.returncode == 0, result.stderr
     assert "sandbox unavailable for `read-only`" in result.stderr

@@ -1,8 +1,11 @@
-"""Shared fixtures: run `interpreter sandbox` as an unprivileged user against real dirs.
+"""Shared fixtures: run `interpreter sandbox` and `interpreter exec` against real dirs, as
+root (the CI-container case) and as an unprivileged user.
 
-As root, commands run as `nobody` through `setpriv`; as any other user they run as that user.
-The Python running the tests must be executable by that user (as root: `chmod o+x /root`
-when Python lives under /root).
+Run as root, every `box` test runs twice: once as root itself and once as `nobody` (through
+`setpriv`); run as anyone else, once as that user. The Python running the tests must be
+executable by `nobody` (as root, the search bit is added to the directories on its way).
+Backends are chosen the way users choose them (`--backend`, `-c sandbox_backend=`); the
+simulated host failures need `OIEXEC_SANDBOX_TEST_HOOKS=1`, which `Box.env` sets.
 """
 
 from __future__ import annotations
@@ -22,23 +25,45 @@ import pytest
 import oiexec
 
 REPO_ROOT = Path(oiexec.__file__).resolve().parent.parent
-PYTHON = os.path.realpath(sys.executable)
+# Not realpath'd: in a virtualenv, bin/python is a link whose target lacks the venv's packages.
+PYTHON = os.path.abspath(sys.executable)
 NOBODY = 65534
 BACKENDS = ("bwrap", "landlock")
 SANDBOXED_MODES = ("read-only", "workspace-write")
+IS_ROOT = os.geteuid() == 0
+#: Who runs the runner: root and nobody when the suite runs as root, else the current user.
+USERS = ("root", "nobody") if IS_ROOT else ("user",)
+TEST_HOOKS = {"OIEXEC_SANDBOX_TEST_HOOKS": "1"}
 
 
 def unprivileged_ids() -> tuple[int, int]:
-    if os.geteuid() == 0:
+    if IS_ROOT:
         return NOBODY, NOBODY
     return os.geteuid(), os.getegid()
 
 
-def as_user(argv: list[str]) -> list[str]:
-    if os.geteuid() != 0:
+def as_user(argv: list[str], who: str = "nobody") -> list[str]:
+    """`argv` run as `who`: "root" (only when the suite is root) runs it unchanged."""
+    if not IS_ROOT or who == "root":
         return argv
     uid, gid = unprivileged_ids()
     return ["setpriv", f"--reuid={uid}", f"--regid={gid}", "--clear-groups", *argv]
+
+
+def backend_args(backend: str | None) -> list[str]:
+    """`interpreter sandbox` flags choosing `backend` as a user would. Landlock also needs
+    `--require any`, since a root runner refuses the degraded backend by default."""
+    if backend is None:
+        return []
+    return ["--backend", backend, *(["--require", "any"] if backend == "landlock" else [])]
+
+
+def exec_backend_args(backend: str | None) -> list[str]:
+    """The same choice for `interpreter exec` (`-c` overrides)."""
+    if backend is None:
+        return []
+    args = ["-c", f"sandbox_backend={backend}"]
+    return args + (["-c", "sandbox_require=any"] if backend == "landlock" else [])
 
 
 @pytest.fixture(scope="session", autouse=True)
@@ -48,7 +73,7 @@ def _unprivileged_can_run_python() -> None:
     bit is added to directories on the way; nothing becomes readable that was not."""
     if os.geteuid() != 0:
         return
-    for target in (Path(PYTHON), REPO_ROOT):
+    for target in (Path(PYTHON), Path(os.path.realpath(PYTHON)), REPO_ROOT):
         for directory in reversed(target.parents):
             mode = directory.stat().st_mode
             if not mode & 0o001:
@@ -69,20 +94,27 @@ class Box:
     root: Path
     ws: Path
     outside: Path
+    #: "root", "nobody" or "user": who runs the runner (see `USERS`).
+    who: str = "nobody"
     extra_env: dict[str, str] = field(default_factory=dict)
 
-    def env(self, backend: str | None, **extra: str) -> dict[str, str]:
-        env = {
+    def env(self, backend: str | None = None, **extra: str) -> dict[str, str]:
+        """The runner's environment. `backend` is accepted for old call sites and ignored:
+        the backend is chosen with flags (`backend_args`, `exec_backend_args`)."""
+        del backend
+        return {
             "PATH": os.environ.get("PATH", "/usr/bin:/bin"),
             "HOME": str(self.root),
             "PYTHONPATH": str(REPO_ROOT),
             "LANG": "C.UTF-8",
+            **TEST_HOOKS,
             **self.extra_env,
             **extra,
         }
-        if backend:
-            env["OI_SANDBOX_BACKEND"] = backend
-        return env
+
+    def as_me(self, argv: list[str]) -> list[str]:
+        """`argv` as this box's runner user."""
+        return as_user(argv, self.who)
 
     def cli(
         self,
@@ -92,11 +124,15 @@ class Box:
         env: dict[str, str] | None = None,
         timeout: float = 60,
     ) -> subprocess.CompletedProcess[str]:
-        argv = as_user([PYTHON, "-m", "oiexec.cli.sandbox_cmd", *args])
+        if args and args[0] == "doctor":
+            args = ["doctor", *backend_args(backend), *args[1:]]
+        else:
+            args = [*backend_args(backend), *args]
+        argv = self.as_me([PYTHON, "-m", "oiexec.cli.sandbox_cmd", *args])
         return subprocess.run(
             argv,
             cwd=self.ws,
-            env={**self.env(backend), **(env or {})},
+            env={**self.env(), **(env or {})},
             capture_output=True,
             text=True,
             timeout=timeout,
@@ -110,8 +146,9 @@ class Box:
         return self.cli(args, backend=backend)
 
 
-@pytest.fixture
-def box() -> Iterator[Box]:
+@pytest.fixture(params=USERS)
+def box(request: pytest.FixtureRequest) -> Iterator[Box]:
+    """A fresh box, once per runner user (root and nobody when the suite runs as root)."""
     tag = uuid.uuid4().hex[:10]
     root = Path(f"/tmp/oi-sbx-{tag}")
     outside = Path(f"/var/tmp/oi-sbx-out-{tag}")
@@ -121,10 +158,11 @@ def box() -> Iterator[Box]:
     subprocess.run(["git", "init", "-q", str(ws)], check=True)
     (ws / ".git" / "hooks" / "pre-commit").write_text("#!/bin/sh\nexit 0\n")
     (ws / "README").write_text("hello\n")
-    for path in (root, outside):
-        _chown_tree(path)
+    if request.param != "root":
+        for path in (root, outside):
+            _chown_tree(path)
     try:
-        yield Box(root=root, ws=ws, outside=outside)
+        yield Box(root=root, ws=ws, outside=outside, who=request.param)
     finally:
         shutil.rmtree(root, ignore_errors=True)
         shutil.rmtree(outside, ignore_errors=True)

@@ -6,7 +6,7 @@ from __future__ import annotations
 import socket
 import subprocess
 
-from tests.sandbox.conftest import PYTHON, Box, as_user
+from tests.sandbox.conftest import PYTHON, Box
 
 FULL = "danger-full-access"
 
@@ -14,7 +14,7 @@ FULL = "danger-full-access"
 def test_probes_succeed_in_danger_full_access(
     box: Box, udp_listener: socket.socket, tcp_listener: socket.socket
 ) -> None:
-    victim = subprocess.Popen(as_user(["sleep", "60"]))
+    victim = subprocess.Popen(box.as_me(["sleep", "60"]))
     udp_port = udp_listener.getsockname()[1]
     tcp_port = tcp_listener.getsockname()[1]
     udp = (

@@ -9,7 +9,7 @@ import sys
 
 import pytest
 
-from tests.sandbox.conftest import BACKENDS, PYTHON, SANDBOXED_MODES, Box, as_user, snapshot_tree
+from tests.sandbox.conftest import BACKENDS, PYTHON, SANDBOXED_MODES, Box, snapshot_tree
 
 pytestmark = pytest.mark.parametrize("backend", BACKENDS)
 
@@ -80,7 +80,7 @@ def test_udp_to_host_listener_is_blocked(
 
 @pytest.mark.parametrize("mode", SANDBOXED_MODES)
 def test_host_process_cannot_be_signalled(box: Box, backend: str, mode: str) -> None:
-    victim = subprocess.Popen(as_user(["sleep", "60"]))
+    victim = subprocess.Popen(box.as_me(["sleep", "60"]))
     try:
         box.run(mode, f"kill -9 {victim.pid}; kill -9 -1; true", backend=backend)
         assert victim.poll() is None, "a sandboxed command killed a host process"

@@ -11,14 +11,15 @@ import subprocess
 
 import pytest
 
-from tests.sandbox.conftest import BACKENDS, PYTHON, Box, as_user, snapshot_tree
+from tests.sandbox.conftest import BACKENDS, PYTHON, Box, exec_backend_args, snapshot_tree
 from tests.support.model_server import ModelServer, apply_patch_call, call, reply, tool_outputs
 
 
 def _exec(box: Box, server: ModelServer, mode: str, backend: str) -> dict[str, object]:
-    env = box.env(backend, OPENINTERPRETER_HOME=str(box.root / "home"))
-    argv = as_user(
-        [PYTHON, "-m", "oiexec", "exec", "--json", "-s", mode, *server.config_args(), "try"]
+    env = box.env(OPENINTERPRETER_HOME=str(box.root / "home"))
+    argv = box.as_me(
+        [PYTHON, "-m", "oiexec", "exec", "--json", "-s", mode, *exec_backend_args(backend),
+         *server.config_args(), "try"]
     )
     proc = subprocess.run(
         argv, cwd=box.ws, env=env, capture_output=True, text=True, timeout=120,

@@ -27,7 +27,7 @@ def test_bwrap_is_installed_and_selected(box: Box) -> None:
 
 
 def test_no_user_namespaces_falls_back_to_degraded_landlock(box: Box) -> None:
-    rc, report = _doctor(box, OI_SANDBOX_FAULTS="no-userns")
+    rc, report = _doctor(box, "--require", "any", OI_SANDBOX_FAULTS="no-userns")
     assert rc == 0
     assert report["backend"] == "landlock"
     assert any("tripwire" in d for d in report["degraded"])  # type: ignore[attr-defined]
@@ -78,7 +78,7 @@ def _fake_bwrap(box: Box, body: str) -> Path:
 
 def test_fake_bwrap_refusing_namespaces_is_diagnosed_by_running_it(box: Box) -> None:
     fake = _fake_bwrap(box, 'echo "bwrap: setting up uid map: Permission denied" >&2; exit 1\n')
-    rc, report = _doctor(box, OI_SANDBOX_BWRAP=str(fake))
+    rc, report = _doctor(box, "--require", "any", OI_SANDBOX_BWRAP=str(fake))
     assert rc == 0 and report["backend"] == "landlock"
     assert "setting up uid map" in str(report["reason"])
 
@@ -98,3 +98,35 @@ def test_setup_failure_is_not_the_command_exit_code(box: Box) -> None:
     assert "sandbox setup failed" in result.stderr
     real = box.cli(["-s", "read-only", "--", "/bin/sh", "-c", "exit 1"])
     assert real.returncode == 1  # a real command failure stays 1
+
+
+def test_root_runner_refuses_degraded_landlock_by_default(box: Box) -> None:
+    """`sandbox_require = "auto"`: as root a sandbox gap is a gap to host root, so the
+    degraded backend needs an explicit `--require any`; other users get it with a warning."""
+    rc, report = _doctor(box, OI_SANDBOX_FAULTS="no-userns")
+    if box.who == "root":
+        assert rc == 6 and report["backend"] == "unavailable"
+        assert "sandbox_require" in str(report["reason"])
+    else:
+        assert rc == 0 and report["backend"] == "landlock"
+
+
+def test_test_hooks_are_refused_outside_the_test_suite(box: Box) -> None:
+    marker = box.root / "ran"
+    for name, value in (("OI_SANDBOX_FAULTS", "no-userns"), ("OI_SANDBOX_BWRAP", "/bin/true")):
+        result = box.cli(
+            ["-s", "read-only", "--", "/bin/sh", "-c", f"touch {marker}"],
+            env={name: value, "OIEXEC_SANDBOX_TEST_HOOKS": ""},
+        )
+        assert result.returncode == 3, result.stderr
+        assert name in result.stderr and "test-only" in result.stderr
+        assert "Traceback" not in result.stderr
+    retired = box.cli(["-s", "read-only", "--", "true"], env={"OI_SANDBOX_BACKEND": "landlock"})
+    assert retired.returncode == 3 and "sandbox_backend" in retired.stderr
+    assert not marker.exists()
+
+
+def test_backend_key_chooses_landlock_for_exec_and_sandbox(box: Box) -> None:
+    rc, report = _doctor(box, "--backend", "landlock", "--require", "any")
+    assert rc == 0 and report["backend"] == "landlock"
+    assert "sandbox_backend" in str(report["reason"])

@@ -15,7 +15,14 @@ from pathlib import Path
 import pytest
 
 from oiexec.sandbox.paths import PROTECTED_NAMES
-from tests.sandbox.conftest import BACKENDS, PYTHON, Box, as_user, unprivileged_ids
+from tests.sandbox.conftest import (
+    BACKENDS,
+    PYTHON,
+    Box,
+    backend_args,
+    exec_backend_args,
+    unprivileged_ids,
+)
 from tests.support.model_server import ModelServer, call, reply, tool_outputs
 
 
@@ -42,11 +49,11 @@ def test_no_guard_dirs_appear_in_host_tmp_while_a_command_runs(box: Box, backend
         f'touch started; echo x > {probe}; echo y > "$TMPDIR"/probe; {attempt}'
         f"sleep 1.5; cat {probe}"
     )
-    argv = as_user(
-        [PYTHON, "-m", "oiexec.cli.sandbox_cmd", "-s", "workspace-write", "--",
-         "/bin/sh", "-c", script]
+    argv = box.as_me(
+        [PYTHON, "-m", "oiexec.cli.sandbox_cmd", "-s", "workspace-write",
+         *backend_args(backend), "--", "/bin/sh", "-c", script]
     )  # fmt: skip
-    env = box.env(backend, TMPDIR=str(tmpdir))
+    env = box.env(TMPDIR=str(tmpdir))
     proc = subprocess.Popen(argv, cwd=box.ws, env=env, stdout=subprocess.PIPE, text=True)
     seen_running = False
     try:
@@ -80,10 +87,10 @@ def test_tmp_persists_across_commands_of_one_run_but_not_on_the_host(
         reply(tool_calls=[call("exec_command", {"cmd": f"cat /tmp/{name}; ls -a /tmp"})]),
         reply("done"),
     )
-    env = box.env("bwrap", OPENINTERPRETER_HOME=str(box.root / "home"))
-    argv = as_user(
+    env = box.env(OPENINTERPRETER_HOME=str(box.root / "home"))
+    argv = box.as_me(
         [PYTHON, "-m", "oiexec", "exec", "--json", "-s", "workspace-write",
-         *model_server.config_args(), "go"]
+         *exec_backend_args("bwrap"), *model_server.config_args(), "go"]
     )  # fmt: skip
     proc = subprocess.run(
         argv, cwd=box.ws, env=env, capture_output=True, text=True, timeout=120,
