@@ -185,7 +185,7 @@ def _landlock_decision(policy: SandboxPolicy, pre: Preflight) -> Decision:
             remediation=[
                 *fixes,
                 'or accept the degraded backend with sandbox_require = "any" (the default '
-                "for a root runner is \"full\")",
+                'for a root runner is "full")',
                 FIX_EXTERNAL,
             ],
         )

@@ -18,8 +18,18 @@ from tests.support.model_server import ModelServer, apply_patch_call, call, repl
 def _exec(box: Box, server: ModelServer, mode: str, backend: str) -> dict[str, object]:
     env = box.env(OPENINTERPRETER_HOME=str(box.root / "home"))
     argv = box.as_me(
-        [PYTHON, "-m", "oiexec", "exec", "--json", "-s", mode, *exec_backend_args(backend),
-         *server.config_args(), "try"]
+        [
+            PYTHON,
+            "-m",
+            "oiexec",
+            "exec",
+            "--json",
+            "-s",
+            mode,
+            *exec_backend_args(backend),
+            *server.config_args(),
+            "try",
+        ]
     )
     proc = subprocess.run(
         argv, cwd=box.ws, env=env, capture_output=True, text=True, timeout=120,
