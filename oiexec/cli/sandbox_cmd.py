@@ -33,10 +33,17 @@ class _SandboxGroup(click.Group):
 
 
 def _policy(
-    mode: str, cwd: Path, add_dirs: tuple[str, ...], network: bool, require: str, backend: str
+    mode: str,
+    cwd: Path,
+    add_dirs: tuple[str, ...],
+    network: bool,
+    require: str,
+    backend: str,
+    limits: tuple[int, int, int] | None = None,
 ) -> Any:
-    from oiexec.sandbox.base import SandboxPolicy, resolve_require
+    from oiexec.sandbox.base import SandboxLimits, SandboxPolicy, resolve_require
 
+    processes, file_mb, cpu = limits or (1024, 1024, 3600)
     # click.Choice guarantees the literal types below.
     return SandboxPolicy(
         mode=mode,  # type: ignore[arg-type]
@@ -45,6 +52,11 @@ def _policy(
         network_access=network,
         require=resolve_require(require),  # type: ignore[arg-type]
         backend=backend,  # type: ignore[arg-type]
+        limits=SandboxLimits(
+            max_processes=processes or None,
+            max_file_size=file_mb * 1024 * 1024 or None,
+            max_cpu_seconds=cpu or None,
+        ),
     )
 
 
@@ -96,6 +108,27 @@ _require_option = click.option(
 @click.option("--network", is_flag=True, help="Allow network in workspace-write.")
 @_require_option
 @_backend_option
+@click.option(
+    "--max-processes",
+    type=click.IntRange(min=0),
+    default=1024,
+    show_default=True,
+    help="Processes the command may have at once (0: unlimited).",
+)
+@click.option(
+    "--max-file-size-mb",
+    type=click.IntRange(min=0),
+    default=1024,
+    show_default=True,
+    help="Largest file the command may write, in MiB (0: unlimited).",
+)
+@click.option(
+    "--max-cpu-seconds",
+    type=click.IntRange(min=0),
+    default=3600,
+    show_default=True,
+    help="CPU seconds per process (0: unlimited).",
+)
 @click.pass_context
 def sandbox_group(
     ctx: click.Context,
@@ -105,6 +138,9 @@ def sandbox_group(
     network: bool,
     require: str,
     backend: str,
+    max_processes: int,
+    max_file_size_mb: int,
+    max_cpu_seconds: int,
 ) -> None:
     """Run CMD under the sandbox: `interpreter sandbox -s workspace-write -- CMD ARGS...`."""
     if ctx.invoked_subcommand is not None:
@@ -113,7 +149,8 @@ def sandbox_group(
     if not command:
         raise click.UsageError("give the command after `--`, e.g. `interpreter sandbox -- ls`")
     workdir = Path(cwd or os.getcwd()).resolve()
-    policy = _policy(mode, workdir, add_dirs, network, require, backend)
+    limits = (max_processes, max_file_size_mb, max_cpu_seconds)
+    policy = _policy(mode, workdir, add_dirs, network, require, backend, limits)
     ctx.exit(_run(policy, command, workdir))
 
 
