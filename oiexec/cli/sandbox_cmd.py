@@ -151,50 +151,13 @@ def sandbox_group(
     workdir = Path(cwd or os.getcwd()).resolve()
     limits = (max_processes, max_file_size_mb, max_cpu_seconds)
     policy = _policy(mode, workdir, add_dirs, network, require, backend, limits)
-    ctx.exit(_run(policy, command, workdir))
+    ctx.exit(_run(policy, command))
 
 
-def _run(policy: Any, command: list[str], cwd: Path) -> int:
-    from oiexec.errors import OiexecError
-    from oiexec.sandbox import get_sandbox
+def _run(policy: Any, command: list[str]) -> int:
+    from oiexec.runner.sandboxed import run_sandboxed
 
-    try:
-        sandbox = get_sandbox(policy)
-    except OiexecError as exc:
-        click.echo(exc.render(), err=True)
-        return int(exc.exit_code)
-    try:
-        return _run_in(sandbox, command, cwd)
-    finally:
-        sandbox.close()  # the private /tmp lives for this one command
-
-
-def _run_in(sandbox: Any, command: list[str], cwd: Path) -> int:
-    import subprocess
-
-    from oiexec.errors import SandboxUnavailable
-
-    try:
-        prepared = sandbox.prepare(command, cwd=cwd, env=dict(os.environ))
-    except SandboxUnavailable as exc:
-        click.echo(exc.render(), err=True)
-        return int(exc.exit_code)
-    try:
-        proc = subprocess.Popen(
-            prepared.argv,
-            cwd=prepared.cwd,
-            env=prepared.env,
-            pass_fds=prepared.pass_fds,
-            preexec_fn=prepared.preexec_fn,
-        )
-        rc = proc.wait()
-    finally:
-        notes = prepared.after()
-    for note in notes:
-        click.echo(note, err=True)
-    if prepared.setup_failure_exit_code is not None and rc == prepared.setup_failure_exit_code:
-        click.echo(f"sandbox setup failed ({sandbox.backend}); the command did not run", err=True)
-    return 128 - rc if rc < 0 else rc
+    return run_sandboxed(policy, command, lambda text: click.echo(text, err=True))
 
 
 @sandbox_group.command("doctor")

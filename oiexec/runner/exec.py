@@ -55,6 +55,7 @@ from oiexec.runner.sandboxing import RefusalTracker, build_policy
 from oiexec.runner.sessions import OpenedSession, open_session
 from oiexec.runner.signals import deadline_alarm, terminate_as_interrupt
 from oiexec.sandbox.base import SandboxMode, SandboxPolicy
+from oiexec.sandbox.selfguard import protect_runner
 from oiexec.tools.base import ItemEmitter
 from oiexec.types import HistoryItem, ImageInput, Message
 
@@ -115,6 +116,8 @@ def _prepare(request: ExecRequest, hooks: RunHooks) -> _Prepared:
     provider_id, provider = resolve_provider(config.settings)
     api_key = resolve_api_key(provider_id, provider)
     register_secret(api_key)
+    # Before any command runs: the key must not be readable from this process by them.
+    protect_runner([provider.env_key or ""])
     images = read_images(request.images)
     policy = build_policy(config.settings, request, trusted=config.trusted)
     if hooks.sandbox_mode:

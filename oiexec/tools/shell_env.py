@@ -11,6 +11,7 @@ from collections.abc import Iterable, Mapping
 from fnmatch import fnmatchcase
 
 from oiexec.config.settings import ShellEnvironmentPolicy
+from oiexec.redact import looks_secret, matches_any
 
 #: Variables kept by `inherit = "core"`; `LC_*` is a glob.
 CORE_VARS: tuple[str, ...] = (
@@ -29,9 +30,6 @@ CORE_VARS: tuple[str, ...] = (
     "TZ",
     "TERM",
 )
-
-#: Names that look like they hold credentials (case-insensitive globs).
-SECRET_NAME_GLOBS: tuple[str, ...] = ("*KEY*", "*SECRET*", "*TOKEN*", "*PASSWORD*")
 
 #: Keep commands from paging, prompting or colouring: nobody is there to answer.
 NON_INTERACTIVE_VARS: Mapping[str, str] = {
@@ -53,18 +51,6 @@ class CommandEnv(dict[str, str]):
     def __init__(self, env: Mapping[str, str], removed_secrets: Iterable[str] = ()) -> None:
         super().__init__(env)
         self.removed_secrets: list[str] = list(removed_secrets)
-
-
-def matches_any(name: str, globs: Iterable[str]) -> bool:
-    """Case-insensitive glob match of a variable name."""
-    upper = name.upper()
-    return any(fnmatchcase(upper, glob.upper()) for glob in globs)
-
-
-def looks_secret(name: str, provider_env_key: str | None = None) -> bool:
-    if provider_env_key and name.upper() == provider_env_key.upper():
-        return True
-    return matches_any(name, SECRET_NAME_GLOBS)
 
 
 def build_command_env(

@@ -1,0 +1,88 @@
+"""`interpreter sandbox -- CMD`: one command under the sandbox policy, as exec would run it.
+
+The command gets the environment exec gives model-run commands (the project's
+`[shell_environment_policy]`, secret-looking variables and the provider key removed), and
+this process is guarded the same way (non-dumpable, secrets blanked in its environment
+block), so trying a command here shows what the model would be able to reach.
+"""
+
+from __future__ import annotations
+
+import os
+import subprocess
+from collections.abc import Callable
+from pathlib import Path
+
+from oiexec.config.loader import ConfigInputs, load_config
+from oiexec.config.providers import resolve_provider
+from oiexec.errors import OiexecError, SandboxUnavailable
+from oiexec.protocols import Sandbox
+from oiexec.redact import register_secret
+from oiexec.sandbox import get_sandbox
+from oiexec.sandbox.base import SandboxPolicy
+from oiexec.sandbox.selfguard import protect_runner
+from oiexec.tools.shell_env import build_command_env
+
+Say = Callable[[str], None]
+
+
+def command_env(policy: SandboxPolicy) -> dict[str, str]:
+    """The environment exec would give a model-run command in `policy.cwd`."""
+    config = load_config(ConfigInputs(cwd=policy.cwd))
+    try:
+        env_key = resolve_provider(config.settings)[1].env_key
+    except OiexecError:
+        env_key = None  # no usable provider here: only the name rules apply
+    env = build_command_env(
+        config.settings.shell_environment_policy,
+        base_env=dict(os.environ),
+        provider_env_key=env_key,
+        sandbox_mode=policy.mode,
+        network_disabled=policy.network_disabled,
+    )
+    for secret in env.removed_secrets:
+        register_secret(secret)
+    protect_runner([env_key or ""])
+    return dict(env)
+
+
+def run_sandboxed(policy: SandboxPolicy, command: list[str], say: Say) -> int:
+    """Run `command` in `policy.cwd`; returns its exit status (128 + n for signal n), 6 when
+    the sandbox is unavailable, 125 when the sandbox could not be set up, 3 on bad config."""
+    try:
+        env = command_env(policy)
+        sandbox = get_sandbox(policy)
+    except OiexecError as exc:
+        say(exc.render())
+        return int(exc.exit_code)
+    try:
+        return _run_in(sandbox, command, policy.cwd, env, say)
+    finally:
+        sandbox.close()  # the private /tmp lives for this one command
+
+
+def _run_in(sandbox: Sandbox, command: list[str], cwd: Path, env: dict[str, str], say: Say) -> int:
+    try:
+        prepared = sandbox.prepare(command, cwd=cwd, env=env)
+    except SandboxUnavailable as exc:
+        say(exc.render())
+        return int(exc.exit_code)
+    try:
+        proc = subprocess.Popen(
+            prepared.argv,
+            cwd=prepared.cwd,
+            env=prepared.env,
+            pass_fds=prepared.pass_fds,
+            preexec_fn=prepared.preexec_fn,
+        )
+        rc = proc.wait()
+    except OSError as exc:
+        prepared.after()
+        say(f"could not start the command: {exc}")
+        return 127
+    notes = prepared.after()
+    for note in notes:
+        say(note)
+    if prepared.setup_failure_exit_code is not None and rc == prepared.setup_failure_exit_code:
+        say(f"sandbox setup failed ({sandbox.backend}); the command did not run")
+    return 128 - rc if rc < 0 else rc
