@@ -7,6 +7,8 @@ Tools that write files from the runner process (not through a sandboxed command)
 from __future__ import annotations
 
 import os
+import re
+import unicodedata
 from pathlib import Path
 
 from oiexec.sandbox import profiles
@@ -69,8 +71,48 @@ def protected_gitdirs(policy: SandboxPolicy) -> list[Path]:
     return found
 
 
+#: Unicode Default_Ignorable_Code_Point ranges: HFS+ and APFS skip some of these when they
+#: compare names, so `.g\u200dit` may open `.git` there.
+_IGNORABLE = re.compile(
+    "[\u00ad\u034f\u061c\u115f\u1160\u17b4\u17b5\u180b-\u180f\u200b-\u200f"
+    "\u202a-\u202e\u2060-\u206f\u3164\ufe00-\ufe0f\ufeff\uffa0\ufff0-\ufff8"
+    "\U0001bca0-\U0001bca3\U0001d173-\U0001d17a\U000e0000-\U000e0fff]"
+)
+#: An 8.3 short name as NTFS generates them (`GIT~1` for `.git`).
+_SHORT_NAME = re.compile(r"(?P<stem>[^~]{1,6})~[1-9][0-9]*")
+
+
+def _fold_name(name: str) -> str:
+    """`name` as a case-insensitive, normalising file system compares it: without ignorable
+    code points, one Unicode normal form, case folded, without the NTFS alternate data stream
+    suffix (`.git::$INDEX_ALLOCATION`) and trailing dots and spaces (`.git. `)."""
+    name = unicodedata.normalize("NFD", _IGNORABLE.sub("", name))
+    name = unicodedata.normalize("NFC", name.casefold())
+    return name.split(":", 1)[0].rstrip(". ")
+
+
+def protected_name_of(component: str) -> str | None:
+    """The protected name (`.git`, ...) a path component may open on some file system (a
+    case-insensitive or normalising one, NTFS 8.3 names included), or None.
+
+    Linux writers use the name as given, but the workspace may be shared with a macOS or
+    Windows machine, or live on such a file system (a mounted volume, a case-folding ext4
+    directory), where `.GIT/hooks/x` is a git hook."""
+    folded = _fold_name(component)
+    short = _SHORT_NAME.fullmatch(folded)
+    for name in PROTECTED_NAMES:
+        canonical = _fold_name(name)
+        if folded == canonical:
+            return name
+        if short and canonical.lstrip(".")[:6] == short.group("stem"):
+            return name
+    return None
+
+
 def write_denial(policy: SandboxPolicy, path: Path) -> str | None:
-    """Why writing `path` is not allowed under `policy`, or None when it is."""
+    """Why writing `path` is not allowed under `policy`, or None when it is. The path is judged
+    by where it leads now (symlinks resolved); a writer must then do its IO on that resolved
+    path without following symlinks (`sandbox.beneath`), or the answer can go stale."""
     if policy.mode == "danger-full-access":
         return None
     if policy.mode == "read-only":
@@ -79,11 +121,16 @@ def write_denial(policy: SandboxPolicy, path: Path) -> str | None:
     for gitdir in protected_gitdirs(policy):
         if _is_within(target, gitdir):
             return f"{path}: the git directory is read-only inside the sandbox"
-    for root in (_real(r) for r in policy.writable_roots()):
-        if not _is_within(target, root):
+    # Every root holding the target counts: a protected name directly under a nested root
+    # (an --add-dir inside the workspace) is as protected as one under the workspace.
+    inside = [r for r in (_real(r) for r in policy.writable_roots()) if _is_within(target, r)]
+    for root in inside:
+        first = next(iter(target.relative_to(root).parts), None)
+        protected = protected_name_of(first) if first is not None else None
+        if protected is None:
             continue
-        relative = target.relative_to(root)
-        if relative.parts and relative.parts[0] in PROTECTED_NAMES:
-            return f"{path}: {relative.parts[0]} is read-only inside the sandbox"
+        alias = "" if first == protected else f" (on a case-insensitive file system: {protected})"
+        return f"{path}: {first} is read-only inside the sandbox{alias}"
+    if inside:
         return None
     return f"{path}: outside the writable roots of the workspace-write sandbox"
