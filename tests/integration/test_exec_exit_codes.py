@@ -273,3 +273,18 @@ def test_unavailable_sandbox_is_announced_up_front(model_server: ModelServer, re
     assert result.returncode == 0, result.stderr
     assert "sandbox unavailable for `read-only`" in result.stderr
     assert result.types()[1] == "item.completed"
+
+
+def test_test_only_sandbox_hooks_are_refused_in_a_real_run(
+    model_server: ModelServer, repo: Path
+) -> None:
+    """A stray `OI_SANDBOX_FAULTS` in a CI job's environment must not quietly downgrade the
+    sandbox: without the test switch the run stops with a config error naming it."""
+    model_server.enqueue(reply(tool_calls=[call("exec_command", {"cmd": "touch ran.txt"})]))
+    args = [*exec_args(model_server), "-s", "workspace-write", "x"]
+    env = {"OI_SANDBOX_FAULTS": "no-userns", "OIEXEC_SANDBOX_TEST_HOOKS": ""}
+    result = run_cli(args, cwd=repo, env=env)
+    assert result.returncode == 3, result.stderr
+    assert "OI_SANDBOX_FAULTS" in result.stderr and "test-only" in result.stderr
+    assert "Traceback" not in result.stderr
+    assert not (repo / "ran.txt").exists()
