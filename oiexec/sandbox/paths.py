@@ -113,11 +113,18 @@ def write_denial(policy: SandboxPolicy, path: Path) -> str | None:
     """Why writing `path` is not allowed under `policy`, or None when it is. The path is judged
     by where it leads now (symlinks resolved); a writer must then do its IO on that resolved
     path without following symlinks (`sandbox.beneath`), or the answer can go stale."""
+    return resolved_write_denial(policy, path, _real(path))
+
+
+def resolved_write_denial(policy: SandboxPolicy, path: Path, target: Path) -> str | None:
+    """`write_denial` for `path` known to lead to the real path `target`: `target` is judged by
+    name, nothing more is resolved. (A writer re-judges the path it is about to touch this way,
+    since its IO follows no symlink.)"""
     if policy.mode == "danger-full-access":
         return None
     if policy.mode == "read-only":
         return f"{path}: writes are not allowed in the read-only sandbox"
-    target = _real(path)
+    target = Path(os.path.normpath(target))
     for gitdir in protected_gitdirs(policy):
         if _is_within(target, gitdir):
             return f"{path}: the git directory is read-only inside the sandbox"

@@ -1,8 +1,9 @@
 """Codex's `*** Begin Patch` language: parse it, render it, and apply it all-or-nothing.
 
 The applier runs in the runner process, not in the sandbox, so every path it would write or
-delete is first put to a `can_write` callback (the runner passes `write_denial` for its
-policy). Every hunk is verified against the files before the first byte is written; if a write
+delete is first judged by a writer (the runner passes a `PolicyWriter` for its policy, which
+also does the IO without following symlinks, so a command racing the patch cannot redirect
+it). Every hunk is verified against the files before the first byte is written; if a write
 still fails, the files already written are restored.
 """
 
@@ -17,6 +18,7 @@ from pathlib import Path
 from typing import Literal
 
 from oiexec.errors import OiexecError
+from oiexec.sandbox.writer import FileWriter, PathChanged, WriteDenied, as_writer
 
 BEGIN_PATCH = "*** Begin Patch"
 END_PATCH = "*** End Patch"
@@ -32,8 +34,9 @@ _NOTHING_WRITTEN = "No files were changed."
 
 ErrorKind = Literal["parse", "verify", "denied", "io"]
 ChangeKind = Literal["add", "delete", "update"]
-#: Returns why writing a path is not allowed, or None when it is.
-CanWrite = Callable[[Path], str | None]
+#: Returns why writing a path is not allowed, or None when it is; a `FileWriter` also does
+#: the IO (a bare callback gets direct IO).
+CanWrite = Callable[[Path], str | None] | FileWriter
 
 
 class ApplyPatchError(OiexecError):
@@ -574,7 +577,7 @@ class _Plan:
     """The verified end state of every file the patch touches, keyed by real path."""
 
     cwd: Path
-    can_write: CanWrite | None
+    writer: FileWriter
     states: dict[Path, bytes | None] = field(default_factory=dict)
     changes: list[FileChange] = field(default_factory=list)
     added: list[str] = field(default_factory=list)
@@ -584,19 +587,16 @@ class _Plan:
     def check(self, path: Path, shown: str, action: str, *, remove: bool = False) -> Path:
         """The path to do the IO on, once the policy allows it: writes go through symlinks
         (as the sandbox judges them), removals take the link itself."""
-        if self.can_write is not None:
-            reason = self.can_write(path)
-            if reason is not None:
-                raise ApplyPatchError(
-                    f"apply_patch rejected: cannot {action} {shown}: {reason}\n{_NOTHING_WRITTEN}",
-                    kind="denied",
-                    path=shown,
-                )
+        real, reason = self.writer.resolve(path, link_itself=remove)
+        if reason is not None:
+            raise ApplyPatchError(
+                f"apply_patch rejected: cannot {action} {shown}: {reason}\n{_NOTHING_WRITTEN}",
+                kind="denied",
+                path=shown,
+            )
         if path.is_dir():
             raise _verify_error(shown, f"cannot {action} {shown}: it is a directory")
-        if remove:
-            return Path(os.path.realpath(path.parent)) / path.name
-        return Path(os.path.realpath(path))
+        return real
 
     def read(self, real: Path, shown: str, action: str) -> str:
         if real in self.states:
@@ -640,7 +640,7 @@ class _Plan:
         dest = _absolute(self.cwd, hunk.move_to)
         dest_real = self.check(dest, hunk.move_to, "move a file to")
         if dest_real != real:
-            self.states[Path(os.path.realpath(path.parent)) / path.name] = None
+            self.states[self.writer.resolve(path, link_itself=True)[0]] = None
         self.states[dest_real] = data
         self.changes.append(FileChange(path, "update", dest))
         self.modified.append(hunk.move_to)
@@ -661,17 +661,24 @@ def plan_changes(patch: Patch, cwd: Path) -> list[FileChange]:
     return changes
 
 
-def _write(real: Path, data: bytes | None) -> None:
+def _write(writer: FileWriter, real: Path, data: bytes | None) -> None:
     if data is None:
         if real.exists() or real.is_symlink():
-            real.unlink()
+            writer.remove(real)
         return
-    real.parent.mkdir(parents=True, exist_ok=True)
     # Written in place (not replaced) so permissions, ownership and hard links are kept.
-    real.write_bytes(data)
+    writer.write(real, data, in_place=True)
 
 
-def _commit(states: dict[Path, bytes | None]) -> None:
+def _io_error(real: Path, exc: OSError, note: str) -> ApplyPatchError:
+    if isinstance(exc, PathChanged | WriteDenied):
+        reason = str(exc)
+    else:
+        reason = f"cannot write {real}: {exc.strerror or exc}"
+    return ApplyPatchError(f"apply_patch failed: {reason}\n{note}", kind="io", path=str(real))
+
+
+def _commit(writer: FileWriter, states: dict[Path, bytes | None]) -> None:
     originals: dict[Path, bytes | None] = {}
     for real in states:
         try:
@@ -685,23 +692,19 @@ def _commit(states: dict[Path, bytes | None]) -> None:
     done: list[Path] = []
     for real, data in states.items():
         try:
-            _write(real, data)
+            _write(writer, real, data)
         except OSError as exc:
-            restored = _rollback(done, originals)
+            restored = _rollback(writer, done, originals)
             note = _NOTHING_WRITTEN if restored else "Some files could not be restored."
-            raise ApplyPatchError(
-                f"apply_patch failed: cannot write {real}: {exc.strerror or exc}\n{note}",
-                kind="io",
-                path=str(real),
-            ) from exc
+            raise _io_error(real, exc, note) from exc
         done.append(real)
 
 
-def _rollback(done: list[Path], originals: dict[Path, bytes | None]) -> bool:
+def _rollback(writer: FileWriter, done: list[Path], originals: dict[Path, bytes | None]) -> bool:
     ok = True
     for real in reversed(done):
         try:
-            _write(real, originals[real])
+            _write(writer, real, originals[real])
         except OSError:
             ok = False
     return ok
@@ -716,7 +719,8 @@ def _summary(added: list[str], modified: list[str], deleted: list[str]) -> str:
 
 def apply_parsed_patch(patch: Patch, cwd: Path, can_write: CanWrite | None = None) -> PatchResult:
     """Verify every hunk against the files (and `can_write`), then write them all."""
-    plan = _Plan(Path(cwd), can_write)
+    writer = as_writer(can_write)
+    plan = _Plan(Path(cwd), writer)
     for hunk in patch.hunks:
         if isinstance(hunk, AddFile):
             plan.add(hunk)
@@ -724,7 +728,7 @@ def apply_parsed_patch(patch: Patch, cwd: Path, can_write: CanWrite | None = Non
             plan.delete(hunk)
         else:
             plan.update(hunk)
-    _commit(plan.states)
+    _commit(writer, plan.states)
     return PatchResult(
         changes=tuple(plan.changes),
         summary=_summary(plan.added, plan.modified, plan.deleted),

@@ -8,7 +8,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from oiexec.events import FileChangeItem, FileUpdateChange
-from oiexec.sandbox.paths import write_denial
+from oiexec.sandbox.writer import PolicyWriter
 from oiexec.tools.apply_patch import (
     ApplyPatchError,
     FileChange,
@@ -102,9 +102,8 @@ def run_patch(patch_text: str, ctx: ToolContext, *, cwd: Path | None = None) -> 
     item_id = ctx.items.next_id()
     changes = _item_changes(plan_changes(patch, workdir))
     ctx.items.started(FileChangeItem(id=item_id, changes=changes, status="in_progress"))
-    policy = ctx.sandbox.policy
     try:
-        result = apply_parsed_patch(patch, workdir, lambda p: write_denial(policy, p))
+        result = apply_parsed_patch(patch, workdir, PolicyWriter(ctx.sandbox.policy))
     except ApplyPatchError as exc:
         ctx.items.completed(FileChangeItem(id=item_id, changes=changes, status="failed"))
         elapsed = time.monotonic() - started

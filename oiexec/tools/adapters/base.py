@@ -17,7 +17,7 @@ from typing import Any
 
 from oiexec.events import FileChangeItem, FileUpdateChange, TodoEntry, TodoListItem
 from oiexec.harness.spec import ToolEntry
-from oiexec.sandbox.paths import write_denial
+from oiexec.sandbox.writer import PolicyWriter
 from oiexec.tools.base import ToolContext
 from oiexec.tools.fs import FileStateTracker, TodoList, ToolInputError
 from oiexec.tools.fs.todo import FINISHED
@@ -64,9 +64,10 @@ class Runtime:
     submissions: dict[str, str] = field(default_factory=dict)
     _todo_item: TodoListItem | None = None
 
-    def can_write(self, ctx: ToolContext) -> Callable[[Path], str | None]:
-        policy = ctx.sandbox.policy
-        return lambda path: write_denial(policy, path)
+    def can_write(self, ctx: ToolContext) -> PolicyWriter:
+        """The run's writer: judges paths by the sandbox policy and writes without following
+        symlinks (still callable as the old `path -> denial` guard)."""
+        return PolicyWriter(ctx.sandbox.policy)
 
     def file_change(
         self, ctx: ToolContext, changes: Sequence[tuple[Path, str]], *, ok: bool = True

@@ -18,7 +18,7 @@ from oiexec.tools.fs import (
     write_file,
 )
 from oiexec.tools.fs import render as r
-from oiexec.tools.fs._text import atomic_write, guard_write, load_text
+from oiexec.tools.fs._text import guard_write, load_text, remove_file, save_text
 
 SUBMISSION_MARKER = "<<SWE_AGENT_SUBMISSION>>"
 
@@ -79,10 +79,10 @@ def str_replace_editor(inv: Invocation) -> Result:
             previous = history.pop()
             guard_write(guard, path)
             if previous is None:
-                path.unlink()
+                remove_file(path, can_write=guard)
                 inv.rt.file_change(inv.ctx, [(path, "delete")])
                 return Result(f"Last edit to {path} undone successfully (file removed).")
-            atomic_write(path, previous)
+            save_text(path, previous, can_write=guard)
             inv.rt.file_change(inv.ctx, [(path, "update")])
             return Result(f"Last edit to {path} undone successfully.")
     except ToolInputError as exc:

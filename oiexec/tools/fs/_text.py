@@ -2,18 +2,16 @@
 
 from __future__ import annotations
 
-import contextlib
-import os
-import stat
-import tempfile
 from collections.abc import Callable
 from pathlib import Path
 
+from oiexec.sandbox.writer import PathChanged, WriteDenied, as_writer
 from oiexec.tools.fs.errors import ToolInputError
 
 #: How much of a file is sniffed for NUL bytes to call it binary.
 BINARY_SNIFF_BYTES = 8192
 
+#: Why writing a path is refused, or None: a bare callback (direct IO) or a `FileWriter`.
 WriteGuard = Callable[[Path], "str | None"]
 
 
@@ -93,36 +91,37 @@ def guard_write(can_write: WriteGuard, path: Path) -> None:
         raise ToolInputError(reason, kind="denied", path=path)
 
 
-def atomic_write(path: Path, text: str) -> None:
+def save_text(path: Path, text: str, *, can_write: WriteGuard) -> None:
     """Write `text` as UTF-8 through a temp file and a rename, so a failure mid-write never
     leaves a half-written file; an existing file keeps its permission bits, and a symlink
-    keeps pointing where it did (its target is rewritten)."""
-    target = Path(os.path.realpath(path))
-    target.parent.mkdir(parents=True, exist_ok=True)
-    mode: int | None = None
-    with contextlib.suppress(FileNotFoundError):
-        mode = stat.S_IMODE(target.stat().st_mode)
-    fd, tmp = tempfile.mkstemp(prefix=f".{target.name}.", suffix=".tmp", dir=target.parent)
-    try:
-        with os.fdopen(fd, "wb") as handle:
-            handle.write(text.encode("utf-8"))
-        if mode is not None:
-            os.chmod(tmp, mode)
-        else:
-            os.chmod(tmp, 0o666 & ~_umask())
-        os.replace(tmp, target)
-    except BaseException:
-        with contextlib.suppress(FileNotFoundError):
-            os.unlink(tmp)
-        raise
+    keeps pointing where it did (its target is rewritten). `can_write` judges the path; given
+    a `FileWriter` (the runtime's `PolicyWriter`), it also does the IO, following no symlink
+    it did not judge."""
+    writer = as_writer(can_write)
+    target, reason = writer.resolve(path)
+    if reason is not None:
+        raise ToolInputError(reason, kind="denied", path=path)
+    _io(path, lambda: writer.write(target, text.encode("utf-8"), in_place=False))
 
 
-def _umask() -> int:
-    # Reading it via os.umask would briefly set it process-wide, racing other threads.
+def remove_file(path: Path, *, can_write: WriteGuard) -> None:
+    """Remove the file (or the symlink itself) at `path`, judged by `can_write`."""
+    writer = as_writer(can_write)
+    target, reason = writer.resolve(path, link_itself=True)
+    if reason is not None:
+        raise ToolInputError(reason, kind="denied", path=path)
+    _io(path, lambda: writer.remove(target))
+
+
+def _io(path: Path, action: Callable[[], None]) -> None:
     try:
-        for line in Path("/proc/self/status").read_text().splitlines():
-            if line.startswith("Umask:"):
-                return int(line.split()[1], 8)
-    except OSError:
-        pass
-    return 0o022
+        action()
+    except WriteDenied as exc:
+        raise ToolInputError(exc.reason, kind="denied", path=path) from exc
+    except PathChanged as exc:
+        raise ToolInputError(
+            f"{path} changed while being written (a symlink appeared on its way); nothing was "
+            "written. Check what is at that path now before trying again.",
+            kind="changed",
+            path=path,
+        ) from exc

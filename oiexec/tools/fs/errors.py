@@ -19,6 +19,7 @@ ErrorKind = Literal[
     "not_read",
     "stale",
     "patch_failed",
+    "changed",
 ]
 
 

@@ -9,9 +9,9 @@ from typing import Literal
 
 from oiexec.tools.fs._text import (
     WriteGuard,
-    atomic_write,
     guard_write,
     load_text,
+    save_text,
     split_keepends,
     uses_crlf,
 )
@@ -91,7 +91,7 @@ def edit_lines(
     except ToolInputError as exc:
         raise ToolInputError(exc.message, kind=exc.kind, path=path) from None
     guard_write(can_write, path)
-    atomic_write(path, after)
+    save_text(path, after, can_write=can_write)
     first = start - base + 1
     return LineEditResult(path, before, after, first, first + len(split_keepends(text)) - 1)
 
@@ -106,6 +106,6 @@ def insert_lines(
     except ToolInputError as exc:
         raise ToolInputError(exc.message, kind=exc.kind, path=path) from None
     guard_write(can_write, path)
-    atomic_write(path, after)
+    save_text(path, after, can_write=can_write)
     first = line - base + 2
     return LineEditResult(path, before, after, first, first + len(split_keepends(text)) - 1)

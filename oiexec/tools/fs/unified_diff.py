@@ -15,7 +15,14 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Literal
 
-from oiexec.tools.fs._text import WriteGuard, atomic_write, guard_write, load_text, split_lines
+from oiexec.tools.fs._text import (
+    WriteGuard,
+    guard_write,
+    load_text,
+    remove_file,
+    save_text,
+    split_lines,
+)
 from oiexec.tools.fs.errors import ToolInputError
 
 _HUNK = re.compile(r"^@@ -(\d+)(?:,(\d+))? \+(\d+)(?:,(\d+))? @@")
@@ -290,11 +297,11 @@ def apply_unified_diff(
             guard_write(can_write, change.moved_from)
     for change in changes:
         if change.after is None:
-            change.path.unlink()
+            remove_file(change.path, can_write=can_write)
         else:
-            atomic_write(change.path, change.after)
+            save_text(change.path, change.after, can_write=can_write)
         if change.moved_from is not None and change.moved_from != change.path:
-            change.moved_from.unlink()
+            remove_file(change.moved_from, can_write=can_write)
     return changes
 
 

@@ -6,7 +6,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Literal
 
-from oiexec.tools.fs._text import WriteGuard, atomic_write, guard_write, load_text
+from oiexec.tools.fs._text import WriteGuard, guard_write, load_text, save_text
 from oiexec.tools.fs.errors import ToolInputError
 
 WriteMode = Literal["overwrite", "append"]
@@ -64,5 +64,5 @@ def write_file(
     guard_write(can_write, path)
     before = load_text(path) if exists else None
     after = (before or "") + content if mode == "append" else content
-    atomic_write(path, after)
+    save_text(path, after, can_write=can_write)
     return WriteResult(path, before, after)
