@@ -181,7 +181,7 @@ class BwrapSandbox:
         self._policy = policy
         self._features = features
         self._report = report
-        self._program = seccomp.build_filter(network_disabled=policy.network_disabled)
+        self._program = seccomp.filter_for(policy, backend=self.backend)
         self._tmp = PrivateTmp()
 
     @property

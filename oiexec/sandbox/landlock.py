@@ -1,5 +1,6 @@
 """Landlock (ABI >= 2) through ctypes: the ruleset is built in the parent, the child only
-restricts itself (plus no_new_privs and the seccomp filter) in `preexec_fn`.
+restricts itself (plus no_new_privs, dropping every capability (`privileges.py`) and the
+seccomp filter) in `preexec_fn`.
 
 Landlock rules only grant access, so protected names under a writable root cannot be kept
 read-only; `tripwire.py` guards them instead.
@@ -11,7 +12,7 @@ import ctypes
 import os
 from pathlib import Path
 
-from oiexec.sandbox import hooks
+from oiexec.sandbox import hooks, privileges
 
 _SYS_CREATE_RULESET = 444  # same number on x86_64 and aarch64 (asm-generic)
 _SYS_ADD_RULE = 445
@@ -35,6 +36,7 @@ MAKE_BLOCK = 1 << 11
 MAKE_SYM = 1 << 12
 REFER = 1 << 13  # ABI 2
 TRUNCATE = 1 << 14  # ABI 3
+IOCTL_DEV = 1 << 15  # ABI 5
 _WRITE_ABI1 = (
     WRITE_FILE
     | REMOVE_DIR
@@ -98,15 +100,48 @@ def write_access(abi: int) -> int:
     return access
 
 
+def handled_access(abi: int) -> int:
+    """Everything the ruleset restricts: writes, plus (ABI 5) ioctls on devices opened by the
+    command, so a device reachable for reading cannot be driven through ioctl either."""
+    return write_access(abi) | (IOCTL_DEV if abi >= 5 else 0)
+
+
+def root_access(abi: int) -> int:
+    """What a writable root grants: every write except making device nodes. MAKE_CHAR and
+    MAKE_BLOCK are handled but granted nowhere, so `mknod` of a device fails everywhere, even
+    for a root runner whose node would otherwise open the host's disks from the workspace."""
+    return write_access(abi) & ~(MAKE_CHAR | MAKE_BLOCK)
+
+
+def device_access(abi: int) -> int:
+    """What the harmless /dev nodes grant (file-only rights, valid on a non-directory)."""
+    return WRITE_FILE | (TRUNCATE if abi >= 3 else 0) | (IOCTL_DEV if abi >= 5 else 0)
+
+
+#: Device nodes a command may write (and, from ABI 5, ioctl): the data sinks and sources tools
+#: expect, and terminals. Nothing else in /dev: no raw disks, /dev/kmsg, /dev/kvm, /dev/fuse.
+DEVICE_NODES = (
+    "/dev/null",
+    "/dev/zero",
+    "/dev/full",
+    "/dev/random",
+    "/dev/urandom",
+    "/dev/tty",
+    "/dev/ptmx",
+)
+#: Device trees granted the same: pseudo-terminals made through /dev/ptmx appear here.
+DEVICE_TREES = ("/dev/pts",)
+
+
 class Ruleset:
-    """A ruleset fd granting writes only beneath `writable` (plus `/dev` device writes)."""
+    """A ruleset fd granting writes only beneath `writable`, plus writes to a few harmless
+    device nodes (`DEVICE_NODES`, `DEVICE_TREES`)."""
 
     def __init__(self, writable: list[Path], *, abi: int, network_disabled: bool) -> None:
         if abi < 2:
             raise LandlockError(0, f"Landlock ABI {abi} is too old (need 2 or newer)")
         self.abi = abi
-        handled = write_access(abi)
-        attr = _RulesetAttr(handled, 0, 0)
+        attr = _RulesetAttr(handled_access(abi), 0, 0)
         if abi >= 4 and network_disabled:
             attr.handled_access_net = NET_BIND_TCP | NET_CONNECT_TCP
         if abi >= 6:
@@ -118,9 +153,11 @@ class Ruleset:
             raise _error("landlock_create_ruleset")
         self.fd = int(fd)
         for root in writable:
-            self._allow(root, handled)
-        # Writing to /dev/null, /dev/tty and friends is harmless and expected by tools.
-        self._allow(Path("/dev"), WRITE_FILE | (TRUNCATE if abi >= 3 else 0))
+            self._allow(root, root_access(abi))
+        # Not all of /dev: as root the block devices there are the host's disks, and
+        # /dev/kmsg, /dev/kvm and the like are kernel interfaces, not files.
+        for node in (*DEVICE_NODES, *DEVICE_TREES):
+            self._allow(Path(node), device_access(abi))
 
     def _allow(self, path: Path, access: int) -> None:
         try:
@@ -156,6 +193,7 @@ class ChildRestrictor:
     def __call__(self) -> None:
         if _libc.prctl(_PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) != 0:
             raise _error("prctl(NO_NEW_PRIVS)")
+        privileges.drop_capabilities()
         if _libc.syscall(_SYS_RESTRICT_SELF, self._ruleset_fd, 0) != 0:
             raise _error("landlock_restrict_self")
         if _libc.prctl(_PR_SET_SECCOMP, _SECCOMP_MODE_FILTER, ctypes.byref(self._fprog), 0, 0):

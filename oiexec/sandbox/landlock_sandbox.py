@@ -36,7 +36,7 @@ class LandlockSandbox:
         self._ruleset = Ruleset(
             landlock_roots(policy), abi=abi, network_disabled=policy.network_disabled
         )
-        program = seccomp.build_filter(network_disabled=policy.network_disabled)
+        program = seccomp.filter_for(policy, backend=self.backend)
         self._restrict = ChildRestrictor(self._ruleset, program)
         self._tripwire = Tripwire(policy)
 

@@ -103,7 +103,7 @@ def _probe(bwrap_path: str | None) -> Preflight:
 
 def _probe_bwrap(path: str) -> tuple[BwrapFeatures | None, str | None]:
     data = profiles.load("linux/bwrap.toml")
-    program = seccomp.build_filter(network_disabled=True)
+    program = seccomp.build_filter(network_disabled=True, read_only=True, deny_chown=True)
     first_error: str | None = None
     for variant in data["preflight"]:
         dropped = tuple(str(f) for f in variant["drop"])

@@ -2,13 +2,16 @@
 
 from __future__ import annotations
 
+import json
+import os
 import struct
 import subprocess
+import sys
 from pathlib import Path
 
 import pytest
 
-from oiexec.sandbox import seccomp
+from oiexec.sandbox import landlock, privileges, profiles, seccomp
 from oiexec.sandbox.base import SandboxPolicy
 from oiexec.sandbox.bwrap import BwrapFeatures, bwrap_args
 from oiexec.sandbox.landlock import attr_size
@@ -91,25 +94,246 @@ def _insns(program: bytes) -> list[tuple[int, int, int, int]]:
     return [struct.unpack("<HBBI", program[i : i + 8]) for i in range(0, len(program), 8)]
 
 
+_AUDIT = {"x86_64": 0xC000003E, "aarch64": 0xC00000B7}
+_ALLOW, _KILL, _EPERM, _ENOSYS = 0x7FFF0000, 0x80000000, 0x50001, 0x50026
+
+
+def _verdict(
+    program: bytes, arch: str, name: str | int, *args: int, audit: int | None = None
+) -> int:
+    """Run the classic BPF `program` on one syscall, as the kernel would (the opcodes the
+    compiler emits; anything else fails the test)."""
+    table = profiles.load("linux/seccomp.toml")["arch"][arch]
+    nr = table["syscalls"][name] if isinstance(name, str) else name
+    full = [*args, 0, 0, 0, 0, 0, 0][:6]
+    data = struct.pack("<iIQ6Q", nr, audit or _AUDIT[arch], 0, *full)
+    prog, pc, acc = _insns(program), 0, 0
+    while True:
+        code, jt, jf, k = prog[pc]
+        pc += 1
+        if code == 0x20:  # ld [k]
+            acc = struct.unpack_from("<I", data, k)[0]
+        elif code == 0x54:  # and #k
+            acc &= k
+        elif code in (0x15, 0x35, 0x45):  # jeq, jge, jset
+            hit = acc == k if code == 0x15 else acc >= k if code == 0x35 else bool(acc & k)
+            pc += jt if hit else jf
+        elif code == 0x06:
+            return k
+        else:
+            raise AssertionError(f"unexpected opcode {code:#x}")
+
+
+def _filter(arch: str, *, net_off: bool = True, ro: bool = False, chown: bool = False) -> bytes:
+    return seccomp.build_filter(network_disabled=net_off, read_only=ro, deny_chown=chown, arch=arch)
+
+
 @pytest.mark.parametrize("arch", ["x86_64", "aarch64"])
 def test_bpf_checks_arch_first_and_ends_in_allow(arch: str) -> None:
-    prog = _insns(seccomp.build_filter(network_disabled=True, arch=arch))
-    audit = {"x86_64": 0xC000003E, "aarch64": 0xC00000B7}[arch]
-    assert prog[0] == (0x20, 0, 0, 4) and prog[1][3] == audit
+    prog = _insns(_filter(arch))
+    assert prog[0] == (0x20, 0, 0, 4) and prog[1][3] == _AUDIT[arch]
     assert prog[2] == (0x06, 0, 0, 0x80000000)  # foreign arch: kill
     assert prog[-1] == (0x06, 0, 0, 0x7FFF0000)
-    assert len(prog) < 40
+    assert len(prog) < 120
+    assert _verdict(_filter(arch), arch, 0, audit=0x40000003) == _KILL  # i386 int 0x80
 
 
 def test_bpf_golden_x86_64_network_off() -> None:
-    # arch check, x32, io_uring x3, socket/socketpair: only AF_UNIX; default allow.
+    # arch check, x32; argument blocks: ioctl (TIOCSTI, TIOCLINUX), mknod and mknodat
+    # (S_IFCHR, S_IFBLK), clone and unshare (CLONE_NEWUSER), socketpair (only AF_UNIX);
+    # clone3 -> ENOSYS; the always-refused list plus socket -> EPERM; default allow.
     expected = (
         "2000000004000000150001003e0000c0060000000000008020000000000000003500000100000040"
-        "060000000100050015000001a9010000060000000100050015000001aa0100000600000001000500"
-        "15000001ab0100000600000001000500150001002900000015000004350000002000000010000000"
-        "15000100010000000600000001000500060000000000ff7f060000000000ff7f"
+        "0600000001000500150000051000000020000000180000001500010012540000150000011c540000"
+        "0600000001000500060000000000ff7f150000068500000020000000180000005400000000f00000"
+        "150001000020000015000001006000000600000001000500060000000000ff7f1500000603010000"
+        "20000000200000005400000000f00000150001000020000015000001006000000600000001000500"
+        "060000000000ff7f1500000438000000200000001000000045000001000000100600000001000500"
+        "060000000000ff7f1500000410010000200000001000000045000001000000100600000001000500"
+        "060000000000ff7f1500000435000000200000001000000015000100010000000600000001000500"
+        "060000000000ff7f15000001b3010000060000002600050015002200a901000015002100aa010000"
+        "15002000ab01000015001f004101000015001e00fa00000015001d00f800000015001c00f9000000"
+        "15001b006500000015001a0036010000150019003701000015001800b60100001500170043010000"
+        "150016002a01000015001500f6000000150014004001000015001300af0000001500120039010000"
+        "15001100b000000015001000a300000015000f00a700000015000e00a800000015000d00a9000000"
+        "15000c00a500000015000b00a600000015000a009b00000015000900ac01000015000800d3010000"
+        "15000700ad01000015000600ae01000015000500b001000015000400af01000015000300b1010000"
+        "15000200ba010000150001003401000015000001290000000600000001000500060000000000ff7f"
     )
-    assert seccomp.build_filter(network_disabled=True, arch="x86_64").hex() == expected
+    assert _filter("x86_64").hex() == expected
+
+
+@pytest.mark.parametrize("arch", ["x86_64", "aarch64"])
+def test_bpf_verdicts(arch: str) -> None:
+    off, on = _filter(arch), _filter(arch, net_off=False)
+    data = profiles.load("linux/seccomp.toml")
+    present = data["arch"][arch]["syscalls"]
+    for name in data["deny"]["always"]:
+        if name in present:
+            assert _verdict(off, arch, name) == _EPERM == _verdict(on, arch, name), name
+    assert _verdict(off, arch, "clone3") == _ENOSYS
+    assert _verdict(off, arch, "ioctl", 0, 0x5412) == _EPERM  # TIOCSTI
+    assert _verdict(off, arch, "ioctl", 0, 0xFFFF_FFFF_0000_5412) == _EPERM  # low 32 bits
+    assert _verdict(off, arch, "ioctl", 0, 0x541C) == _EPERM  # TIOCLINUX
+    assert _verdict(off, arch, "ioctl", 0, 0x5401) == _ALLOW  # TCGETS
+    at_fdcwd = 0xFFFF_FFFF_FFFF_FF9C
+    assert _verdict(off, arch, "mknodat", at_fdcwd, 0, 0o020644) == _EPERM
+    assert _verdict(off, arch, "mknodat", at_fdcwd, 0, 0o060600) == _EPERM
+    assert _verdict(off, arch, "mknodat", at_fdcwd, 0, 0o010644) == _ALLOW  # FIFO
+    assert _verdict(off, arch, "mknodat", at_fdcwd, 0, 0o000644) == _ALLOW  # regular
+    assert ("mknod" in present) == (arch == "x86_64")
+    for call in ("clone", "unshare"):
+        assert _verdict(off, arch, call, 0x10000000 | 17) == _EPERM
+        assert _verdict(off, arch, call, 0x01200011) == _ALLOW  # fork()'s flags
+    assert _verdict(off, arch, "socket", 1) == _EPERM  # AF_UNIX too: host sockets
+    assert _verdict(off, arch, "socket", 2) == _EPERM
+    assert _verdict(off, arch, "socketpair", 1) == _ALLOW
+    assert _verdict(off, arch, "socketpair", 2) == _EPERM
+    assert _verdict(on, arch, "socket", 1) == _verdict(on, arch, "socket", 2) == _ALLOW
+    assert _verdict(on, arch, "socket", 40) == _verdict(on, arch, "socketpair", 40) == _EPERM
+    assert _verdict(off, arch, "fchmodat") == _ALLOW  # metadata: only in read-only
+    assert _verdict(off, arch, 0) == _ALLOW  # read / io_setup
+    if arch == "x86_64":
+        assert _verdict(off, arch, 0x40000000 | 1) == _EPERM  # x32
+
+
+@pytest.mark.parametrize("arch", ["x86_64", "aarch64"])
+def test_bpf_read_only_and_chown_lists(arch: str) -> None:
+    data = profiles.load("linux/seccomp.toml")
+    present = data["arch"][arch]["syscalls"]
+    ro, chown, plain = _filter(arch, ro=True), _filter(arch, chown=True), _filter(arch)
+    for name in data["deny"]["read_only"]:
+        if name in present:
+            assert _verdict(ro, arch, name) == _EPERM, name
+            expected = _EPERM if name in data["deny"]["chown"] else _ALLOW
+            assert _verdict(chown, arch, name) == expected, name
+            assert _verdict(plain, arch, name) == _ALLOW, name
+    assert _verdict(ro, arch, "ioctl", 0, 0x5412) == _EPERM  # the other checks stay
+
+
+def test_seccomp_toml_names_exist_per_arch() -> None:
+    data = profiles.load("linux/seccomp.toml")
+    x86, arm = (set(data["arch"][a]["syscalls"]) for a in ("x86_64", "aarch64"))
+    # aarch64 only has the *at forms; everything else exists on both.
+    assert x86 - arm == {"mknod", "chmod", "chown", "lchown", "utime", "utimes", "futimesat"}
+    assert arm <= x86
+    for arch in ("x86_64", "aarch64"):
+        numbers = list(data["arch"][arch]["syscalls"].values())
+        assert len(numbers) == len(set(numbers)), arch
+
+
+_PROBE = str(Path(__file__).with_name("kernel_probe.py"))
+#: Refused by every filter, whatever the flags (errno name as the probe reports it).
+_ALWAYS_REFUSED = {
+    **dict.fromkeys(
+        (  # noqa: SIM905 (a word list reads better here)
+            "tiocsti tiocsti_high_bits tioclinux mknodat_chr mknodat_blk clone_newuser bpf "
+            "keyctl add_key request_key ptrace process_vm_readv pidfd_getfd perf_event_open "
+            "userfaultfd init_module finit_module delete_module swapon swapoff mount umount2 "
+            "pivot_root open_tree fsopen fspick fsmount fsconfig move_mount mount_setattr setns "
+            "io_uring_setup unshare_newuser"
+        ).split(),
+        "EPERM",
+    ),
+    "clone3": "ENOSYS",  # libc falls back to clone
+}
+_METADATA = ("chmod", "chown", "utime", "setxattr")
+#: Never refused: the same result as without a filter.
+_KEPT = ("socketpair_unix", "tiocgwinsz", "mknodat_fifo", "mknodat_reg")
+_SOCKETS = ("socket_unix", "socket_inet", "socket_vsock", "socketpair_inet")
+
+
+def _probe_syscalls(tmp: Path, program: bytes | None) -> dict[str, str]:
+    """Run every syscall probe in a fresh child process, under `program` when given."""
+    tmp.mkdir()
+    numbers = profiles.load("linux/seccomp.toml")["arch"][seccomp.native_arch()]["syscalls"]
+    args = [sys.executable, _PROBE]
+    if program is not None:
+        (tmp / "filter.bpf").write_bytes(program)
+        args += ["--seccomp", str(tmp / "filter.bpf")]
+    names = [*_ALWAYS_REFUSED, *_METADATA, *_KEPT, *_SOCKETS]
+    names.sort(key=lambda n: n == "unshare_newuser")  # last: it changes the process
+    config = json.dumps({"nr": numbers, "tmp": str(tmp)})
+    out = subprocess.run(
+        [*args, "syscalls", config, *names], capture_output=True, text=True, check=True
+    )
+    return dict(json.loads(out.stdout))
+
+
+@pytest.mark.parametrize("network_off", [True, False])
+@pytest.mark.parametrize("read_only", [False, True])
+def test_filter_for_real_in_a_child(tmp_path: Path, network_off: bool, read_only: bool) -> None:
+    """The compiled filter installed in a real child: every refused call gets its errno,
+    everything else behaves exactly as it does without the filter."""
+    control = _probe_syscalls(tmp_path / "control", None)
+    program = seccomp.build_filter(
+        network_disabled=network_off, read_only=read_only, deny_chown=False
+    )
+    got = _probe_syscalls(tmp_path / "filtered", program)
+    # The probes work unfiltered, so a refusal below is the filter's doing.
+    assert control["socket_unix"] == control["keyctl"] == control["tiocgwinsz"] == "ok"
+    assert control["process_vm_readv"] == control["chmod"] == control["socketpair_unix"] == "ok"
+    assert control["clone3"] == "EINVAL" and control["pidfd_getfd"] == "EBADF"
+    for name, errno_name in _ALWAYS_REFUSED.items():
+        assert got[name] == errno_name, (name, got[name], control[name])
+    for name in _KEPT:
+        assert got[name] == control[name], name
+    for name in _METADATA:
+        assert got[name] == ("EPERM" if read_only else control[name]), name
+    if network_off:
+        assert all(got[n] == "EPERM" for n in _SOCKETS), got
+    else:
+        assert got["socket_vsock"] == "EPERM"
+        assert got["socket_unix"] == control["socket_unix"]
+        assert got["socket_inet"] == control["socket_inet"]
+        assert got["socketpair_inet"] == control["socketpair_inet"]
+
+
+def test_deny_chown_refuses_only_the_chown_family(tmp_path: Path) -> None:
+    program = seccomp.build_filter(network_disabled=True, read_only=False, deny_chown=True)
+    got = _probe_syscalls(tmp_path / "filtered", program)
+    assert got["chown"] == "EPERM"
+    assert got["chmod"] == got["utime"] == "ok"
+
+
+def _status_under_drop() -> tuple[dict[str, int], int]:
+    code = (
+        "import ctypes; "
+        "print(open('/proc/self/status').read()); "
+        "print('Securebits:', ctypes.CDLL(None).prctl(27, 0, 0, 0, 0))"
+    )
+    out = subprocess.run(
+        [sys.executable, "-c", code],
+        preexec_fn=privileges.drop_capabilities,
+        capture_output=True,
+        text=True,
+        check=True,
+    ).stdout
+    fields = dict(line.split(":", 1) for line in out.splitlines() if ":" in line)
+    caps = {k: int(v, 16) for k, v in fields.items() if k.startswith("Cap")}
+    return caps, int(fields["Securebits"])
+
+
+def test_drop_capabilities_in_a_child() -> None:
+    caps, securebits = _status_under_drop()
+    assert caps["CapEff"] == caps["CapPrm"] == caps["CapInh"] == caps["CapAmb"] == 0
+    if os.geteuid() == 0:
+        # Root had CAP_SETPCAP: the bounding set is empty and uid 0 is locked out of caps.
+        assert caps["CapBnd"] == 0
+        assert securebits == privileges.LOCKED_SECUREBITS
+
+
+def test_landlock_rights_per_abi() -> None:
+    for abi in (2, 3, 4, 5, 6, 7):
+        roots, devices = landlock.root_access(abi), landlock.device_access(abi)
+        handled = landlock.handled_access(abi)
+        assert not roots & (landlock.MAKE_CHAR | landlock.MAKE_BLOCK)  # granted nowhere
+        assert handled & landlock.MAKE_CHAR and handled & landlock.MAKE_BLOCK
+        assert roots | devices | landlock.MAKE_CHAR | landlock.MAKE_BLOCK == handled
+        assert bool(handled & landlock.IOCTL_DEV) == (abi >= 5)
+        file_only = landlock.WRITE_FILE | landlock.TRUNCATE | landlock.IOCTL_DEV
+        assert devices & ~file_only == 0  # valid on a non-directory
+    assert "/dev" not in landlock.DEVICE_NODES and "/dev/loop0" not in landlock.DEVICE_NODES
 
 
 def test_landlock_attr_sizes_per_abi() -> None:
