@@ -1,8 +1,10 @@
 """The full Linux backend: the system bubblewrap plus our seccomp filter.
 
 Read-only root, a private /tmp and $TMPDIR per sandbox (privtmp.py), writable roots bound,
-protected names re-bound read-only (missing ones get an empty read-only tmpfs), new
-user/pid/ipc(/net) namespaces, `--new-session`, `--die-with-parent`, all capabilities dropped.
+protected names re-bound read-only (missing ones get a run-owned guard dir with an empty
+read-only tmpfs on it, guards.py), the host-wide parts of /proc read-only, well-known host
+sockets masked, new user/pid/ipc(/net) namespaces, `--new-session`, `--die-with-parent`, all
+capabilities dropped.
 bwrap runs under a tiny `/bin/sh` wrapper that reads bwrap's `--json-status-fd` record and
 exits 125 when the command never started, so a setup failure cannot be mistaken for the
 command's own exit status 1.
@@ -11,16 +13,18 @@ command's own exit status 1.
 from __future__ import annotations
 
 import contextlib
+import glob
 import os
 import shutil
 import stat
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from oiexec.sandbox import hooks, mountpoints, profiles, seccomp
+from oiexec.sandbox import hooks, profiles, seccomp
 from oiexec.sandbox.base import PreparedCommand, SandboxPolicy
+from oiexec.sandbox.guards import Guards, plan, restore_links
 from oiexec.sandbox.paths import PROTECTED_NAMES, protected_gitdirs, real_writable_roots
 from oiexec.sandbox.privtmp import PrivateRoot, PrivateTmp
 
@@ -71,66 +75,130 @@ def find_bwrap(writable_roots: list[Path]) -> str | None:
     return next((p for p in fallbacks if os.access(p, os.X_OK)), None)
 
 
-def mount_args(
-    policy: SandboxPolicy, features: BwrapFeatures, private: Sequence[PrivateRoot] = ()
-) -> tuple[list[str], list[Path]]:
-    """Mount flags (order matters: later mounts win) and the host mount points bwrap creates.
+@dataclass
+class Mounts:
+    """The mount flags of one command and what they rely on."""
+
+    args: list[str] = field(default_factory=list)
+    #: Guard dirs for missing protected names in bound roots (made on the host by `Guards`).
+    created: list[Path] = field(default_factory=list)
+    #: Symlinks on the way to protected names, with their targets, restored after a command.
+    links: list[tuple[Path, str]] = field(default_factory=list)
+
+
+def build_mounts(
+    policy: SandboxPolicy,
+    features: BwrapFeatures,
+    private: Sequence[PrivateRoot] = (),
+    guards: Guards | None = None,
+) -> Mounts:
+    """Mount flags, in order (later mounts win).
 
     Private temp roots come first, so a workspace under /tmp is bound on top of the private
     /tmp and its mount point is made inside the private dir, never in the host's /tmp.
+    Without `guards` this only plans (unit tests): nothing is made or held on the host.
     """
-    args = ["--ro-bind", "/", "/", "--dev", "/dev"]
-    private_paths = {p.path for p in private}
+    out = Mounts(["--ro-bind", "/", "/", "--dev", "/dev"])
+    private_paths = [p.path for p in private]
     for temp in sorted((p for p in private if p.bind), key=lambda p: len(p.path.parts)):
-        args += ["--bind", str(temp.host), str(temp.path)]
+        out.args += ["--bind", str(temp.host), str(temp.path)]
     for temp in private:
         for name in PROTECTED_NAMES:
-            args += ["--ro-bind", str(temp.host / name), str(temp.path / name)]
+            out.args += ["--ro-bind", str(temp.host / name), str(temp.path / name)]
     roots = sorted(
         (r for r in real_writable_roots(policy) if r not in private_paths),
         key=lambda p: len(p.parts),
     )
     for root in roots:
-        args += ["--bind", str(root), str(root)]
-    created: list[Path] = []
+        out.args += ["--bind", str(root), str(root)]
     for root in roots:
         for name in PROTECTED_NAMES:
-            path = root / name
-            if path.is_symlink():
-                # Mounts follow links: guard the existing target (a dangling link is left
-                # alone, since mounting on it would create its target).
-                target = os.path.realpath(path)
-                if os.path.exists(target):
-                    args += ["--ro-bind", target, target]
-            elif path.exists():
-                args += ["--ro-bind", str(path), str(path)]
-            elif _creatable_in(root):
-                # bwrap has to mkdir this (empty) mount point on the host; it is removed after
-                # the command (mountpoints.py). Never in /tmp: that is a private root above.
-                args += ["--perms", "0555", "--tmpfs", str(path), "--remount-ro", str(path)]
-                created.append(path)
+            if guards is None:
+                found = plan(root, name, roots, private_paths)
+            else:
+                found = guards.protect(root, name, roots, private_paths)
+            out.links += found.links
+            if found.mount is None:
+                continue
+            mount = str(found.mount)
+            if found.guard:
+                # An empty read-only tmpfs on the (held, run-owned) guard dir.
+                out.args += ["--perms", "0555", "--tmpfs", mount, "--remount-ro", mount]
+                out.created.append(found.mount)
+            else:
+                out.args += ["--ro-bind", mount, mount]
     for gitdir in protected_gitdirs(policy):
-        args += ["--ro-bind", str(gitdir), str(gitdir)]
+        out.args += ["--ro-bind", str(gitdir), str(gitdir)]
+    if guards is not None and guards.lock_dir is not None:
+        # Commands could otherwise flock other runs' guard locks (readable, as owner).
+        out.args += ["--tmpfs", str(guards.lock_dir), "--remount-ro", str(guards.lock_dir)]
+    for sock in masked_sockets(private_paths):
+        out.args += ["--ro-bind", "/dev/null", sock]
     if features.proc:
-        args += ["--proc", "/proc"]
-    return args, created
+        out.args += ["--proc", "/proc", *proc_readonly_args()]
+    return out
 
 
-def _creatable_in(directory: Path) -> bool:
-    """Whether the sandboxed user could create an entry in `directory` by permission bits.
+def mount_args(
+    policy: SandboxPolicy, features: BwrapFeatures, private: Sequence[PrivateRoot] = ()
+) -> tuple[list[str], list[Path]]:
+    """The planned mount flags and guard dirs (nothing is made on the host)."""
+    mounts = build_mounts(policy, features, private)
+    return mounts.args, mounts.created
 
-    Not `os.access`: root passes it through CAP_DAC_OVERRIDE, which it lacks inside bwrap's
-    user namespace, and then bwrap fails to make the mount point.
+
+def proc_readonly_args() -> list[str]:
+    """Re-bind the host-wide parts of a fresh /proc read-only.
+
+    Our uid 0 stays uid 0 in bwrap's user namespace, and sysctl writes check the euid, not
+    capabilities: `kernel.core_pattern` would run any program as host root. bwrap covers
+    /proc/sys itself only when it does not use a user namespace.
     """
-    try:
-        info = directory.stat()
-    except OSError:
-        return False
-    if info.st_uid == os.geteuid():
-        return bool(info.st_mode & stat.S_IWUSR)
-    if info.st_gid in (os.getegid(), *os.getgroups()):
-        return bool(info.st_mode & stat.S_IWGRP)
-    return bool(info.st_mode & stat.S_IWOTH)
+    paths: list[str] = profiles.load("linux/bwrap.toml")["proc_readonly"]
+    return [arg for path in paths for arg in ("--ro-bind-try", path, path)]
+
+
+def masked_sockets(private: Sequence[Path] = ()) -> list[str]:
+    """Existing well-known host sockets (`policy.toml: masked_sockets`), symlinks resolved.
+
+    With the network on, a root runner could otherwise drive the container engine or the
+    system bus (and through them the host); with it off the seccomp filter closes them too.
+    """
+    found: list[str] = []
+    for pattern in profiles.policy_data().get("masked_sockets", []):
+        for match in sorted(glob.glob(str(pattern))):
+            real = os.path.realpath(match)
+            if real in found or any(Path(real).is_relative_to(p) for p in private):
+                continue  # a private root hides the host's socket already
+            with contextlib.suppress(OSError):
+                if stat.S_ISSOCK(os.stat(real).st_mode):
+                    found.append(real)
+    return found
+
+
+def _command_args(
+    policy: SandboxPolicy,
+    features: BwrapFeatures,
+    *,
+    status_fd: int,
+    seccomp_fd: int,
+    private: Sequence[PrivateRoot],
+    guards: Guards | None,
+) -> tuple[list[str], Mounts]:
+    data = profiles.load("linux/bwrap.toml")
+    args = list(data["base_flags"])
+    args += [f for f in data["optional_flags"] if features.keeps(f)]
+    mounts = build_mounts(policy, features, private, guards)
+    args += mounts.args
+    if policy.network_disabled:
+        args += [f for f in data["network_off_flags"] if features.keeps(f)]
+    args += ["--json-status-fd", str(status_fd), "--seccomp", str(seccomp_fd)]
+    args += ["--setenv", "OPENINTERPRETER_SANDBOX", policy.mode]
+    if policy.network_disabled:
+        args += ["--setenv", "OPENINTERPRETER_SANDBOX_NETWORK_DISABLED", "1"]
+    else:
+        args += ["--unsetenv", "OPENINTERPRETER_SANDBOX_NETWORK_DISABLED"]
+    return args, mounts
 
 
 def bwrap_args(
@@ -141,20 +209,11 @@ def bwrap_args(
     seccomp_fd: int,
     private: Sequence[PrivateRoot] = (),
 ) -> tuple[list[str], list[Path]]:
-    data = profiles.load("linux/bwrap.toml")
-    args = list(data["base_flags"])
-    args += [f for f in data["optional_flags"] if features.keeps(f)]
-    mounts, created = mount_args(policy, features, private)
-    args += mounts
-    if policy.network_disabled:
-        args += [f for f in data["network_off_flags"] if features.keeps(f)]
-    args += ["--json-status-fd", str(status_fd), "--seccomp", str(seccomp_fd)]
-    args += ["--setenv", "OPENINTERPRETER_SANDBOX", policy.mode]
-    if policy.network_disabled:
-        args += ["--setenv", "OPENINTERPRETER_SANDBOX_NETWORK_DISABLED", "1"]
-    else:
-        args += ["--unsetenv", "OPENINTERPRETER_SANDBOX_NETWORK_DISABLED"]
-    return args, created
+    """The bwrap flags for one command (planned only: nothing is made on the host)."""
+    args, mounts = _command_args(
+        policy, features, status_fd=status_fd, seccomp_fd=seccomp_fd, private=private, guards=None
+    )
+    return args, mounts.created
 
 
 def wrap(bwrap_path: str, args: list[str], status_fd: int) -> list[str]:
@@ -183,6 +242,8 @@ class BwrapSandbox:
         self._report = report
         self._program = seccomp.filter_for(policy, backend=self.backend)
         self._tmp = PrivateTmp()
+        # Guard dirs belong to the run, not to one command (see guards.py).
+        self._guards = Guards()
 
     @property
     def policy(self) -> SandboxPolicy:
@@ -191,23 +252,29 @@ class BwrapSandbox:
     def prepare(self, argv: list[str], *, cwd: Path, env: dict[str, str]) -> PreparedCommand:
         status_fd = os.memfd_create("oiexec-bwrap-status", os.MFD_CLOEXEC)
         seccomp_fd = seccomp.filter_fd(self._program)
-        args, created = bwrap_args(
-            self._policy,
-            self._features,
-            status_fd=status_fd,
-            seccomp_fd=seccomp_fd,
-            private=self._tmp.roots(self._policy),
-        )
+        try:
+            args, mounts = _command_args(
+                self._policy,
+                self._features,
+                status_fd=status_fd,
+                seccomp_fd=seccomp_fd,
+                private=self._tmp.roots(self._policy),
+                guards=self._guards,
+            )
+        except BaseException:
+            for fd in (status_fd, seccomp_fd):
+                os.close(fd)
+            raise
         real_cwd = os.path.realpath(cwd)
         args += ["--chdir", real_cwd, "--", *argv]
-        mountpoints.acquire(created)
 
         def after() -> list[str]:
             for fd in (status_fd, seccomp_fd):
                 with contextlib.suppress(OSError):
                     os.close(fd)
-            mountpoints.release(created)
-            return []
+            # Guards stay until close(); only links on the way to a protected name can have
+            # been swapped by the command (they cannot be mounted on).
+            return restore_links(mounts.links)
 
         return PreparedCommand(
             argv=wrap(self._features.path, args, status_fd),
@@ -222,5 +289,7 @@ class BwrapSandbox:
         return dict(self._report)
 
     def close(self) -> None:
-        """End of run: remove the private /tmp (commands still running lose its files)."""
+        """End of run, after every command has ended: drop the guards (removing those no
+        other sandbox holds) and the private /tmp."""
+        self._guards.close()
         self._tmp.close()

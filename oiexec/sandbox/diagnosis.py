@@ -3,9 +3,15 @@ how to fix it. Shared by `get_sandbox` and `interpreter sandbox doctor`."""
 
 from __future__ import annotations
 
+import functools
+import operator
+import os
+import struct
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
+from oiexec.sandbox import profiles, seccomp
 from oiexec.sandbox.base import SandboxPolicy
 from oiexec.sandbox.preflight import Preflight
 from oiexec.sandbox.privtmp import temp_roots
@@ -47,20 +53,44 @@ class Decision:
         return self.backend != "unavailable"
 
     def enforced(self) -> dict[str, bool]:
-        full = self.backend in ("bwrap", "seatbelt")
-        sandboxed = self.backend in ("bwrap", "landlock", "seatbelt")
-        netns = bool(self.preflight.bwrap and self.preflight.bwrap.netns)
+        """What the chosen backend really enforces for this policy: a flat dict of bools
+        (other parts add their own keys), each claim true only where it is tested to hold."""
+        backend = self.backend
+        sandboxed = backend in ("bwrap", "landlock", "seatbelt")
+        bwrap = self.preflight.bwrap if backend == "bwrap" else None
+        netns = bool(bwrap and bwrap.netns)
+        proc = bool(bwrap and bwrap.proc)
+        off = sandboxed and self.policy.network_disabled
+        closed = _refused_families(self.policy, backend) if off and backend != "seatbelt" else {}
+        # Seatbelt's deny-default profile refuses every socket when the network is off.
+        unix = off and (backend == "seatbelt" or closed.get(_AF_UNIX, False))
+        inet = off and (backend == "seatbelt" or netns or closed.get(_AF_INET, False))
+        linux = backend in ("bwrap", "landlock")
         return {
             "fs_write": sandboxed,
-            "protected_paths": full,
-            "protected_paths_tripwire": self.backend == "landlock",
-            "network": sandboxed and self.policy.network_disabled,
-            "pid_isolation": self.backend == "bwrap",
-            "own_loopback": self.backend == "bwrap" and netns,
+            "protected_paths": backend in ("bwrap", "seatbelt"),
+            "protected_paths_tripwire": backend == "landlock",
+            # TCP/UDP *and* Unix sockets to anything outside the command are closed.
+            "network": inet and unix,
+            "unix_sockets": unix,
+            # docker, containerd, podman, D-Bus, systemd (policy.toml: masked_sockets).
+            "host_sockets_masked": backend == "bwrap" or unix,
+            # No write to /proc/sys and the like: a root runner's uid 0 passes sysctl checks.
+            "sysctl_readonly": sandboxed,
+            # Only /dev/null, /dev/zero, ttys and the like: no disks, /dev/kmsg, /dev/kvm.
+            "device_nodes": sandboxed,
+            "capabilities_dropped": linux or (sandboxed and os.geteuid() != 0),
+            # Host processes neither visible nor signalable.
+            "pid_isolation": backend == "bwrap" and proc,
+            "own_loopback": backend == "bwrap" and netns,
             # /tmp and $TMPDIR are private to the run: nothing written (or mounted) there
             # shows up in the host's /tmp. Landlock cannot remap paths.
-            "private_tmp": self.backend == "bwrap" and bool(temp_roots(self.policy)),
+            "private_tmp": backend == "bwrap" and bool(temp_roots(self.policy)),
         }
+
+    def guarantees_missing(self) -> list[str]:
+        """One precise sentence per guarantee of the mode this backend does not give."""
+        return _missing(self, self.enforced())
 
     def as_dict(self) -> dict[str, Any]:
         return {
@@ -69,11 +99,136 @@ class Decision:
             "network": "off" if self.policy.network_disabled else "on",
             "require": self.policy.require,
             "enforced": self.enforced(),
+            "guarantees_missing": self.guarantees_missing(),
             "degraded": self.degraded,
             "remediation": self.remediation,
             "reason": self.reason,
             "preflight": self.preflight.as_dict(),
         }
+
+
+def _missing(decision: Decision, on: dict[str, bool]) -> list[str]:
+    backend, policy = decision.backend, decision.policy
+    if backend == "none":
+        return ["no sandbox (danger-full-access): commands have all of the runner's access"]
+    if backend == "unavailable":
+        return []  # nothing runs
+    writes = policy.mode == "workspace-write"
+    out: list[str] = []
+    if writes and not on["protected_paths"]:
+        out.append(
+            "protected names (.git, .openinterpreter, .agents, .codex) are writable while a "
+            "command runs; a tripwire restores them after it"
+        )
+    if policy.network_disabled:
+        if not on["unix_sockets"]:
+            where = "pathname" if on["own_loopback"] else "abstract and pathname"
+            out.append(
+                f"Unix sockets are not refused: {where} sockets of host services are reachable"
+            )
+        if not on["own_loopback"]:
+            out.append("no network namespace: TCP/UDP are refused by the seccomp filter alone")
+    elif not on["host_sockets_masked"]:
+        out.append("network on: host sockets (docker, containerd, D-Bus, systemd) are not masked")
+    if not on["pid_isolation"]:
+        pre = decision.preflight
+        if backend == "bwrap":
+            out.append("/proc is the host's (read-only): host processes are visible, unsignalable")
+        elif backend == "landlock" and pre.landlock_abi < 6:
+            out.append("no PID namespace: host processes are visible and can be signalled")
+        else:
+            out.append("no PID namespace: host processes are visible (not signalable)")
+    if writes and not on["private_tmp"] and temp_roots(policy):
+        out.append("/tmp and $TMPDIR are the host's, shared with other programs")
+    for key, sentence in (
+        ("sysctl_readonly", "kernel settings under /proc/sys may be writable"),
+        ("device_nodes", "host device nodes beyond /dev/null and ttys may be writable"),
+        ("capabilities_dropped", "commands keep the runner's capabilities"),
+    ):
+        if not on[key]:
+            out.append(sentence)
+    return out
+
+
+_AF_UNIX, _AF_INET = 1, 2
+
+
+@functools.lru_cache(maxsize=8)
+def _families_closed(program: bytes, arch: str) -> dict[int, bool]:
+    table = profiles.load("linux/seccomp.toml")["arch"][arch]
+    nr, audit = int(table["syscalls"]["socket"]), int(table["audit_arch"])
+    out: dict[int, bool] = {}
+    for family in (_AF_UNIX, _AF_INET):
+        # socket(family, SOCK_STREAM, 0) as struct seccomp_data.
+        data = struct.pack("<iIQ6Q", nr, audit, 0, family, 1, 0, 0, 0, 0)
+        verdict = run_bpf(program, data)
+        out[family] = verdict is not None and verdict & 0xFFFF0000 not in _OPEN_ACTIONS
+    return out
+
+
+def _refused_families(policy: SandboxPolicy, backend: str) -> dict[int, bool]:
+    """Which socket families the backend's real seccomp filter refuses, found by running the
+    filter on `socket(family, ...)`: the claim follows the filter, whatever it becomes."""
+    try:
+        arch = seccomp.native_arch()
+        return _families_closed(seccomp.filter_for(policy, backend=backend), arch)
+    except (seccomp.UnsupportedArch, KeyError, ValueError):
+        return {}
+
+
+_OPEN_ACTIONS = (0x7FFF0000, 0x7FFC0000)  # SECCOMP_RET_ALLOW, SECCOMP_RET_LOG
+
+
+def run_bpf(program: bytes, data: bytes) -> int | None:
+    """Run a classic-BPF seccomp program on `data`; its return value, or None for an
+    instruction this small interpreter does not know (then nothing is claimed)."""
+    insns: list[tuple[int, int, int, int]] = [
+        struct.unpack_from("<HBBI", program, i) for i in range(0, len(program), 8)
+    ]
+    a = x = 0
+    pc = 0
+    mask = 0xFFFFFFFF
+    alu: dict[int, Callable[[int, int], int]] = {
+        0x00: operator.add,
+        0x10: operator.sub,
+        0x20: operator.mul,
+        0x40: operator.or_,
+        0x50: operator.and_,
+        0x60: lambda p, q: p << (q & 31),
+        0x70: lambda p, q: p >> (q & 31),
+        0xA0: operator.xor,
+    }
+    jumps: dict[int, Callable[[int, int], bool]] = {
+        0x10: operator.eq,
+        0x20: operator.gt,
+        0x30: operator.ge,
+        0x40: lambda p, q: bool(p & q),
+    }
+    while 0 <= pc < len(insns):
+        code, jt, jf, k = insns[pc]
+        cls, op, src = code & 0x07, code & 0xF0, x if code & 0x08 else k
+        pc += 1
+        if code == 0x20 and k + 4 <= len(data):  # LD W ABS
+            a = int(struct.unpack_from("<I", data, k)[0])
+        elif code == 0x00:  # LD IMM
+            a = k
+        elif cls == 0x04 and op in alu:
+            a = alu[op](a, src) & mask
+        elif code == 0x05:  # JA
+            pc += k
+        elif cls == 0x05 and op in jumps:
+            pc += jt if jumps[op](a, src) else jf
+        elif code == 0x06:  # RET K
+            return k
+        elif code == 0x16:  # RET A
+            return a
+        elif code == 0x07:  # TAX
+            x = a
+        elif code == 0x87:  # TXA
+            a = x
+        else:
+            return None
+    return None
 
 
 def _userns_fixes(pre: Preflight) -> list[str]:
@@ -141,7 +296,16 @@ def _bwrap_decision(policy: SandboxPolicy, pre: Preflight) -> Decision:
         degraded.append("/proc could not be mounted: host processes are visible (not signalable)")
         fixes.append(FIX_PROC)
     if not pre.bwrap.netns and policy.network_disabled:
-        degraded.append("no network namespace: network is kept off by the seccomp filter alone")
+        if _refused_families(policy, "bwrap").get(_AF_UNIX, False):
+            degraded.append(
+                "no network namespace: TCP/UDP and Unix sockets are refused by the seccomp "
+                "filter alone (no private loopback)"
+            )
+        else:
+            degraded.append(
+                "no network namespace: TCP/UDP are refused by the seccomp filter alone; "
+                "abstract and pathname Unix sockets of the host are reachable"
+            )
         fixes += [FIX_NETNS, FIX_APPARMOR]
     if not pre.bwrap.keeps("--disable-userns"):
         degraded.append("bwrap cannot forbid nested user namespaces (old bubblewrap?)")

@@ -75,6 +75,10 @@ def render_report(report: dict[str, Any]) -> str:
         )
     enforced = report["enforced"]
     lines.append("enforced: " + (", ".join(k for k, v in enforced.items() if v) or "nothing"))
+    unenforced = [k for k, v in enforced.items() if not v]
+    if unenforced:
+        lines.append("not enforced: " + ", ".join(unenforced))
+    lines += [f"missing:  {item}" for item in report.get("guarantees_missing", [])]
     lines += [f"degraded: {item}" for item in report["degraded"]]
     lines += [f"fix:      {item}" for item in report["remediation"]]
     lines.append(f"self-test: {report['self_test']}")

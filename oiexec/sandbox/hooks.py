@@ -19,7 +19,7 @@ BWRAP = "OI_SANDBOX_BWRAP"
 FAULTS = "OI_SANDBOX_FAULTS"
 #: Read by earlier versions; now replaced by `sandbox_backend`.
 RETIRED_BACKEND = "OI_SANDBOX_BACKEND"
-KNOWN_FAULTS = frozenset({"no-userns", "no-proc", "no-landlock"})
+KNOWN_FAULTS = frozenset({"no-userns", "no-proc", "no-netns", "no-landlock"})
 
 
 def enabled() -> bool:

@@ -6,7 +6,9 @@ restriction, user namespace limit, container markers) to suggest a fix.
 
 Test hooks (environment, honoured only with `OIEXEC_SANDBOX_TEST_HOOKS=1`; set without it they
 are refused, see `hooks.py`): `OI_SANDBOX_BWRAP=/path` uses that bwrap;
-`OI_SANDBOX_FAULTS=no-userns,no-proc,no-landlock` simulates those host failures. Users choose
+`OI_SANDBOX_FAULTS=no-userns,no-proc,no-netns,no-landlock` simulates those host failures
+(`no-netns`: bwrap cannot set up a network namespace, as under Ubuntu's AppArmor userns
+restriction, so the fallback without one is used). Users choose
 a backend with `sandbox_backend`, not with the environment.
 """
 
@@ -22,10 +24,11 @@ from pathlib import Path
 from typing import Any
 
 from oiexec.sandbox import hooks, landlock, profiles, seccomp
-from oiexec.sandbox.bwrap import BwrapFeatures, find_bwrap
+from oiexec.sandbox.bwrap import BwrapFeatures, find_bwrap, proc_readonly_args
 
 _SIMULATED_USERNS = "bwrap: No permissions to create new namespace (simulated: no-userns)"
 _SIMULATED_PROC = "bwrap: Can't mount proc on /newroot/proc: Operation not permitted (simulated)"
+_SIMULATED_NETNS = "bwrap: loopback: Failed RTM_NEWADDR: Operation not permitted (simulated)"
 
 
 @dataclass
@@ -122,11 +125,14 @@ def _try_bwrap(
         return False, _SIMULATED_USERNS
     if "no-proc" in injected and "--proc" not in dropped:
         return False, _SIMULATED_PROC
+    if "no-netns" in injected and "--unshare-net" not in dropped:
+        return False, _SIMULATED_NETNS
     status_fd = os.memfd_create("oiexec-preflight", os.MFD_CLOEXEC)
     seccomp_fd = seccomp.filter_fd(program)
     args = [path, *data["base_flags"], *(f for f in data["optional_flags"] if f not in dropped)]
     args += ["--ro-bind", "/", "/", "--dev", "/dev"]
-    args += [] if "--proc" in dropped else ["--proc", "/proc"]
+    # The read-only re-binds of /proc are part of the real flags: if they fail, so does --proc.
+    args += [] if "--proc" in dropped else ["--proc", "/proc", *proc_readonly_args()]
     args += [f for f in data["network_off_flags"] if f not in dropped]
     args += ["--json-status-fd", str(status_fd), "--seccomp", str(seccomp_fd), "--", "/bin/true"]
     try:
