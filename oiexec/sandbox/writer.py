@@ -41,11 +41,26 @@ class WriteDenied(PermissionError):
         self.reason = reason
 
 
+#: How often a resolution that keeps meeting a symlink being replaced is retried.
+_RESOLVE_TRIES = 20
+
+
 def _resolved(path: Path, link_itself: bool) -> Path:
     if link_itself:
         # A removal takes the link itself, in its real directory.
         return Path(os.path.realpath(path.parent)) / path.name
     return Path(os.path.realpath(path))
+
+
+def _settled(path: Path, judge: Callable[[], tuple[Path, str | None]]) -> tuple[Path, str | None]:
+    # realpath reads a link that lstat just saw; when a command swaps it for a directory in
+    # between, readlink fails (EINVAL). Such a path is in flux: look again, then give up.
+    for _ in range(_RESOLVE_TRIES):
+        try:
+            return judge()
+        except OSError:
+            continue
+    raise PathChanged(path)
 
 
 class FileWriter:
@@ -61,8 +76,9 @@ class FileWriter:
 
     def resolve(self, path: Path, *, link_itself: bool = False) -> tuple[Path, str | None]:
         """Where writing (or, with `link_itself`, removing) `path` acts, and why the policy
-        refuses it (None: allowed). Pass that target on to `write` or `remove`."""
-        return _resolved(path, link_itself), self(path)
+        refuses it (None: allowed). Pass that target on to `write` or `remove`. Raises
+        `PathChanged` if the path keeps changing while it is resolved."""
+        return _settled(path, lambda: (_resolved(path, link_itself), self(path)))
 
     def write(self, target: Path, data: bytes, *, in_place: bool) -> None:
         """Write `data` to the resolved `target`, creating its parents: rewritten in place
@@ -89,8 +105,11 @@ class PolicyWriter(FileWriter):
 
     def resolve(self, path: Path, *, link_itself: bool = False) -> tuple[Path, str | None]:
         # One resolution, judged and then used for the IO: a second realpath could differ.
-        target = _resolved(path, link_itself)
-        return target, resolved_write_denial(self._policy, path, target)
+        def judge() -> tuple[Path, str | None]:
+            target = _resolved(path, link_itself)
+            return target, resolved_write_denial(self._policy, path, target)
+
+        return _settled(path, judge)
 
     def _beneath(self, target: Path) -> tuple[Path, str]:
         reason = resolved_write_denial(self._policy, target, target)

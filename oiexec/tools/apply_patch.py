@@ -587,7 +587,10 @@ class _Plan:
     def check(self, path: Path, shown: str, action: str, *, remove: bool = False) -> Path:
         """The path to do the IO on, once the policy allows it: writes go through symlinks
         (as the sandbox judges them), removals take the link itself."""
-        real, reason = self.writer.resolve(path, link_itself=remove)
+        try:
+            real, reason = self.writer.resolve(path, link_itself=remove)
+        except PathChanged as exc:
+            raise _io_error(path, exc, _NOTHING_WRITTEN) from exc
         if reason is not None:
             raise ApplyPatchError(
                 f"apply_patch rejected: cannot {action} {shown}: {reason}\n{_NOTHING_WRITTEN}",

@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from pathlib import Path
 
-from oiexec.sandbox.writer import PathChanged, WriteDenied, as_writer
+from oiexec.sandbox.writer import FileWriter, PathChanged, WriteDenied, as_writer
 from oiexec.tools.fs.errors import ToolInputError
 
 #: How much of a file is sniffed for NUL bytes to call it binary.
@@ -86,7 +86,7 @@ def uses_crlf(text: str) -> bool:
 
 def guard_write(can_write: WriteGuard, path: Path) -> None:
     """Raise with the guard's reason if it refuses `path`."""
-    reason = can_write(path)
+    _target, reason = _resolve(as_writer(can_write), path, link_itself=False)
     if reason is not None:
         raise ToolInputError(reason, kind="denied", path=path)
 
@@ -98,7 +98,7 @@ def save_text(path: Path, text: str, *, can_write: WriteGuard) -> None:
     a `FileWriter` (the runtime's `PolicyWriter`), it also does the IO, following no symlink
     it did not judge."""
     writer = as_writer(can_write)
-    target, reason = writer.resolve(path)
+    target, reason = _resolve(writer, path, link_itself=False)
     if reason is not None:
         raise ToolInputError(reason, kind="denied", path=path)
     _io(path, lambda: writer.write(target, text.encode("utf-8"), in_place=False))
@@ -107,10 +107,26 @@ def save_text(path: Path, text: str, *, can_write: WriteGuard) -> None:
 def remove_file(path: Path, *, can_write: WriteGuard) -> None:
     """Remove the file (or the symlink itself) at `path`, judged by `can_write`."""
     writer = as_writer(can_write)
-    target, reason = writer.resolve(path, link_itself=True)
+    target, reason = _resolve(writer, path, link_itself=True)
     if reason is not None:
         raise ToolInputError(reason, kind="denied", path=path)
     _io(path, lambda: writer.remove(target))
+
+
+def _changed(path: Path) -> ToolInputError:
+    return ToolInputError(
+        f"{path} changed while being written (a symlink appeared on its way); nothing was "
+        "written. Check what is at that path now before trying again.",
+        kind="changed",
+        path=path,
+    )
+
+
+def _resolve(writer: FileWriter, path: Path, *, link_itself: bool) -> tuple[Path, str | None]:
+    try:
+        return writer.resolve(path, link_itself=link_itself)
+    except PathChanged as exc:
+        raise _changed(path) from exc
 
 
 def _io(path: Path, action: Callable[[], None]) -> None:
@@ -119,9 +135,4 @@ def _io(path: Path, action: Callable[[], None]) -> None:
     except WriteDenied as exc:
         raise ToolInputError(exc.reason, kind="denied", path=path) from exc
     except PathChanged as exc:
-        raise ToolInputError(
-            f"{path} changed while being written (a symlink appeared on its way); nothing was "
-            "written. Check what is at that path now before trying again.",
-            kind="changed",
-            path=path,
-        ) from exc
+        raise _changed(path) from exc
