@@ -25,6 +25,7 @@ from typing import Any
 from oiexec.sandbox import hooks, profiles, seccomp
 from oiexec.sandbox.base import PreparedCommand, SandboxPolicy
 from oiexec.sandbox.guards import Guards, plan, restore_links
+from oiexec.sandbox.limits import Limiter
 from oiexec.sandbox.paths import PROTECTED_NAMES, protected_gitdirs, real_writable_roots
 from oiexec.sandbox.privtmp import PrivateRoot, PrivateTmp
 
@@ -244,6 +245,12 @@ class BwrapSandbox:
         self._tmp = PrivateTmp()
         # Guard dirs belong to the run, not to one command (see guards.py).
         self._guards = Guards()
+        # Resource limits go on the wrapper shell, so bwrap and the command inherit them; the
+        # wrapper, bwrap and bwrap's PID 1 are three processes beside the command.
+        self._limiter = Limiter(policy.limits, nproc_overhead=3, cgroup_overhead=3)
+        if self._limiter.degraded:
+            degraded = [*report.get("degraded", []), *self._limiter.degraded]
+            self._report = {**report, "degraded": degraded}
 
     @property
     def policy(self) -> SandboxPolicy:
@@ -267,6 +274,7 @@ class BwrapSandbox:
             raise
         real_cwd = os.path.realpath(cwd)
         args += ["--chdir", real_cwd, "--", *argv]
+        limits = self._limiter.prepare()
 
         def after() -> list[str]:
             for fd in (status_fd, seccomp_fd):
@@ -274,13 +282,14 @@ class BwrapSandbox:
                     os.close(fd)
             # Guards stay until close(); only links on the way to a protected name can have
             # been swapped by the command (they cannot be mounted on).
-            return restore_links(mounts.links)
+            return [*limits.release(), *restore_links(mounts.links)]
 
         return PreparedCommand(
             argv=wrap(self._features.path, args, status_fd),
             env=sandbox_env(self._policy, env),
             cwd=cwd,
             pass_fds=(status_fd, seccomp_fd),
+            preexec_fn=limits.apply,
             after=after,
             setup_failure_exit_code=SETUP_FAILURE_EXIT_CODE,
         )

@@ -8,8 +8,10 @@ read-only; `tripwire.py` guards them instead.
 
 from __future__ import annotations
 
+import copy
 import ctypes
 import os
+from collections.abc import Callable
 from pathlib import Path
 
 from oiexec.sandbox import hooks, privileges
@@ -183,12 +185,33 @@ def _error(what: str) -> LandlockError:
 
 class ChildRestrictor:
     """The `preexec_fn`: no_new_privs, Landlock, then seccomp. Everything is allocated here,
-    in the parent, so the forked child only makes syscalls."""
+    in the parent, so the forked child only makes syscalls.
+
+    `bind` adds one command's steps (the backend prepares them in the parent): `sentinel`
+    runs inside the first Landlock domain, after which the child restricts itself again so
+    the command lives in a domain nested in the sentinel's (see `reaper.py`); `limits` sets
+    rlimits and joins a cgroup; `started` is the last step before exec.
+    """
 
     def __init__(self, ruleset: Ruleset, program: bytes) -> None:
         self._ruleset_fd = ruleset.fd
         self._buffer = ctypes.create_string_buffer(program, len(program))
         self._fprog = _SockFprog(len(program) // 8, ctypes.addressof(self._buffer))
+        self._sentinel: Callable[[], None] | None = None
+        self._limits: Callable[[], None] | None = None
+        self._started: Callable[[], None] | None = None
+
+    def bind(
+        self,
+        *,
+        sentinel: Callable[[], None] | None = None,
+        limits: Callable[[], None] | None = None,
+        started: Callable[[], None] | None = None,
+    ) -> ChildRestrictor:
+        """A copy for one command (sharing the ruleset and filter) with its own steps."""
+        bound = copy.copy(self)
+        bound._sentinel, bound._limits, bound._started = sentinel, limits, started
+        return bound
 
     def __call__(self) -> None:
         if _libc.prctl(_PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) != 0:
@@ -196,5 +219,15 @@ class ChildRestrictor:
         privileges.drop_capabilities()
         if _libc.syscall(_SYS_RESTRICT_SELF, self._ruleset_fd, 0) != 0:
             raise _error("landlock_restrict_self")
+        if self._sentinel is not None:
+            self._sentinel()
+            # The same rules again, as a nested domain: scoped signals then go from the
+            # sentinel to the command, never from the command to the sentinel.
+            if _libc.syscall(_SYS_RESTRICT_SELF, self._ruleset_fd, 0) != 0:
+                raise _error("landlock_restrict_self (nested)")
+        if self._limits is not None:
+            self._limits()
         if _libc.prctl(_PR_SET_SECCOMP, _SECCOMP_MODE_FILTER, ctypes.byref(self._fprog), 0, 0):
             raise _error("prctl(SECCOMP)")
+        if self._started is not None:
+            self._started()

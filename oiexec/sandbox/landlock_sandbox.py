@@ -1,18 +1,25 @@
 """The degraded Linux backend: Landlock + seccomp in the child, tripwire around each command.
 
 Used when bwrap cannot create namespaces (Docker, AppArmor's userns restriction). Protected
-names are not locked, only repaired after the fact, and host processes stay visible.
+names are not locked, only repaired after the fact (`tripwire.py`), and host processes stay
+visible. With Landlock ABI >= 6 a sentinel per command (`reaper.py`) kills everything the
+command started when it ends, whatever session it moved to; resource limits: `limits.py`.
+
+`after()` of a command: reaper, then the command's cgroup (if any), then the tripwire, so the
+repair runs once nothing of the command can write any more.
 """
 
 from __future__ import annotations
 
+import sys
 from pathlib import Path
 from typing import Any
 
-from oiexec.sandbox import profiles, seccomp
+from oiexec.sandbox import profiles, reaper, seccomp
 from oiexec.sandbox.base import PreparedCommand, SandboxPolicy
 from oiexec.sandbox.bwrap import sandbox_env
 from oiexec.sandbox.landlock import ChildRestrictor, Ruleset
+from oiexec.sandbox.limits import Limiter
 from oiexec.sandbox.paths import real_writable_roots
 from oiexec.sandbox.tripwire import Tripwire
 
@@ -39,24 +46,49 @@ class LandlockSandbox:
         program = seccomp.filter_for(policy, backend=self.backend)
         self._restrict = ChildRestrictor(self._ruleset, program)
         self._tripwire = Tripwire(policy)
+        self._reap = abi >= reaper.SCOPED_SIGNALS_ABI
+        # The sentinel counts towards RLIMIT_NPROC but is spawned before the child joins the
+        # command's cgroup.
+        self._limiter = Limiter(
+            policy.limits, nproc_overhead=1 if self._reap else 0, cgroup_overhead=0
+        )
+        extra = [*reaper.degraded(abi), *self._limiter.degraded]
+        self._report = {**report, "degraded": [*report.get("degraded", []), *extra]}
 
     @property
     def policy(self) -> SandboxPolicy:
         return self._policy
 
     def prepare(self, argv: list[str], *, cwd: Path, env: dict[str, str]) -> PreparedCommand:
-        ids = self._tripwire.identities()
-        before = self._tripwire.snapshot()
+        control = reaper.Control(sentinel=self._reap)
+        limits = self._limiter.prepare()
+        restrict = self._restrict.bind(
+            sentinel=control.start_sentinel if self._reap else None,
+            limits=limits.apply,
+            started=control.report_started,
+        )
+        done: list[str] | None = None
+
+        def after() -> list[str]:
+            nonlocal done
+            if done is None:
+                done = [*control.finish(), *limits.release(), *self._tripwire.restore()]
+            return done
+
         return PreparedCommand(
             argv=list(argv),
             env=sandbox_env(self._policy, env),
             cwd=cwd,
-            preexec_fn=self._restrict,
-            after=lambda: self._tripwire.restore(before, ids),
+            preexec_fn=restrict,
+            after=after,
         )
 
     def describe(self) -> dict[str, Any]:
         return dict(self._report)
 
     def close(self) -> None:
-        """Nothing to remove: this backend makes no mount points and keeps the host /tmp."""
+        """End of run: a last repair, for what a command still running at the end wrote
+        (this backend makes no mount points and keeps the host /tmp)."""
+        # No model reads these any more: they go to the person running the run.
+        for note in self._tripwire.restore():
+            sys.stderr.write(f"oiexec: {note}\n")

@@ -1,206 +1,291 @@
 """Guard protected paths where the backend cannot make them read-only (Landlock).
 
-Before a command: snapshot the watched paths (`[tripwire] watch` in policy.toml) of every
-writable root and of git dirs behind `.git` files. After it: anything changed, added or
-removed is put back, and each repair becomes a note for the model.
+One baseline per run, taken when the sandbox is made: the watched paths of every writable
+root (`[tripwire] watch` in policy.toml) and of every git dir git would use for it (the
+workspace's `.git`, the git dir and common dir behind a `.git` file or `.git/commondir`, and
+each submodule and worktree git dir below them: `[tripwire] git_dir_watch`). After every
+command, and when the sandbox closes, everything is put back to that baseline: what a command
+added is removed, what it changed or deleted is restored, and each repair becomes a note for
+the model. Restoring to the run's baseline rather than to a snapshot taken when the command
+started means overlapping commands cannot launder each other's writes.
+
+What this cannot do: git history itself (objects, refs, the index) is not copied. A deleted
+or replaced `.git` is reported with the HEAD and branches it had, never recreated.
 """
 
 from __future__ import annotations
 
 import contextlib
 import os
-import shutil
-import stat
-from dataclasses import dataclass
+import threading
+from dataclasses import dataclass, field
 from pathlib import Path
 
-from oiexec.sandbox import profiles
+from oiexec.sandbox import beneath, profiles
+from oiexec.sandbox import tripwire_fs as fs
 from oiexec.sandbox.base import SandboxPolicy
-from oiexec.sandbox.paths import PROTECTED_NAMES, protected_gitdirs, real_writable_roots
+from oiexec.sandbox.paths import PROTECTED_NAMES, real_writable_roots, resolve_gitdirs
+
+_NOTE = "sandbox tripwire: {} (protected path)"
+#: What the notes say about history under Landlock (also for the doctor and the README).
+HISTORY_LIMIT = (
+    "the Landlock backend cannot protect git history: objects, refs and the index can be "
+    "changed or deleted by a command and are not restored (only config, hooks, info/, "
+    "alternates and the other files git runs or is redirected by are)"
+)
 
 
-@dataclass(frozen=True)
-class _Entry:
-    mode: int
-    data: bytes | None  # None for directories, or files too big to restore
-    link: str | None = None
-    #: (inode, size, mtime_ns, ctime_ns): ctime cannot be set back by the command, so an
-    #: unchanged signature means unchanged content and the bytes need not be read again.
-    signature: tuple[int, ...] = ()
-
-    def same(self, other: _Entry | None) -> bool:
-        if other is None:
-            return False
-        if self.signature and self.signature == other.signature:
-            return True
-        return (self.mode, self.data, self.link) == (other.mode, other.data, other.link)
+def _settings() -> tuple[list[str], list[str], int]:
+    data = profiles.policy_data()["tripwire"]
+    watch = [str(p) for p in data["watch"]]
+    # Every protected name but `.git` (whose git dirs are watched below) is watched whole,
+    # even if the policy file forgets one.
+    watch += [f"{n}/**" for n in PROTECTED_NAMES if n != ".git" and f"{n}/**" not in watch]
+    return watch, [str(p) for p in data["git_dir_watch"]], int(data["max_restore_bytes"])
 
 
-Snapshot = dict[Path, _Entry]
+@dataclass
+class _Base:
+    """A directory whose watched entries are kept at their baseline."""
+
+    path: Path
+    git: bool  # a git dir (git_dir_watch, submodules, worktrees) or a writable root (watch)
+    baseline: fs.Tree = field(default_factory=dict)
+    #: Signatures seen with the baseline's bytes since, so those need not be read again.
+    equal: dict[str, tuple[int, ...]] = field(default_factory=dict)
 
 
-def _watch_patterns() -> list[str]:
-    return [str(p) for p in profiles.policy_data()["tripwire"]["watch"]]
+@dataclass
+class _GitHome:
+    """A writable root whose `.git` was a directory: its identity and its history."""
+
+    root: Path
+    identity: tuple[int, int]
+    history: str
+    lost: bool = False
 
 
-def _max_bytes() -> int:
-    return int(profiles.policy_data()["tripwire"]["max_restore_bytes"])
+def _git_dirs(root: Path) -> list[Path]:
+    """The git dirs git would use for `root` (each real, so `open_root` accepts it)."""
+    git = root / ".git"
+    if git.is_symlink():
+        target = Path(os.path.realpath(git))
+        found = [target] if target.is_dir() else []
+    elif git.is_dir():
+        found = [git]
+    else:
+        found = resolve_gitdirs(git)
+    for gitdir in list(found):
+        with contextlib.suppress(OSError, UnicodeDecodeError):
+            text = (gitdir / "commondir").read_text(encoding="utf-8").strip()
+            common = Path(os.path.realpath(gitdir / text))
+            if common.is_dir() and common not in found:
+                found.append(common)
+    return found
 
 
-def _expand(base: Path, pattern: str) -> list[Path]:
-    if pattern.endswith("/**"):
-        top = base / pattern.removesuffix("/**")
-        if top.is_symlink() or not top.is_dir():
-            return [top] if top.is_symlink() or top.exists() else []
-        found = [top]
-        for dirpath, dirnames, filenames in os.walk(top):
-            found += [Path(dirpath) / n for n in (*dirnames, *filenames)]
-        return found
-    path = base / pattern
-    return [path] if path.is_symlink() or path.exists() else []
+def _read_ref(gitdir: Path, ref: str) -> str | None:
+    with contextlib.suppress(OSError, UnicodeDecodeError):
+        return (gitdir / ref).read_text(encoding="utf-8").strip() or None
+    with contextlib.suppress(OSError, UnicodeDecodeError):
+        for line in (gitdir / "packed-refs").read_text(encoding="utf-8").splitlines():
+            sha, _, name = line.partition(" ")
+            if name == ref:
+                return sha
+    return None
 
 
-_content_cache: dict[tuple[Path, tuple[int, ...]], bytes] = {}
-
-
-def _read(path: Path) -> _Entry:
-    info = path.lstat()
-    if stat.S_ISLNK(info.st_mode):
-        return _Entry(info.st_mode, None, os.readlink(path))
-    if stat.S_ISDIR(info.st_mode):
-        return _Entry(info.st_mode, None)
-    if info.st_size > _max_bytes():
-        return _Entry(info.st_mode, b"\0too-big")
-    signature = (info.st_ino, info.st_size, info.st_mtime_ns, info.st_ctime_ns)
-    key = (path, signature)
-    if key not in _content_cache:
-        if len(_content_cache) > 4096:
-            _content_cache.clear()
-        _content_cache[key] = path.read_bytes()
-    return _Entry(info.st_mode, _content_cache[key], None, signature)
+def describe_history(gitdir: Path) -> str:
+    """HEAD and the local branches of `gitdir`, read from files (never by running git)."""
+    try:
+        head = (gitdir / "HEAD").read_text(encoding="utf-8").strip()
+    except (OSError, UnicodeDecodeError):
+        return "no readable HEAD"
+    branches: dict[str, str] = {}
+    with contextlib.suppress(OSError, UnicodeDecodeError):
+        for line in (gitdir / "packed-refs").read_text(encoding="utf-8").splitlines():
+            packed_sha, _, packed = line.partition(" ")
+            if packed.startswith("refs/heads/"):
+                branches[packed.removeprefix("refs/heads/")] = packed_sha
+    heads = gitdir / "refs" / "heads"
+    for dirpath, _, files in os.walk(heads):
+        for file in files:
+            ref_path = Path(dirpath, file)
+            loose = _read_ref(gitdir, str(ref_path.relative_to(gitdir)))
+            if loose:
+                branches[str(ref_path.relative_to(heads))] = loose
+    if head.startswith("ref: "):
+        ref = head.removeprefix("ref: ")
+        where = f"HEAD was {_read_ref(gitdir, ref) or 'unborn'} on {ref}"
+    else:
+        where = f"HEAD was {head} (detached)"
+    listed = ", ".join(f"{n}={s[:12]}" for n, s in sorted(branches.items())[:20])
+    more = f" and {len(branches) - 20} more" if len(branches) > 20 else ""
+    return f"{where}; branches: {listed or 'none'}{more}"
 
 
 class Tripwire:
     def __init__(self, policy: SandboxPolicy) -> None:
-        self._bases: list[Path] = real_writable_roots(policy)
-        self._gitdirs = protected_gitdirs(policy)
-
-    def _watched(self) -> list[Path]:
-        found: list[Path] = []
+        self._watch, self._git_watch, self._max = _settings()
+        self._lock = threading.Lock()
+        self._bases: list[_Base] = []
+        self._homes: list[_GitHome] = []
+        for root in real_writable_roots(policy):
+            self._bases.append(_Base(root, git=False))
+            gitdirs = _git_dirs(root)
+            git = root / ".git"
+            if git.is_dir() and not git.is_symlink():
+                info = git.lstat()
+                home = _GitHome(root, (info.st_dev, info.st_ino), describe_history(git))
+                self._homes.append(home)
+            for gitdir in gitdirs:
+                if all(b.path != gitdir for b in self._bases):
+                    self._bases.append(_Base(gitdir, git=True))
         for base in self._bases:
-            for pattern in _watch_patterns():
-                found += _expand(base, pattern)
-            # A protected name that appears from nothing is caught by its absence before.
-            found += [base / n for n in PROTECTED_NAMES if (base / n).is_symlink()]
-        for gitdir in self._gitdirs:
-            for pattern in ("config", "hooks/**", "info/**"):
-                found += _expand(gitdir, pattern)
+            base.baseline = self._scan(base, known=None) or {}
+
+    # --- scanning -----------------------------------------------------------------------
+
+    def _patterns(self, base: _Base) -> list[str]:
+        if base.git:
+            return self._git_watch
+        # A `.git` directory is handled by identity (it cannot be recreated); any other `.git`
+        # (a file pointing elsewhere, a symlink, or one that appears) is an ordinary entry.
+        homes = {h.root for h in self._homes}
+        return self._watch if base.path in homes else [*self._watch, ".git"]
+
+    def _scan(self, base: _Base, known: fs.Tree | None) -> fs.Tree | None:
+        """The watched entries of `base` now; None when the base itself is gone."""
+        try:
+            fd = beneath.open_root(base.path)
+        except OSError:
+            return None
+        try:
+            scanner = fs.Scanner(fd, self._max, known)
+            self._collect(scanner, base, "")
+            return scanner.found
+        finally:
+            os.close(fd)
+
+    def _collect(self, scanner: fs.Scanner, base: _Base, prefix: str) -> None:
+        for pattern in self._patterns(base):
+            rel = prefix + pattern
+            if rel.endswith("/**"):
+                scanner.tree(rel.removesuffix("/**"))
+            else:
+                scanner.one(rel)
+        if not base.git:
+            return
+        # Submodule git dirs (`modules/<path>`, nested) and linked worktrees' git dirs.
+        for nested in ("modules", "worktrees"):
+            top = f"{prefix}{nested}"
+            scanner.one(top)
+            for sub in self._nested_gitdirs(scanner, top, nested == "modules"):
+                self._collect(scanner, base, f"{sub}/")
+
+    def _nested_gitdirs(self, scanner: fs.Scanner, top: str, deep: bool) -> list[str]:
+        found: list[str] = []
+        pending = [top]
+        while pending and len(found) < 256:
+            current = pending.pop()
+            for name in scanner.children(current):
+                path = f"{current}/{name}"
+                if scanner.one(f"{path}/HEAD") is not None:
+                    found.append(path)
+                elif deep and fs.depth(path) - fs.depth(top) < 8:
+                    pending.append(path)  # a submodule path with slashes: modules/a/b
         return found
 
-    def identities(self) -> dict[Path, tuple[int, int]]:
-        """(device, inode) of each existing protected name, to notice a rename."""
-        found: dict[Path, tuple[int, int]] = {}
-        for base in self._bases:
-            for name in PROTECTED_NAMES:
-                with contextlib.suppress(OSError):
-                    info = (base / name).lstat()
-                    found[base / name] = (info.st_dev, info.st_ino)
-        return found
+    # --- restoring ----------------------------------------------------------------------
 
-    def snapshot(self) -> Snapshot:
-        snap: Snapshot = {}
-        for path in self._watched():
-            with contextlib.suppress(OSError):
-                snap[path] = _read(path)
-        for base in self._bases:
-            for name in PROTECTED_NAMES:
-                path = base / name
-                if path not in snap and (path.exists() or path.is_symlink()):
-                    with contextlib.suppress(OSError):
-                        snap[path] = _read(path)
-        return snap
+    def restore(self) -> list[str]:
+        """Put every watched path back to the baseline; one note per repair."""
+        with self._lock:
+            notes: list[str] = []
+            for home in self._homes:
+                notes += self._check_home(home)
+            for base in self._bases:
+                notes += self._restore_base(base)
+            return [_NOTE.format(n) for n in notes]
 
-    def restore(self, before: Snapshot, ids: dict[Path, tuple[int, int]]) -> list[str]:
-        """Undo changes since `before`; one note per repaired path."""
-        notes = self._undo_renames(ids)
-        after = self.snapshot()
-        missing_names = [
-            base / n for base in self._bases for n in PROTECTED_NAMES if (base / n) not in before
-        ]
-        for path in missing_names:
-            if path.exists() or path.is_symlink():
-                _remove(path)
+    def _check_home(self, home: _GitHome) -> list[str]:
+        """A workspace `.git` directory that was renamed is moved back; a deleted or replaced
+        one is reported (with what to recover), and a replacement removed."""
+        git = home.root / ".git"
+        try:
+            fd = beneath.open_root(home.root)
+        except OSError:
+            return [f"{home.root} was moved or replaced; its .git could not be checked"]
+        try:
+            if fs.identity_of(fd, ".git") == home.identity:
+                return []
+            moved = fs.find_identity(fd, home.identity)
+            if moved is not None:
+                fs.rename_back(fd, moved, ".git")
+                home.lost = False
+                return [f"{git} was renamed to {home.root / moved} and has been moved back"]
+            notes: list[str] = []
+            if fs.identity_of(fd, ".git") is not None:
+                fs.remove(fd, ".git")
+                notes.append(f"{git} was replaced by the command; the replacement was removed")
+            if not home.lost:
+                home.lost = True
+                notes.append(
+                    f"{git} was deleted by the command and cannot be recreated: "
+                    f"{HISTORY_LIMIT}. Before the run {home.history}. Recover the history "
+                    "from a remote or a backup"
+                )
+            return notes
+        except OSError as exc:
+            return [f"{git} could not be checked: {exc.strerror}"]
+        finally:
+            os.close(fd)
+
+    def _restore_base(self, base: _Base) -> list[str]:
+        if any(h.lost and base.path.is_relative_to(h.root / ".git") for h in self._homes):
+            return []  # already reported with the history it held
+        try:
+            fd = beneath.open_root(base.path)
+        except OSError:
+            return [f"{base.path} is gone or no longer a directory; it was not restored"]
+        try:
+            return self._repair(base, fd)
+        finally:
+            os.close(fd)
+
+    def _repair(self, base: _Base, fd: int) -> list[str]:
+        scanner = fs.Scanner(fd, self._max, base.baseline, base.equal)
+        self._collect(scanner, base, "")
+        now = scanner.found
+        notes: list[str] = []
+        removed: list[str] = []
+        for rel in sorted(set(now) - set(base.baseline), key=fs.depth):
+            if any(rel.startswith(f"{r}/") for r in removed):
+                continue
+            path = base.path / rel
+            try:
+                fs.remove(fd, rel)
                 notes.append(f"{path} was created by the command and has been removed")
-        for path in sorted(set(after) - set(before), key=lambda p: -len(p.parts)):
-            if any(path == m or m in path.parents for m in missing_names):
+            except OSError as exc:
+                notes.append(f"{path} was created by the command and could not be removed: {exc}")
+            removed.append(rel)
+        for rel in sorted(base.baseline, key=fs.depth):
+            entry, current = base.baseline[rel], now.get(rel)
+            if entry.same(current):
+                if current is not None and current.signature != entry.signature:
+                    # Same bytes under a new signature (restored earlier, or rewritten
+                    # unchanged): remember it, so the next check need not read the file.
+                    base.equal[rel] = current.signature
                 continue
-            _remove(path)
-            notes.append(f"{path} was created by the command and has been removed")
-        for path in sorted(before, key=lambda p: len(p.parts)):
-            entry = before[path]
-            if entry.same(after.get(path)):
-                continue
-            if entry.data == b"\0too-big":
+            path = base.path / rel
+            if entry.kind == "file" and entry.data is None:
                 notes.append(f"{path} changed and is too large to restore")
                 continue
-            _put(path, entry)
-            notes.append(f"{path} was modified by the command and has been restored")
-        return [f"sandbox tripwire: {n} (protected path)" for n in notes]
-
-    def _undo_renames(self, ids: dict[Path, tuple[int, int]]) -> list[str]:
-        notes: list[str] = []
-        for path, identity in ids.items():
-            with contextlib.suppress(OSError):
-                info = path.lstat()
-                if (info.st_dev, info.st_ino) == identity:
-                    continue
-            moved = _find_by_identity(path.parent, identity)
-            if moved is None:
-                notes.append(f"{path} was moved or deleted and could not be put back")
+            try:
+                fs.put(fd, rel, entry)
+            except OSError as exc:
+                notes.append(f"{path} was changed by the command and could not be restored: {exc}")
                 continue
-            if path.exists() or path.is_symlink():
-                _remove(path)
-            with contextlib.suppress(OSError):
-                os.rename(moved, path)
-                notes.append(
-                    f"{path} was renamed to {moved} by the command and has been moved back"
-                )
+            what = "deleted" if current is None else "modified"
+            notes.append(f"{path} was {what} by the command and has been restored")
         return notes
-
-
-def _find_by_identity(directory: Path, identity: tuple[int, int]) -> Path | None:
-    with contextlib.suppress(OSError):
-        for entry in os.scandir(directory):
-            info = entry.stat(follow_symlinks=False)
-            if (info.st_dev, info.st_ino) == identity:
-                return Path(entry.path)
-    return None
-
-
-def _remove(path: Path) -> None:
-    with contextlib.suppress(OSError):
-        if path.is_dir() and not path.is_symlink():
-            shutil.rmtree(path)
-        else:
-            path.unlink()
-
-
-def _put(path: Path, entry: _Entry) -> None:
-    with contextlib.suppress(OSError):
-        if entry.link is not None:
-            _remove(path)
-            os.symlink(entry.link, path)
-        elif entry.data is None:
-            if not path.is_dir() or path.is_symlink():
-                _remove(path)
-            path.mkdir(parents=True, exist_ok=True)
-            os.chmod(path, stat.S_IMODE(entry.mode))
-        else:
-            if path.is_dir() and not path.is_symlink():
-                _remove(path)
-            path.parent.mkdir(parents=True, exist_ok=True)
-            # Replace rather than write through: the file could now be a symlink.
-            tmp = path.with_name(f".{path.name}.oiexec-restore")
-            tmp.write_bytes(entry.data)
-            os.chmod(tmp, stat.S_IMODE(entry.mode))
-            os.replace(tmp, path)

@@ -1,0 +1,252 @@
+"""Resource limits of sandboxed commands (`SandboxPolicy.limits`): processes, file size, CPU.
+
+Set in the child before exec, so the command and everything it starts inherit them (for bwrap,
+on the wrapper process, so bwrap inherits them as well).
+
+* File size (RLIMIT_FSIZE) and CPU seconds (RLIMIT_CPU) work the same for every user.
+* Processes: RLIMIT_NPROC counts every task of the user, not those of the command, and the
+  kernel exempts uid 0 of the initial user namespace from it altogether. Measured here: it is
+  not enforced for a root runner even inside bwrap's user namespace, since bwrap maps root to
+  itself (kuid 0). So:
+  - a non-root runner gets RLIMIT_NPROC = (tasks its uid has now) + overhead + the limit;
+  - a root runner gets a pids cgroup per command (cgroup v2 with `pids` in the parent's
+    `cgroup.subtree_control`, or a writable v1 `pids` hierarchy): made and given its
+    `pids.max` by the runner, joined by the child writing to a `cgroup.procs` the runner
+    opened (the child is under Landlock by then and could not open it), removed in `after()`,
+    killing anything still listed in it first;
+  - a root runner without such a cgroup runs unlimited, and the diagnosis says so.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import itertools
+import os
+import resource
+import signal
+import time
+from pathlib import Path
+
+from oiexec.sandbox.base import SandboxLimits
+
+_CGROUP_PREFIX = "oiexec-"
+_counter = itertools.count()
+
+
+def _cap(want: int, current: int) -> int:
+    """`want`, but never above a limit the runner already has (it could not raise it)."""
+    if current == resource.RLIM_INFINITY:
+        return want
+    return min(want, current)
+
+
+def _rlimit(res: int, soft: int, hard: int) -> tuple[int, int, int]:
+    _, cur_hard = resource.getrlimit(res)
+    new_hard = _cap(hard, cur_hard)
+    return res, min(soft, new_hard), new_hard
+
+
+def own_tasks() -> int:
+    """Tasks (processes and threads) of this real uid, what RLIMIT_NPROC counts."""
+    uid = os.getuid()
+    me = os.getpid()
+    # This process may be non-dumpable (selfguard), which makes /proc/<pid> root's: count it
+    # directly.
+    total = len(os.listdir("/proc/self/task"))
+    with os.scandir("/proc") as entries:
+        for entry in entries:
+            if not entry.name.isdigit() or int(entry.name) == me:
+                continue
+            try:
+                if entry.stat().st_uid == uid:
+                    total += len(os.listdir(f"/proc/{entry.name}/task"))
+            except OSError:
+                continue  # exited meanwhile
+    return total
+
+
+def _mountpoints() -> list[tuple[str, str, str]]:
+    """(mount point, file system type, super options) of every cgroup mount."""
+    found: list[tuple[str, str, str]] = []
+    try:
+        with open("/proc/self/mountinfo", encoding="utf-8") as f:
+            lines = f.read().splitlines()
+    except OSError:
+        return found
+    for line in lines:
+        head, _, tail = line.partition(" - ")
+        fields, extra = head.split(), tail.split()
+        if len(fields) >= 5 and len(extra) >= 3 and extra[0] in ("cgroup", "cgroup2"):
+            found.append((fields[4].replace("\\040", " "), extra[0], extra[2]))
+    return found
+
+
+def _own_cgroups() -> dict[str, str]:
+    """Controller list (v1) or "" (v2) -> this process's cgroup path in that hierarchy."""
+    paths: dict[str, str] = {}
+    try:
+        with open("/proc/self/cgroup", encoding="utf-8") as f:
+            for line in f.read().splitlines():
+                _, controllers, path = line.split(":", 2)
+                paths[controllers] = path
+    except (OSError, ValueError):
+        pass
+    return paths
+
+
+def find_pids_cgroup() -> Path | None:
+    """A cgroup directory under which this process may make children limited by `pids.max`:
+    its own cgroup, in v2 when `pids` is enabled for children, else in the v1 `pids` tree."""
+    own = _own_cgroups()
+    for mount, fstype, options in _mountpoints():
+        if fstype == "cgroup2" and "" in own:
+            parent = Path(mount + own[""].rstrip("/"))
+            try:
+                enabled = (parent / "cgroup.subtree_control").read_text().split()
+            except OSError:
+                continue
+            if "pids" in enabled and os.access(parent, os.W_OK):
+                return parent
+        elif fstype == "cgroup" and "pids" in options.split(","):
+            path = next((p for c, p in own.items() if "pids" in c.split(",")), None)
+            parent = Path(mount + (path or "/").rstrip("/"))
+            if os.access(parent, os.W_OK) and (parent / "cgroup.procs").exists():
+                return parent
+    return None
+
+
+class CommandLimits:
+    """One command's limits: `apply` in the child, `release` once the command is over."""
+
+    def __init__(
+        self,
+        rlimits: list[tuple[int, int, int]],
+        cgroup: tuple[Path, int] | None = None,
+        notes: list[str] | None = None,
+    ) -> None:
+        self._rlimits = rlimits
+        self._cgroup: Path | None = cgroup[0] if cgroup else None
+        self._procs_fd: int | None = cgroup[1] if cgroup else None
+        self._notes = notes or []
+
+    def apply(self) -> None:
+        """In the child before exec: only syscalls on what the parent prepared."""
+        for res, soft, hard in self._rlimits:
+            resource.setrlimit(res, (soft, hard))
+        if self._procs_fd is not None:
+            os.write(self._procs_fd, b"0")  # "0" is the writing process itself
+
+    def release(self) -> list[str]:
+        """Kill what is still in the command's cgroup and remove it (idempotent)."""
+        if self._procs_fd is not None:
+            os.close(self._procs_fd)
+            self._procs_fd = None
+        notes, self._notes = self._notes, []
+        cgroup, self._cgroup = self._cgroup, None
+        if cgroup is None:
+            return notes
+        survivors = _empty_cgroup(cgroup)
+        with contextlib.suppress(OSError):
+            os.rmdir(cgroup)
+        if survivors:
+            notes.append(
+                f"sandbox: {survivors} process(es) of the command were still running after it "
+                "ended and have been killed"
+            )
+        return notes
+
+
+def _cgroup_pids(cgroup: Path) -> list[int]:
+    try:
+        return [int(p) for p in (cgroup / "cgroup.procs").read_text().split()]
+    except (OSError, ValueError):
+        return []
+
+
+def _empty_cgroup(cgroup: Path, grace: float = 0.5, timeout: float = 2.0) -> int:
+    """Wait up to `grace` for `cgroup` to empty by itself (bwrap's PID namespace is still
+    being torn down when its wrapper has exited), then SIGKILL what is left until nothing is
+    (bounded). Returns how many processes had to be killed."""
+    deadline = time.monotonic() + grace
+    while _cgroup_pids(cgroup):
+        if time.monotonic() >= deadline:
+            break
+        time.sleep(0.002)
+    seen: set[int] = set()
+    deadline = time.monotonic() + timeout
+    while (pids := _cgroup_pids(cgroup)) and time.monotonic() < deadline:
+        for pid in pids:
+            seen.add(pid)
+            with contextlib.suppress(ProcessLookupError, PermissionError):
+                os.kill(pid, signal.SIGKILL)
+        time.sleep(0.002)  # killed tasks leave the list once they have exited
+    return len(seen)
+
+
+class Limiter:
+    """The policy's limits for one sandbox; `prepare` makes one command's `CommandLimits`.
+
+    The overheads are how many processes of the backend's own count beside the command, so
+    the command itself gets the whole `max_processes`: bwrap's wrapper shell, bwrap and its
+    PID 1 count in both ways; the Landlock sentinel counts for RLIMIT_NPROC (same uid) but is
+    outside the cgroup (spawned before the child joins it).
+    """
+
+    def __init__(self, limits: SandboxLimits, *, nproc_overhead: int, cgroup_overhead: int) -> None:
+        self._limits = limits
+        self._nproc_overhead = nproc_overhead
+        self._cgroup_overhead = cgroup_overhead
+        self._root = os.geteuid() == 0
+        self._cgroup_parent = (
+            find_pids_cgroup() if self._root and limits.max_processes is not None else None
+        )
+
+    @property
+    def degraded(self) -> list[str]:
+        if self._limits.max_processes is None or not self._root or self._cgroup_parent:
+            return []
+        return [
+            f"max_processes ({self._limits.max_processes}) is not enforced: RLIMIT_NPROC does "
+            "not apply to root and no writable pids cgroup was found"
+        ]
+
+    def prepare(self) -> CommandLimits:
+        limits = self._limits
+        rlimits: list[tuple[int, int, int]] = []
+        if limits.max_file_size is not None:
+            size = limits.max_file_size
+            rlimits.append(_rlimit(resource.RLIMIT_FSIZE, size, size))
+        if limits.max_cpu_seconds is not None:
+            cpu = limits.max_cpu_seconds
+            # One second between SIGXCPU and SIGKILL, for a process that ignores SIGXCPU.
+            rlimits.append(_rlimit(resource.RLIMIT_CPU, cpu, cpu + 1))
+        cgroup: tuple[Path, int] | None = None
+        notes: list[str] = []
+        if limits.max_processes is not None and not self._root:
+            allowed = own_tasks() + self._nproc_overhead + limits.max_processes
+            rlimits.append(_rlimit(resource.RLIMIT_NPROC, allowed, allowed))
+        elif limits.max_processes is not None and self._cgroup_parent is not None:
+            cgroup = self._make_cgroup(self._cgroup_parent, limits.max_processes)
+            if cgroup is None:
+                notes.append(
+                    f"sandbox: max_processes was not enforced for this command (no pids cgroup "
+                    f"could be made under {self._cgroup_parent})"
+                )
+        return CommandLimits(rlimits, cgroup, notes)
+
+    def _make_cgroup(self, parent: Path, max_processes: int) -> tuple[Path, int] | None:
+        """A new cgroup with its `pids.max`, and its `cgroup.procs` opened for the child."""
+        path = parent / f"{_CGROUP_PREFIX}{os.getpid()}-{next(_counter)}"
+        try:
+            path.mkdir()
+        except FileExistsError:
+            pass  # left by an earlier runner that had our pid: reuse it
+        except OSError:
+            return None
+        try:
+            (path / "pids.max").write_text(str(max_processes + self._cgroup_overhead))
+            return path, os.open(path / "cgroup.procs", os.O_WRONLY | os.O_CLOEXEC)
+        except OSError:
+            with contextlib.suppress(OSError):
+                path.rmdir()
+            return None
