@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import os
 import platform
 import subprocess
 from collections.abc import Mapping
@@ -10,6 +9,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 from string import Template
 
+from oiexec.gitcmd import run_git_text
 from oiexec.tools.fs import ToolInputError, list_directory
 from oiexec.tools.fs.render import tree
 
@@ -18,15 +18,7 @@ __all__ = ["fill", "prompt_variables"]
 
 def _git(cwd: Path, *args: str) -> str | None:
     try:
-        done = subprocess.run(
-            ["git", *args],
-            cwd=cwd,
-            capture_output=True,
-            text=True,
-            timeout=5,
-            check=False,
-            env={**os.environ, "GIT_OPTIONAL_LOCKS": "0"},
-        )
+        done = run_git_text(args, cwd=cwd, timeout=5)
     except (OSError, subprocess.TimeoutExpired):
         return None
     return done.stdout.strip() if done.returncode == 0 else None

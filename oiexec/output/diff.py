@@ -19,6 +19,8 @@ import tempfile
 import weakref
 from pathlib import Path
 
+from oiexec.gitcmd import run_git
+
 __all__ = ["Baseline", "DiffError"]
 
 # Variables that would point git at some other repository or index than the one we chose.
@@ -63,7 +65,8 @@ def _run(
     args: list[str], *, cwd: Path, env: dict[str, str], check: bool = True
 ) -> subprocess.CompletedProcess[bytes]:
     try:
-        done = subprocess.run(["git", *args], cwd=cwd, env=env, capture_output=True, check=False)
+        # Hardened: the workspace's config may have been planted by a sandboxed command.
+        done = run_git(args, cwd=cwd, env=env)
     except OSError as exc:
         raise DiffError(f"cannot run git: {exc}") from exc
     if check and done.returncode != 0:

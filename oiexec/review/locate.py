@@ -7,10 +7,10 @@ repo-relative `relative_path` that SARIF, annotations and reports use.
 from __future__ import annotations
 
 import os
-import subprocess
 from collections.abc import Callable
 from pathlib import Path, PurePosixPath
 
+from oiexec.gitcmd import run_git
 from oiexec.review.model import LocationStatus, ReviewFinding, ReviewOutput
 
 __all__ = ["FileReader", "git_revision_reader", "locate_findings", "working_tree_reader"]
@@ -34,13 +34,7 @@ def git_revision_reader(root: Path, revision: str) -> FileReader:
     """Read files as they are in `revision` (for `--commit`, whose lines may have moved since)."""
 
     def read(relative: str) -> bytes | None:
-        done = subprocess.run(
-            ["git", "cat-file", "blob", f"{revision}:{relative}"],
-            cwd=root,
-            env={**os.environ, "GIT_OPTIONAL_LOCKS": "0"},
-            capture_output=True,
-            check=False,
-        )
+        done = run_git(["cat-file", "blob", f"{revision}:{relative}"], cwd=root)
         return done.stdout if done.returncode == 0 else None
 
     return read

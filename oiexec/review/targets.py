@@ -10,12 +10,12 @@ from __future__ import annotations
 
 import os
 import re
-import subprocess
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from oiexec.errors import UsageError
+from oiexec.gitcmd import run_git_text
 
 __all__ = [
     "BaseBranchTarget",
@@ -246,16 +246,12 @@ def _git(cwd: Path, *args: str, check: bool = True, stdin: str | None = None) ->
     # Reviews run read-only: don't let status-like commands rewrite the index as a side effect.
     env = {**os.environ, "GIT_OPTIONAL_LOCKS": "0", "LC_ALL": "C"}
     try:
-        done = subprocess.run(
-            ["git", "-c", "core.quotepath=off", *args],
+        done = run_git_text(
+            ["-c", "core.quotepath=off", *args],
             cwd=cwd,
             env=env,
             input=stdin if stdin is not None else "",
-            capture_output=True,
-            text=True,
-            encoding="utf-8",
             errors="surrogateescape",
-            check=False,
         )
     except OSError as exc:
         raise ReviewTargetError(f"cannot run git in {cwd}: {exc}") from exc

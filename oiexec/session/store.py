@@ -21,6 +21,7 @@ from pathlib import Path
 from typing import IO, Any
 
 from oiexec.errors import SessionError
+from oiexec.gitcmd import run_git_text
 from oiexec.redact import redact
 from oiexec.session.index import load_rollout, sessions_dir
 
@@ -79,13 +80,7 @@ def _git_info(cwd: Path) -> dict[str, str] | None:
         ("branch", ["symbolic-ref", "-q", "--short", "HEAD"]),
     ):
         try:
-            done = subprocess.run(
-                ["git", "-C", str(cwd), *args],
-                capture_output=True,
-                text=True,
-                timeout=10,
-                check=False,
-            )
+            done = run_git_text(["-C", str(cwd), *args], cwd=cwd, timeout=10)
         except (OSError, subprocess.SubprocessError):
             return None
         if done.returncode == 0 and done.stdout.strip():

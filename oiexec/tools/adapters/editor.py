@@ -3,10 +3,10 @@
 
 from __future__ import annotations
 
-import os
 import subprocess
 from pathlib import Path
 
+from oiexec.gitcmd import run_git_text
 from oiexec.tools.adapters.base import Invocation, Result, register
 from oiexec.tools.fs import (
     Edit,
@@ -109,17 +109,10 @@ def _view(inv: Invocation, path: Path) -> Result:
 
 def working_tree_diff(cwd: Path) -> str:
     """`git diff` of tracked changes plus new untracked files, without touching the index."""
-    env = {**os.environ, "GIT_OPTIONAL_LOCKS": "0", "GIT_PAGER": "cat"}
 
     def git(*args: str) -> subprocess.CompletedProcess[str]:
-        return subprocess.run(
-            ["git", "-c", "core.quotepath=off", *args],
-            cwd=cwd,
-            env=env,
-            capture_output=True,
-            text=True,
-            check=False,
-        )
+        # Hardened: a command may have planted config in the workspace's git dir.
+        return run_git_text(["-c", "core.quotepath=off", *args], cwd=cwd)
 
     diff = git("diff", "HEAD", "--").stdout
     for name in git("ls-files", "--others", "--exclude-standard").stdout.splitlines():

@@ -10,10 +10,11 @@ from __future__ import annotations
 
 import os
 import shutil
-import subprocess
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
+
+from oiexec.gitcmd import run_git, run_git_text
 
 
 @dataclass(frozen=True)
@@ -31,12 +32,10 @@ def git_work_tree(path: Path) -> Path | None:
     if shutil.which("git") is None:
         return None
     start = path if path.is_dir() else path.parent
-    proc = subprocess.run(
-        ["git", "-C", str(start), "rev-parse", "--show-toplevel"],
-        capture_output=True,
-        text=True,
-        check=False,
-    )
+    try:
+        proc = run_git_text(["-C", str(start), "rev-parse", "--show-toplevel"], cwd=start)
+    except OSError:
+        return None
     if proc.returncode != 0 or not proc.stdout.strip():
         return None
     return Path(proc.stdout.strip())
@@ -50,11 +49,10 @@ def ignored_by_git(top: Path, entries: Sequence[WalkEntry]) -> set[Path]:
     for entry in entries:
         rel = os.path.relpath(entry.path, top).replace(os.sep, "/")
         names[rel + ("/" if entry.is_dir else "")] = entry.path
-    proc = subprocess.run(
-        ["git", "-C", str(top), "check-ignore", "--no-index", "-z", "--stdin"],
+    proc = run_git(
+        ["-C", str(top), "check-ignore", "--no-index", "-z", "--stdin"],
+        cwd=top,
         input="\0".join(names).encode("utf-8") + b"\0",
-        capture_output=True,
-        check=False,
     )
     out = proc.stdout.decode("utf-8", errors="replace").split("\0")
     return {names[name] for name in out if name in names}
