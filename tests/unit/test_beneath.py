@@ -202,7 +202,7 @@ def test_a_racing_swap_never_lets_a_write_out(impl: str, tree: Tree, swapper: No
     ctx = tree.ctx()
     guard = Runtime(style="claude-code").can_write(ctx)
     written = 0
-    for i in range(300):
+    for i in range(400):
         if i % 2:
             outcome = run_patch(_patch(f"*** Add File: d/p{i}", "+x"), ctx)
             written += outcome.ok
