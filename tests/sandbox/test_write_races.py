@@ -22,7 +22,7 @@ import ctypes, os, sys, time
 libc = ctypes.CDLL(None, use_errno=True)
 os.mkdir("d")
 os.symlink(sys.argv[1], "l")
-print("swapping", flush=True)
+open("swapping", "w").close()
 swaps, deadline = 0, time.monotonic() + 30
 while not os.path.exists("stop") and time.monotonic() < deadline:
     for _ in range(200):
@@ -32,7 +32,7 @@ while not os.path.exists("stop") and time.monotonic() < deadline:
 with open("swaps.txt", "w") as out:
     out.write(str(swaps))
 """
-TURNS, PATCHES_PER_TURN = 10, 10
+TURNS, PATCHES_PER_TURN = 10, 25
 
 
 def _exec(box: Box, server: ModelServer, backend: str) -> subprocess.CompletedProcess[str]:
@@ -73,26 +73,32 @@ def test_a_swapped_directory_cannot_redirect_patches(
         reply(tool_calls=[apply_patch_call(_add(f"d/x{t}-{i}")) for i in range(PATCHES_PER_TURN)])
         for t in range(TURNS)
     ]
+    # Commands that wait for the swapper to start, then to stop (a loaded machine is slow).
+    started = "until [ -e swapping ]; do sleep 0.05; done; echo started"
+    stopped = "touch stop; until [ -e swaps.txt ]; do sleep 0.05; done; cat swaps.txt"
     model_server.enqueue(
         reply(tool_calls=[call("exec_command", {"cmd": start, "yield_time_ms": 250})]),
+        reply(tool_calls=[call("exec_command", {"cmd": started, "yield_time_ms": 30000})]),
         *patches,
-        reply(tool_calls=[call("exec_command", {"cmd": "touch stop; sleep 0.5"})]),
+        reply(tool_calls=[call("exec_command", {"cmd": stopped, "yield_time_ms": 30000})]),
         reply("done"),
     )
     result = _exec(box, model_server, backend)
     assert result.returncode == 0, result.stderr
 
     outputs = list(tool_outputs(model_server.bodies[-1]).values())
-    assert "swapping" in outputs[0], outputs[0]
+    assert "started" in outputs[1], outputs
     swaps = int((box.ws / "swaps.txt").read_text())
     assert swaps > 1000, "the swapper did not run"
+    patched = outputs[2:-1]
+    assert len(patched) == TURNS * PATCHES_PER_TURN
     assert os.listdir(box.outside) == []
     # Whichever of d and l is the real directory now holds exactly the patches reported done.
     [real_dir] = [box.ws / n for n in ("d", "l") if not (box.ws / n).is_symlink()]
-    done = [o for o in outputs[1:-1] if o.startswith("Exit code: 0")]
+    done = [o for o in patched if o.startswith("Exit code: 0")]
     assert done, "every patch was refused, so the test proves nothing"
     assert len(done) == len(os.listdir(real_dir))
-    refused = [o for o in outputs[1:-1] if not o.startswith("Exit code: 0")]
+    refused = [o for o in patched if not o.startswith("Exit code: 0")]
     for output in refused:
         assert "outside the writable roots" in output or "changed while being written" in output
 
