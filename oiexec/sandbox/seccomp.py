@@ -126,10 +126,9 @@ def build_filter(
         refused += deny["network_off"]
     enosys = _present(deny["enosys"], numbers)
     refused_nrs = [nr for nr in _present(refused, numbers) if nr not in enosys]
-    clash = set(checked) & {*enosys, *refused_nrs}
-    if clash:
-        # An argument block ends in "allow": a plain denial after it would never be reached.
-        raise ValueError(f"seccomp.toml: syscalls {sorted(clash)} are both refused and checked")
+    # A syscall refused outright needs no argument checks (and an argument block ends in
+    # "allow", so a plain denial after it would never be reached).
+    checked = {nr: r for nr, r in checked.items() if nr not in {*enosys, *refused_nrs}}
 
     prog: list[_Insn] = [
         _Insn(_LD_W_ABS, 0, 0, _OFF_ARCH),
