@@ -9,7 +9,7 @@ root, or the worktree's `.gitattributes`. Git runs programs named in config in m
 * overrides `core.fsmonitor=false`, `core.hooksPath=/dev/null`, `core.attributesFile=/dev/null`,
   `log.showSignature=false`, `protocol.ext.allow=never` and automatic gc/maintenance on the
   command line (which wins over every config file, and reaches git's own child processes);
-* for subcommands that run filter drivers, first lists every configured `filter.<driver>.*`
+* for subcommands that may run filter drivers, first lists every configured `filter.<driver>.*`
   (`git config --get-regexp`, which only reads) and blanks each driver's `process`, `clean` and
   `smudge` with `required=false`: driver names cannot be known in advance, so they are asked;
 * gives diff-producing subcommands `--no-ext-diff --no-textconv`;
@@ -38,11 +38,13 @@ SAFE_CONFIG = (
     "gc.auto=0",
     "maintenance.auto=false",
 )
-#: Subcommands that may run a filter driver on worktree or blob content.
-_FILTERING = frozenset(
-    {"add", "status", "diff", "diff-files", "diff-index", "show", "log", "stash", "checkout",
-     "restore", "reset", "commit", "apply", "grep", "archive", "hash-object", "update-index",
-     "blame", "rm", "mv"}
+#: Subcommands that never read worktree file content, so never run a filter driver. Every
+#: other one may: even `write-tree` re-reads "racily clean" index entries through the clean
+#: filter before it writes the index back.
+_NO_FILTERS = frozenset(
+    {"rev-parse", "symbolic-ref", "config", "cat-file", "merge-base", "rev-list", "init",
+     "check-ignore", "log", "show", "diff-tree", "ls-tree", "ls-files", "for-each-ref",
+     "show-ref", "var", "version"}
 )  # fmt: skip
 #: Subcommands that print diffs (and so could run an external diff or a textconv driver).
 _DIFFING = frozenset({"diff", "diff-files", "diff-index", "diff-tree", "show", "log"})
@@ -101,7 +103,7 @@ def git_argv(args: Sequence[str], *, cwd: Path, env: Mapping[str, str]) -> list[
     """The full, hardened argv for `git <args>` (may run `git config` once to list filters)."""
     globals_, sub, rest = _split(args)
     safe = list(SAFE_CONFIG)
-    if sub in _FILTERING:
+    if sub is not None and sub not in _NO_FILTERS:
         for driver in _filter_drivers(globals_, cwd, env):
             safe += [f"filter.{driver}.{key}=" for key in ("process", "clean", "smudge")]
             safe.append(f"filter.{driver}.required=false")

@@ -60,9 +60,12 @@ class _GitHome:
     """A writable root whose `.git` was a directory: its identity and its history."""
 
     root: Path
-    identity: tuple[int, int]
+    identity: fs.Identity
     history: str
-    lost: bool = False
+    #: The loss of history has been reported (once per run).
+    reported: bool = False
+    #: No `.git` directory there in this pass (nothing to restore into).
+    gone: bool = False
 
 
 def _git_dirs(root: Path) -> list[Path]:
@@ -124,6 +127,17 @@ def describe_history(gitdir: Path) -> str:
     return f"{where}; branches: {listed or 'none'}{more}"
 
 
+def _identity(root: Path) -> fs.Identity | None:
+    try:
+        fd = beneath.open_root(root)
+    except OSError:
+        return None
+    try:
+        return fs.identity_of(fd, ".git")
+    finally:
+        os.close(fd)
+
+
 class Tripwire:
     def __init__(self, policy: SandboxPolicy) -> None:
         self._watch, self._git_watch, self._max = _settings()
@@ -135,9 +149,9 @@ class Tripwire:
             gitdirs = _git_dirs(root)
             git = root / ".git"
             if git.is_dir() and not git.is_symlink():
-                info = git.lstat()
-                home = _GitHome(root, (info.st_dev, info.st_ino), describe_history(git))
-                self._homes.append(home)
+                identity = _identity(root)
+                if identity is not None:
+                    self._homes.append(_GitHome(root, identity, describe_history(git)))
             for gitdir in gitdirs:
                 if all(b.path != gitdir for b in self._bases):
                     self._bases.append(_Base(gitdir, git=True))
@@ -212,38 +226,54 @@ class Tripwire:
         """A workspace `.git` directory that was renamed is moved back; a deleted or replaced
         one is reported (with what to recover), and a replacement removed."""
         git = home.root / ".git"
+        home.gone = False
         try:
             fd = beneath.open_root(home.root)
         except OSError:
+            home.gone = True
             return [f"{home.root} was moved or replaced; its .git could not be checked"]
         try:
             if fs.identity_of(fd, ".git") == home.identity:
-                return []
+                return self._check_history(home, fd)
             moved = fs.find_identity(fd, home.identity)
             if moved is not None:
                 fs.rename_back(fd, moved, ".git")
-                home.lost = False
-                return [f"{git} was renamed to {home.root / moved} and has been moved back"]
+                note = f"{git} was renamed to {home.root / moved} and has been moved back"
+                return [note, *self._check_history(home, fd)]
+            home.gone = True
             notes: list[str] = []
             if fs.identity_of(fd, ".git") is not None:
                 fs.remove(fd, ".git")
                 notes.append(f"{git} was replaced by the command; the replacement was removed")
-            if not home.lost:
-                home.lost = True
-                notes.append(
-                    f"{git} was deleted by the command and cannot be recreated: "
-                    f"{HISTORY_LIMIT}. Before the run {home.history}. Recover the history "
-                    "from a remote or a backup"
-                )
-            return notes
+            return notes + self._lost(home, f"{git} was deleted by the command")
         except OSError as exc:
             return [f"{git} could not be checked: {exc.strerror}"]
         finally:
             os.close(fd)
 
+    def _check_history(self, home: _GitHome, root_fd: int) -> list[str]:
+        """`rm -rf .git/*` keeps the directory: notice the history going all the same."""
+        missing = [
+            name
+            for name, kind in (("HEAD", "file"), ("objects", "dir"), ("refs", "dir"))
+            if (entry := fs.Scanner(root_fd, 0).one(f".git/{name}")) is None or entry.kind != kind
+        ]
+        if not missing:
+            return []
+        return self._lost(home, f"{', '.join(missing)} in {home.root / '.git'} were deleted")
+
+    def _lost(self, home: _GitHome, what: str) -> list[str]:
+        if home.reported:
+            return []
+        home.reported = True
+        return [
+            f"{what} and cannot be recreated: {HISTORY_LIMIT}. Before the run {home.history}. "
+            "Recover the history from a remote or a backup"
+        ]
+
     def _restore_base(self, base: _Base) -> list[str]:
-        if any(h.lost and base.path.is_relative_to(h.root / ".git") for h in self._homes):
-            return []  # already reported with the history it held
+        if any(h.gone and base.path.is_relative_to(h.root / ".git") for h in self._homes):
+            return []  # reported with the history it held; nothing to restore into
         try:
             fd = beneath.open_root(base.path)
         except OSError:

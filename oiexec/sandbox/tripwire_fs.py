@@ -10,10 +10,12 @@ hook was must not hang the runner or be read forever.
 from __future__ import annotations
 
 import contextlib
+import ctypes
 import os
 import secrets
 import shutil
 import stat
+import struct
 from dataclasses import dataclass
 
 from oiexec.sandbox import beneath
@@ -297,27 +299,52 @@ def _put_file(parent: int, name: str, entry: Entry) -> None:
     os.rename(tmp, name, src_dir_fd=parent, dst_dir_fd=parent)
 
 
-def identity_of(base_fd: int, name: str) -> tuple[int, int] | None:
+_STATX_BTIME = 0x800
+_AT_SYMLINK_NOFOLLOW = 0x100
+_STATX_BTIME_OFFSET = 80  # struct statx: stx_btime (tv_sec, tv_nsec) at byte 80
+_libc = ctypes.CDLL(None, use_errno=True)
+_statx = getattr(_libc, "statx", None)
+
+
+def _birth_ns(dir_fd: int, name: str) -> int:
+    """Birth time in ns (0 where the file system or libc does not say)."""
+    if _statx is None:
+        return 0
+    buf = ctypes.create_string_buffer(256)
+    if _statx(dir_fd, os.fsencode(name), _AT_SYMLINK_NOFOLLOW, _STATX_BTIME, buf) != 0:
+        return 0
+    mask = struct.unpack_from("=I", buf, 0)[0]
+    if not mask & _STATX_BTIME:
+        return 0
+    sec, nsec = struct.unpack_from("=qI", buf, _STATX_BTIME_OFFSET)
+    return int(sec) * 1_000_000_000 + int(nsec)
+
+
+Identity = tuple[int, int, int]
+
+
+def identity_of(base_fd: int, name: str) -> Identity | None:
+    """(device, inode, birth time) of `name`: inode numbers are reused at once, so
+    `rm -rf .git; mkdir .git` can give the new directory the old number, never its birth."""
     try:
         info = os.stat(name, dir_fd=base_fd, follow_symlinks=False)
     except OSError:
         return None
-    return info.st_dev, info.st_ino
+    return info.st_dev, info.st_ino, _birth_ns(base_fd, name)
 
 
-def find_identity(base_fd: int, wanted: tuple[int, int]) -> str | None:
-    """The name in `base_fd` whose (device, inode) is `wanted`, if any."""
+def find_identity(base_fd: int, wanted: Identity) -> str | None:
+    """The name in `base_fd` with the identity `wanted`, if any."""
     try:
         fd = os.open(".", _DIR_READ, dir_fd=base_fd)
     except OSError:
         return None
     try:
         with os.scandir(fd) as listing:
-            for item in listing:
-                with contextlib.suppress(OSError):
-                    info = item.stat(follow_symlinks=False)
-                    if (info.st_dev, info.st_ino) == wanted:
-                        return item.name
+            names = [item.name for item in listing]
+        for name in names:
+            if identity_of(fd, name) == wanted:
+                return name
     finally:
         os.close(fd)
     return None
