@@ -32,6 +32,7 @@ from oiexec.sandbox.paths import real_writable_roots
 __all__ = [
     "Root",
     "changed_under_us",
+    "directory_flags",
     "locate",
     "makedirs_beneath",
     "open_beneath",
@@ -51,7 +52,9 @@ _RESOLVE_NO_MAGICLINKS = 0x02
 _RESOLVE_NO_SYMLINKS = 0x04
 _RESOLVE_BENEATH = 0x08
 _RESOLVE = _RESOLVE_BENEATH | _RESOLVE_NO_SYMLINKS | _RESOLVE_NO_MAGICLINKS
-_DIR_FLAGS = os.O_PATH | os.O_DIRECTORY | os.O_CLOEXEC
+# O_PATH (Linux) opens a directory we may search but not read; elsewhere (macOS, for the
+# seatbelt backend) a read-only open does.
+_DIR_FLAGS = getattr(os, "O_PATH", os.O_RDONLY) | os.O_DIRECTORY | os.O_CLOEXEC
 #: errnos that mean a symlink or a way out appeared where the caller's check saw none.
 _CHANGED = frozenset({errno.ELOOP, errno.EXDEV})
 
@@ -76,7 +79,9 @@ def changed_under_us(exc: OSError) -> bool:
 
 def _raw_openat2(dirfd: int, path: bytes, flags: int, mode: int) -> int:
     assert _libc is not None
-    how = _OpenHow(flags, mode if flags & (os.O_CREAT | os.O_TMPFILE) else 0, _RESOLVE)
+    # openat2 refuses a mode without O_CREAT/O_TMPFILE (EINVAL), where open(2) ignores it.
+    creating = flags & (os.O_CREAT | getattr(os, "O_TMPFILE", 0))
+    how = _OpenHow(flags, mode if creating else 0, _RESOLVE)
     for _ in range(8):
         fd = int(
             _libc.syscall(
@@ -140,6 +145,11 @@ def _step(dirfd: int, name: str) -> int:
         raise
 
 
+def directory_flags() -> int:
+    """Flags for a directory fd to hand to the functions here (O_PATH where there is one)."""
+    return _DIR_FLAGS
+
+
 def open_root(path: str | os.PathLike[str]) -> int:
     """An O_PATH fd of the directory `path`, which must be absolute and contain no symlink
     (so a root swapped for a link after it was resolved is refused too)."""
@@ -148,7 +158,7 @@ def open_root(path: str | os.PathLike[str]) -> int:
         raise OSError(errno.EINVAL, "a root must be an absolute path", text)
     top = os.open("/", _DIR_FLAGS)
     try:
-        return _walk(top, _parts(text[1:]))
+        return _dir_fd(top, _parts(text[1:]), create=False)
     finally:
         os.close(top)
 

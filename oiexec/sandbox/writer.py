@@ -84,7 +84,7 @@ class FileWriter:
         """Write `data` to the resolved `target`, creating its parents: rewritten in place
         (keeping mode, owner and hard links), or replaced atomically with a temp file."""
         target.parent.mkdir(parents=True, exist_ok=True)
-        parent = os.open(target.parent, os.O_PATH | os.O_DIRECTORY | os.O_CLOEXEC)
+        parent = os.open(target.parent, beneath.directory_flags())
         try:
             beneath.write_beneath(parent, target.name, data, in_place=in_place)
         finally:
