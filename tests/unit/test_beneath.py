@@ -11,7 +11,7 @@ import stat
 import threading
 from collections.abc import Iterator
 from dataclasses import dataclass
-from pathlib import Path
+from pathlib import Path, PurePosixPath
 
 import pytest
 
@@ -168,11 +168,14 @@ def test_without_openat2_the_walk_takes_over(tree: Tree, monkeypatch: pytest.Mon
 
 def test_locate_takes_the_deepest_root(tree: Tree) -> None:
     roots = [tree.ws, tree.ws / "d"]
-    assert beneath.locate(roots, tree.ws / "d" / "x") == (tree.ws / "d", Path("x"))
-    assert beneath.locate(roots, tree.ws / "y" / ".." / "z") == (tree.ws, Path("z"))
+    assert beneath.locate(roots, tree.ws / "d" / "x") == (tree.ws / "d", PurePosixPath("x"))
+    assert beneath.locate(roots, tree.ws / "y" / ".." / "z") == (tree.ws, PurePosixPath("z"))
     assert beneath.locate(roots, tree.out / "x") is None
     policy = tree.policy()
-    assert beneath.writable_root_of(policy, tree.ws / "a" / "b") == (tree.ws, Path("a/b"))
+    assert beneath.writable_root_of(policy, tree.ws / "a" / "b") == (
+        tree.ws,
+        PurePosixPath("a/b"),
+    )
 
 
 # --- the race ------------------------------------------------------------------------------
