@@ -643,7 +643,8 @@ class _Plan:
         dest = _absolute(self.cwd, hunk.move_to)
         dest_real = self.check(dest, hunk.move_to, "move a file to")
         if dest_real != real:
-            self.states[self.writer.resolve(path, link_itself=True)[0]] = None
+            # The source goes: the link itself if it is one, as a Delete File would take it.
+            self.states[self.check(path, hunk.path, "move", remove=True)] = None
         self.states[dest_real] = data
         self.changes.append(FileChange(path, "update", dest))
         self.modified.append(hunk.move_to)

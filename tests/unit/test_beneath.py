@@ -9,7 +9,7 @@ import errno
 import os
 import stat
 import threading
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
 
@@ -182,8 +182,9 @@ def test_locate_takes_the_deepest_root(tree: Tree) -> None:
 
 
 @pytest.fixture
-def swapper(tree: Tree) -> Iterator[None]:
-    """A thread exchanging ws/d and ws/l (the link out) as fast as it can."""
+def swapper(tree: Tree) -> Iterator[Callable[[], None]]:
+    """A thread exchanging ws/d and ws/l (the link out) as fast as it can; call the fixture's
+    value to stop it (teardown stops it too)."""
     stop = threading.Event()
 
     def loop() -> None:
@@ -192,14 +193,20 @@ def swapper(tree: Tree) -> Iterator[None]:
 
     thread = threading.Thread(target=loop, daemon=True)
     thread.start()
-    try:
-        yield
-    finally:
+
+    def halt() -> None:
         stop.set()
         thread.join()
 
+    try:
+        yield halt
+    finally:
+        halt()
 
-def test_a_racing_swap_never_lets_a_write_out(impl: str, tree: Tree, swapper: None) -> None:
+
+def test_a_racing_swap_never_lets_a_write_out(
+    impl: str, tree: Tree, swapper: Callable[[], None]
+) -> None:
     """Through the tools' real entry points: the apply_patch tool and the fs write tool with
     the runtime's guard. (Before the fix, about 2% of such writes landed in `out`.)"""
     ctx = tree.ctx()
@@ -215,11 +222,12 @@ def test_a_racing_swap_never_lets_a_write_out(impl: str, tree: Tree, swapper: No
             written += 1
         except ToolInputError as exc:
             assert exc.kind in ("denied", "changed"), exc.message
+    swapper()
     assert tree.outside() == []
-    swapper_done = [p for p in (tree.ws / "d", tree.ws / "l") if not p.is_symlink()]
+    [real_dir] = [p for p in (tree.ws / "d", tree.ws / "l") if not p.is_symlink()]
     assert written > 0
     # Every reported success is in the workspace's real directory (whatever it is named now).
-    assert written == len([n for n in os.listdir(swapper_done[0]) if n[0] in "pw"])
+    assert written == len([n for n in os.listdir(real_dir) if n[0] in "pw"])
 
 
 def _swap_after_check(tree: Tree, name: str, *, at: int = 1) -> PolicyWriter:
