@@ -136,7 +136,9 @@ def resolved_write_denial(policy: SandboxPolicy, path: Path, target: Path) -> st
         protected = protected_name_of(first) if first is not None else None
         if protected is None:
             continue
-        alias = "" if first == protected else f" (on a case-insensitive file system: {protected})"
+        alias = (
+            "" if first == protected else f" (it is {protected} on case-insensitive file systems)"
+        )
         return f"{path}: {first} is read-only inside the sandbox{alias}"
     if inside:
         return None
