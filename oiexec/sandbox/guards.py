@@ -163,13 +163,15 @@ def plan(root: Path, name: str, bound: Sequence[Path], private: Sequence[Path]) 
     if os.path.lexists(target):
         return Protection(target, held=_within_any(target, bound), links=links)
     missing = _first_missing(target)
-    if (
-        missing is None
-        or _within_any(missing, private)
-        or not _within_any(missing, bound)
-        or not creatable_in(missing.parent)
-    ):
-        # Outside every bound root it cannot be created; in a private root only privately.
+    # Inside the sandbox the deepest root holding it decides (a workspace under /tmp is bound
+    # on top of the private /tmp): outside every root it cannot be created, in a private one
+    # only privately.
+    holder = max(
+        (r for r in (*bound, *private) if missing is not None and _within(missing, r)),
+        key=lambda r: len(r.parts),
+        default=None,
+    )
+    if missing is None or holder not in bound or not creatable_in(missing.parent):
         return Protection(None, links=links)
     return Protection(missing, guard=True, held=True, links=links)
 
