@@ -11,6 +11,7 @@ command is seen to end (by an output or stop call, or any later shell call) or i
 from __future__ import annotations
 
 import contextlib
+import os
 import secrets
 import shlex
 import shutil
@@ -48,6 +49,8 @@ class BackgroundTask:
     prepared: PreparedCommand
     items: ItemEmitter
     output_path: Path
+    #: Opened by the runner before the pump starts (see `_open_output`); None if refused.
+    output_fd: int | None = None
     finished: bool = False
     killed: bool = False
     lock: threading.Lock = field(default_factory=threading.Lock)
@@ -73,6 +76,7 @@ class BackgroundTasks:
         self._registry = registry
         self._tasks: dict[str, BackgroundTask] = {}
         self._dir: Path | None = None
+        self._dir_fd = -1
         self._count = 0
 
     def start(
@@ -108,6 +112,7 @@ class BackgroundTasks:
             items=ctx.items,
             output_path=self._directory() / f"{task_id}.output",
         )
+        task.output_fd = self._open_output(task.output_path.name)
         # Killed by `close_all` (end of run, or finish of the turn): complete its item then.
         session.on_close = lambda _s: self._finish(task, killed=True)
         task.pump = threading.Thread(
@@ -153,11 +158,25 @@ class BackgroundTasks:
         if self._dir is not None:
             shutil.rmtree(self._dir, ignore_errors=True)
             self._dir = None
+            with contextlib.suppress(OSError):
+                os.close(self._dir_fd)
 
     def _directory(self) -> Path:
         if self._dir is None:
             self._dir = Path(tempfile.mkdtemp(prefix="oiexec-tasks-"))
+            # Held open: the directory sits in the shared /tmp, where a command of the same
+            # user could swap it for a link; files are made through this fd, not the path.
+            self._dir_fd = os.open(self._dir, os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW)
         return self._dir
+
+    def _open_output(self, name: str) -> int | None:
+        """Create the task's output file without following links, never reusing an entry a
+        command planted (O_EXCL): a refused file only loses the copy, not the output."""
+        flags = os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC
+        try:
+            return os.open(name, flags, 0o600, dir_fd=self._dir_fd)
+        except OSError:
+            return None
 
     def _finish(self, task: BackgroundTask, *, killed: bool = False) -> None:
         with task.lock:
@@ -189,7 +208,9 @@ def tasks_of(rt: Runtime) -> BackgroundTasks:
 def _pump(task: BackgroundTask) -> None:
     """Copy the command's output to its file as it arrives (the model may read the file)."""
     session = task.session
-    with contextlib.suppress(OSError), task.output_path.open("w", encoding="utf-8") as out:
+    if task.output_fd is None:
+        return
+    with contextlib.suppress(OSError), open(task.output_fd, "w", encoding="utf-8") as out:
         while True:
             chunk = session.take_output()
             if chunk:
