@@ -282,7 +282,7 @@ class BwrapSandbox:
                     os.close(fd)
             # Guards stay until close(); only links on the way to a protected name can have
             # been swapped by the command (they cannot be mounted on).
-            return [*limits.release(), *restore_links(mounts.links)]
+            return [*limits.release(kill=False), *restore_links(mounts.links)]
 
         return PreparedCommand(
             argv=wrap(self._features.path, args, status_fd),
@@ -300,5 +300,6 @@ class BwrapSandbox:
     def close(self) -> None:
         """End of run, after every command has ended: drop the guards (removing those no
         other sandbox holds) and the private /tmp."""
+        self._limiter.close()
         self._guards.close()
         self._tmp.close()

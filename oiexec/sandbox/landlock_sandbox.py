@@ -72,7 +72,13 @@ class LandlockSandbox:
         def after() -> list[str]:
             nonlocal done
             if done is None:
-                done = [*control.finish(), *limits.release(), *self._tripwire.restore()]
+                if limits.is_empty():
+                    control.dismiss()  # the command's cgroup says nothing is left
+                    done = []
+                else:
+                    done = control.finish()
+                done += limits.release(kill=True)
+                done += self._tripwire.restore()
             return done
 
         return PreparedCommand(
@@ -89,6 +95,7 @@ class LandlockSandbox:
     def close(self) -> None:
         """End of run: a last repair, for what a command still running at the end wrote
         (this backend makes no mount points and keeps the host /tmp)."""
+        self._limiter.close()
         # No model reads these any more: they go to the person running the run.
         for note in self._tripwire.restore():
             sys.stderr.write(f"oiexec: {note}\n")

@@ -123,11 +123,13 @@ class CommandLimits:
         rlimits: list[tuple[int, int, int]],
         cgroup: tuple[Path, int] | None = None,
         notes: list[str] | None = None,
+        pending: list[Path] | None = None,
     ) -> None:
         self._rlimits = rlimits
         self._cgroup: Path | None = cgroup[0] if cgroup else None
         self._procs_fd: int | None = cgroup[1] if cgroup else None
         self._notes = notes or []
+        self._pending = pending if pending is not None else []
 
     def apply(self) -> None:
         """In the child before exec: only syscalls on what the parent prepared."""
@@ -136,8 +138,16 @@ class CommandLimits:
         if self._procs_fd is not None:
             os.write(self._procs_fd, b"0")  # "0" is the writing process itself
 
-    def release(self) -> list[str]:
-        """Kill what is still in the command's cgroup and remove it (idempotent)."""
+    def is_empty(self) -> bool | None:
+        """Whether no process of the command is left (None: no cgroup, nobody can tell)."""
+        if self._cgroup is None:
+            return None
+        return not _cgroup_pids(self._cgroup)
+
+    def release(self, *, kill: bool) -> list[str]:
+        """Remove the command's cgroup (idempotent). With `kill`, whatever is still in it is
+        killed first and reported; without (bwrap, whose PID namespace is being torn down
+        as the wrapper exits), a busy cgroup is left to `Limiter.sweep`."""
         if self._procs_fd is not None:
             os.close(self._procs_fd)
             self._procs_fd = None
@@ -145,9 +155,11 @@ class CommandLimits:
         cgroup, self._cgroup = self._cgroup, None
         if cgroup is None:
             return notes
-        survivors = _empty_cgroup(cgroup)
-        with contextlib.suppress(OSError):
+        survivors = _empty_cgroup(cgroup) if kill else 0
+        try:
             os.rmdir(cgroup)
+        except OSError:
+            self._pending.append(cgroup)
         if survivors:
             notes.append(
                 f"sandbox: {survivors} process(es) of the command were still running after it "
@@ -163,15 +175,8 @@ def _cgroup_pids(cgroup: Path) -> list[int]:
         return []
 
 
-def _empty_cgroup(cgroup: Path, grace: float = 0.5, timeout: float = 2.0) -> int:
-    """Wait up to `grace` for `cgroup` to empty by itself (bwrap's PID namespace is still
-    being torn down when its wrapper has exited), then SIGKILL what is left until nothing is
-    (bounded). Returns how many processes had to be killed."""
-    deadline = time.monotonic() + grace
-    while _cgroup_pids(cgroup):
-        if time.monotonic() >= deadline:
-            break
-        time.sleep(0.002)
+def _empty_cgroup(cgroup: Path, timeout: float = 2.0) -> int:
+    """SIGKILL every task in `cgroup` until none is left (bounded); how many there were."""
     seen: set[int] = set()
     deadline = time.monotonic() + timeout
     while (pids := _cgroup_pids(cgroup)) and time.monotonic() < deadline:
@@ -200,6 +205,8 @@ class Limiter:
         self._cgroup_parent = (
             find_pids_cgroup() if self._root and limits.max_processes is not None else None
         )
+        #: Command cgroups that were still busy when their command ended.
+        self._pending: list[Path] = []
 
     @property
     def degraded(self) -> list[str]:
@@ -210,7 +217,26 @@ class Limiter:
             "not apply to root and no writable pids cgroup was found"
         ]
 
+    def sweep(self, *, kill: bool = False) -> None:
+        """Remove the command cgroups left busy (with `kill`, killing what is still in them)."""
+        busy, self._pending = self._pending, []
+        for cgroup in busy:
+            if kill:
+                _empty_cgroup(cgroup)
+            try:
+                os.rmdir(cgroup)
+            except FileNotFoundError:
+                pass
+            except OSError:
+                self._pending.append(cgroup)
+
+    def close(self) -> None:
+        """End of run: nothing of any command may stay in a cgroup of ours."""
+        self.sweep(kill=True)
+
     def prepare(self) -> CommandLimits:
+        if self._pending:
+            self.sweep()
         limits = self._limits
         rlimits: list[tuple[int, int, int]] = []
         if limits.max_file_size is not None:
@@ -232,7 +258,7 @@ class Limiter:
                     f"sandbox: max_processes was not enforced for this command (no pids cgroup "
                     f"could be made under {self._cgroup_parent})"
                 )
-        return CommandLimits(rlimits, cgroup, notes)
+        return CommandLimits(rlimits, cgroup, notes, self._pending)
 
     def _make_cgroup(self, parent: Path, max_processes: int) -> tuple[Path, int] | None:
         """A new cgroup with its `pids.max`, and its `cgroup.procs` opened for the child."""

@@ -112,7 +112,7 @@ def test_non_root_nproc_is_counted_from_the_uid_s_tasks(monkeypatch: pytest.Monk
     prepared = limiter.prepare()
     nproc = [r for r in prepared._rlimits if r[0] == limits.resource.RLIMIT_NPROC]
     assert nproc and nproc[0][1] <= 93 and nproc[0][1] == nproc[0][2]
-    assert prepared.release() == []
+    assert prepared.release(kill=True) == []
 
 
 def test_own_tasks_counts_this_process() -> None:
