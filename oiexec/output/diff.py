@@ -20,6 +20,7 @@ import weakref
 from pathlib import Path
 
 from oiexec.gitcmd import run_git
+from oiexec.output.reportfile import write_report
 
 __all__ = ["Baseline", "DiffError"]
 
@@ -160,9 +161,7 @@ class Baseline:
         return self.diff_bytes().decode("utf-8", "replace")
 
     def write(self, path: Path) -> None:
-        data = self.diff_bytes()
-        path.parent.mkdir(parents=True, exist_ok=True)
-        path.write_bytes(data)
+        write_report(path, self.diff_bytes())
 
     def close(self) -> None:
         self._finalizer()

@@ -17,6 +17,7 @@ from typing import Literal
 from junit_xml import TestCase, TestSuite, to_xml_report_string
 
 from oiexec.events import Usage
+from oiexec.output.reportfile import write_report
 from oiexec.redact import redact
 
 __all__ = ["RunReport", "case_name", "render_junit", "write_junit"]
@@ -112,5 +113,4 @@ def render_junit(report: RunReport) -> str:
 
 
 def write_junit(path: Path, report: RunReport) -> None:
-    path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text(render_junit(report), encoding="utf-8")
+    write_report(path, render_junit(report))

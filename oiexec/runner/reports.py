@@ -11,6 +11,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from oiexec.errors import ExitCode
+from oiexec.output.reportfile import write_report
 from oiexec.redact import redact
 from oiexec.runner.request import ExecRequest
 from oiexec.runner.result import RunResult
@@ -98,7 +99,6 @@ def _redact_bytes(data: bytes) -> bytes:
 
 def _write_bytes(path: Path, data: bytes, warn: Warn) -> None:
     try:
-        path.parent.mkdir(parents=True, exist_ok=True)
-        path.write_bytes(data)
+        write_report(path, data)
     except OSError as exc:
         warn(f"could not write {path}: {exc.strerror or exc}")

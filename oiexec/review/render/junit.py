@@ -6,6 +6,7 @@ import re
 import xml.etree.ElementTree as ET
 from pathlib import Path
 
+from oiexec.output.reportfile import write_report
 from oiexec.review.gate import GatePolicy, is_blocking, priority_label
 from oiexec.review.model import ReviewFinding, ReviewOutput
 
@@ -50,7 +51,7 @@ def render_junit(review: ReviewOutput, *, policy: GatePolicy | None = None) -> s
 
 
 def write_junit(path: Path, review: ReviewOutput, *, policy: GatePolicy | None = None) -> None:
-    path.write_text(render_junit(review, policy=policy), encoding="utf-8")
+    write_report(path, render_junit(review, policy=policy))
 
 
 def _add_case(suite: ET.Element, finding: ReviewFinding, blocking: bool) -> int:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from oiexec.output.reportfile import write_report
 from oiexec.review.gate import GatePolicy, blocking_findings, is_blocking, priority_label
 from oiexec.review.model import CORRECT, INCORRECT, ReviewFinding, ReviewOutput
 
@@ -75,7 +76,7 @@ def render_markdown(
 def write_markdown(
     path: Path, review: ReviewOutput, *, policy: GatePolicy | None = None, title: str | None = None
 ) -> None:
-    path.write_text(render_markdown(review, policy=policy, title=title), encoding="utf-8")
+    write_report(path, render_markdown(review, policy=policy, title=title))
 
 
 def _location(finding: ReviewFinding) -> str:

@@ -9,6 +9,7 @@ from typing import Any
 from urllib.parse import quote
 
 from oiexec import __version__
+from oiexec.output.reportfile import write_report
 from oiexec.review.gate import GatePolicy, effective_priority, is_blocking
 from oiexec.review.model import ReviewFinding, ReviewOutput
 
@@ -67,7 +68,7 @@ def write_sarif(
     policy: GatePolicy | None = None,
 ) -> None:
     log = render_sarif(review, repo_root=repo_root, policy=policy)
-    path.write_text(json.dumps(log, indent=2, ensure_ascii=False) + "\n", encoding="utf-8")
+    write_report(path, json.dumps(log, indent=2, ensure_ascii=False) + "\n")
 
 
 def _rule(priority: int) -> dict[str, Any]:
