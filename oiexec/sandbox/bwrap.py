@@ -130,9 +130,11 @@ def build_mounts(
                 out.args += ["--ro-bind", mount, mount]
     for gitdir in protected_gitdirs(policy):
         out.args += ["--ro-bind", str(gitdir), str(gitdir)]
-    if guards is not None and guards.lock_dir is not None:
+    locks = guards.lock_dir if guards is not None else None
+    hidden = [*private_paths, Path("/dev")]  # private to the sandbox already
+    if locks is not None and not any(locks.is_relative_to(p) for p in hidden):
         # Commands could otherwise flock other runs' guard locks (readable, as owner).
-        out.args += ["--tmpfs", str(guards.lock_dir), "--remount-ro", str(guards.lock_dir)]
+        out.args += ["--tmpfs", str(locks), "--remount-ro", str(locks)]
     for sock in masked_sockets(private_paths):
         out.args += ["--ro-bind", "/dev/null", sock]
     if features.proc:

@@ -255,6 +255,9 @@ class Guards:
     _lock: threading.Lock = field(default_factory=threading.Lock)
     _dir: Path | None = None
     _held: dict[Path, _Held] = field(default_factory=dict)
+    #: Each link's target as first seen in this run: a command that swaps a link before the
+    #: next command starts must not have its version "restored".
+    _links: dict[Path, str] = field(default_factory=dict)
 
     def protect(
         self, root: Path, name: str, bound: Sequence[Path], private: Sequence[Path]
@@ -269,6 +272,9 @@ class Guards:
                 self._hold(found.mount, bound)
             else:
                 raise GuardError(f"sandbox unavailable: {root / name} keeps changing")
+            found = replace(
+                found, links=tuple((p, self._links.setdefault(p, t)) for p, t in found.links)
+            )
             if found.guard and found.mount is not None and not self._make(found.mount):
                 return replace(found, mount=None, guard=False)
             return found

@@ -231,3 +231,17 @@ def test_default_lock_dirs_are_per_uid_and_fixed() -> None:
     assert all(str(uid) in c for c in candidates)
     assert f"/tmp/oiexec-guards-{uid}" in candidates
     assert not any("XDG" in c for c in candidates)
+
+
+def test_links_are_restored_to_what_the_run_first_saw(ws: Path, private_lock_dir: Path) -> None:
+    (ws / "real").mkdir()
+    (ws / NAME).symlink_to("real")
+    holder = Guards()
+    first = _protect(holder, ws)
+    (ws / NAME).unlink()
+    (ws / NAME).symlink_to("planted")  # swapped by a command still running
+    second = _protect(holder, ws)  # the next command starts before the first one's cleanup
+    assert second.links == first.links == ((ws / NAME, "real"),)
+    restore_links(second.links)
+    assert os.readlink(ws / NAME) == "real"
+    holder.close()
