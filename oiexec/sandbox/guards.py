@@ -368,6 +368,9 @@ def restore_links(watched: Sequence[tuple[Path, str]]) -> list[str]:
                 link.unlink()
             os.symlink(target, link)
         except OSError as exc:
+            with contextlib.suppress(OSError):
+                if os.readlink(link) == target:
+                    continue  # another command's cleanup put it back at the same time
             notes.append(f"sandbox: {link} (protected) was replaced, not restorable: {exc}")
             continue
         notes.append(f"sandbox: {link} (protected) was replaced by the command and is restored")
