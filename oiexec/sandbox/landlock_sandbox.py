@@ -50,9 +50,15 @@ class LandlockSandbox:
         # The sentinel counts towards RLIMIT_NPROC but is spawned before the child joins the
         # command's cgroup.
         self._limiter = Limiter(
-            policy.limits, nproc_overhead=1 if self._reap else 0, cgroup_overhead=0
+            policy.limits,
+            nproc_overhead=1 if self._reap else 0,
+            cgroup_overhead=0,
+            reap=not self._reap,
         )
-        extra = [*reaper.degraded(abi), *self._limiter.degraded]
+        # A root runner's command cgroup lists every process of the command: with it, no
+        # sentinel is needed to find them all.
+        extra = [] if self._limiter.reaps else reaper.degraded(abi)
+        extra += self._limiter.degraded
         self._report = {**report, "degraded": [*report.get("degraded", []), *extra]}
 
     @property

@@ -205,18 +205,31 @@ class Limiter:
     outside the cgroup (spawned before the child joins it).
     """
 
-    def __init__(self, limits: SandboxLimits, *, nproc_overhead: int, cgroup_overhead: int) -> None:
+    def __init__(
+        self,
+        limits: SandboxLimits,
+        *,
+        nproc_overhead: int,
+        cgroup_overhead: int,
+        reap: bool = False,
+    ) -> None:
         self._limits = limits
         self._nproc_overhead = nproc_overhead
         self._cgroup_overhead = cgroup_overhead
         self._root = os.geteuid() == 0
-        self._cgroup_parent = (
-            find_pids_cgroup() if self._root and limits.max_processes is not None else None
-        )
+        # `reap`: a cgroup per command even without a process limit, because it is the only
+        # complete list of a command's processes (Landlock without signal scoping).
+        wanted = limits.max_processes is not None or reap
+        self._cgroup_parent = find_pids_cgroup() if self._root and wanted else None
         #: Command cgroups that were still busy when their command ended (commands end on
         #: several threads, hence the lock).
         self._pending: list[Path] = []
         self._lock = threading.Lock()
+
+    @property
+    def reaps(self) -> bool:
+        """Whether every command gets a cgroup, and so a complete list of its processes."""
+        return self._cgroup_parent is not None
 
     @property
     def degraded(self) -> list[str]:
@@ -266,7 +279,7 @@ class Limiter:
         if limits.max_processes is not None and not self._root:
             allowed = own_tasks() + self._nproc_overhead + limits.max_processes
             rlimits.append(_rlimit(resource.RLIMIT_NPROC, allowed, allowed))
-        elif limits.max_processes is not None and self._cgroup_parent is not None:
+        elif self._cgroup_parent is not None:
             cgroup = self._make_cgroup(self._cgroup_parent, limits.max_processes)
             if cgroup is None:
                 notes.append(
@@ -275,7 +288,7 @@ class Limiter:
                 )
         return CommandLimits(rlimits, cgroup, notes, self._defer)
 
-    def _make_cgroup(self, parent: Path, max_processes: int) -> tuple[Path, int] | None:
+    def _make_cgroup(self, parent: Path, max_processes: int | None) -> tuple[Path, int] | None:
         """A new cgroup with its `pids.max`, and its `cgroup.procs` opened for the child."""
         path = parent / f"{_CGROUP_PREFIX}{os.getpid()}-{next(_counter)}"
         try:
@@ -285,7 +298,8 @@ class Limiter:
         except OSError:
             return None
         try:
-            (path / "pids.max").write_text(str(max_processes + self._cgroup_overhead))
+            limit = "max" if max_processes is None else str(max_processes + self._cgroup_overhead)
+            (path / "pids.max").write_text(limit)
             return path, os.open(path / "cgroup.procs", os.O_WRONLY | os.O_CLOEXEC)
         except OSError:
             with contextlib.suppress(OSError):

@@ -5,12 +5,20 @@ kills nothing else: not a host process of the same user, not another command."""
 
 from __future__ import annotations
 
+import contextlib
+import os
 import re
+import signal
 import subprocess
 import time
+import uuid
+from pathlib import Path
 
 import pytest
 
+from oiexec.sandbox.base import PreparedCommand, SandboxPolicy
+from oiexec.sandbox.landlock_sandbox import LandlockSandbox
+from oiexec.sandbox.limits import find_pids_cgroup
 from tests.sandbox.conftest import BACKENDS, PYTHON, SANDBOXED_MODES, Box, snapshot_tree
 from tests.sandbox.support import alive, run_exec, wait_dead
 from tests.support.model_server import ModelServer, call, reply, tool_outputs
@@ -132,3 +140,87 @@ def test_exec_background_child_ends_with_its_command(
     outputs = list(tool_outputs(model_server.bodies[-1]).values())
     assert "Process exited with code 0" in outputs[0]
     assert "grew=0" in outputs[1], outputs[1]
+
+
+# --- without a sentinel ------------------------------------------------------------------
+
+
+def _landlock(tmp_path: Path, abi: int) -> LandlockSandbox:
+    policy = SandboxPolicy(mode="workspace-write", cwd=tmp_path, backend="landlock")
+    return LandlockSandbox(policy, abi, {"backend": "landlock", "degraded": []})
+
+
+def _spawn(sandbox: LandlockSandbox, tmp_path: Path, script: str) -> tuple[PreparedCommand, str]:
+    prepared = sandbox.prepare(["/bin/sh", "-c", script], cwd=tmp_path, env=dict(os.environ))
+    proc = subprocess.Popen(
+        prepared.argv, cwd=prepared.cwd, env=prepared.env, preexec_fn=prepared.preexec_fn,
+        start_new_session=True, stdout=subprocess.PIPE, text=True,
+    )  # fmt: skip
+    out = proc.stdout.readline() if proc.stdout else ""
+    proc.wait()
+    if proc.stdout:
+        proc.stdout.close()
+    return prepared, out
+
+
+def test_without_signal_scoping(backend: str, tmp_path: Path) -> None:
+    """Landlock ABI < 6: `kill -1` would not be scoped, so there is no sentinel. A root runner
+    with a pids cgroup still finds every process (the cgroup lists them); otherwise only the
+    process group is killed and the diagnosis reports the gap (a new session escapes)."""
+    if backend != "landlock":
+        pytest.skip("Landlock only")
+    sandbox = _landlock(tmp_path, 5)
+    gap = any("no reaper" in line for line in sandbox.describe()["degraded"])
+    assert gap == (os.geteuid() != 0 or find_pids_cgroup() is None)
+    tag = f"30.{uuid.uuid4().int % 10**6:06d}"  # only our sleeps carry it
+    script = f"sleep {tag} & setsid -f sleep {tag}; echo $!"
+    prepared, out = _spawn(sandbox, tmp_path, script)
+    in_group = int(out)
+    escaped = [p for p in _sleeping(tag) if p != in_group]
+    assert len(escaped) == 1
+    try:
+        prepared.after()
+        assert wait_dead(in_group, 2)
+        assert any(alive(p) for p in escaped) == gap
+    finally:
+        for pid in escaped:
+            with contextlib.suppress(ProcessLookupError):
+                os.kill(pid, signal.SIGKILL)
+        sandbox.close()
+
+
+def test_a_vanished_sentinel_falls_back_to_the_group(backend: str, tmp_path: Path) -> None:
+    if backend != "landlock":
+        pytest.skip("Landlock only")
+    sandbox = _landlock(tmp_path, 7)
+    prepared, out = _spawn(sandbox, tmp_path, "sleep 30 & echo $!")
+    child = int(out)
+    sentinels = [p for p in _pids() if b"oiexec-sentinel" in _cmdline(p)]
+    assert sentinels
+    for pid in sentinels:  # only the runner can do this: the command cannot signal it
+        with contextlib.suppress(ProcessLookupError):
+            os.kill(pid, signal.SIGKILL)
+    time.sleep(0.1)
+    try:
+        notes = prepared.after()
+        assert any("reaper was gone" in n for n in notes), notes
+        assert wait_dead(child, 2)
+    finally:
+        sandbox.close()
+
+
+def _pids() -> list[int]:
+    return [int(p) for p in os.listdir("/proc") if p.isdigit()]
+
+
+def _cmdline(pid: int) -> bytes:
+    try:
+        return Path(f"/proc/{pid}/cmdline").read_bytes()
+    except OSError:
+        return b""
+
+
+def _sleeping(tag: str) -> list[int]:
+    """Live `sleep <tag>` processes (the tag is unique to one test)."""
+    wanted = b"sleep\0" + tag.encode() + b"\0"
+    return [p for p in _pids() if _cmdline(p) == wanted and alive(p)]
