@@ -195,8 +195,9 @@ def test_a_vanished_sentinel_falls_back_to_the_group(backend: str, tmp_path: Pat
     sandbox = _landlock(tmp_path, 7)
     prepared, out = _spawn(sandbox, tmp_path, "sleep 30 & echo $!")
     child = int(out)
-    sentinels = [p for p in _pids() if b"oiexec-sentinel" in _cmdline(p)]
-    assert sentinels
+    # Ours only (other runs on this host have sentinels too): it kept the command's cwd.
+    sentinels = [p for p in _pids() if b"oiexec-sentinel" in _cmdline(p) and _cwd(p) == tmp_path]
+    assert len(sentinels) == 1
     for pid in sentinels:  # only the runner can do this: the command cannot signal it
         with contextlib.suppress(ProcessLookupError):
             os.kill(pid, signal.SIGKILL)
@@ -218,6 +219,13 @@ def _cmdline(pid: int) -> bytes:
         return Path(f"/proc/{pid}/cmdline").read_bytes()
     except OSError:
         return b""
+
+
+def _cwd(pid: int) -> Path | None:
+    try:
+        return Path(os.readlink(f"/proc/{pid}/cwd"))
+    except OSError:
+        return None
 
 
 def _sleeping(tag: str) -> list[int]:
