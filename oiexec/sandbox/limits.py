@@ -11,15 +11,17 @@ on the wrapper process, so bwrap inherits them as well).
   - a non-root runner gets RLIMIT_NPROC = (tasks its uid has now) + overhead + the limit;
   - a root runner gets a pids cgroup per command (cgroup v2 with `pids` in the parent's
     `cgroup.subtree_control`, or a writable v1 `pids` hierarchy): made and given its
-    `pids.max` by the runner, joined by the child writing to a `cgroup.procs` the runner
-    opened (the child is under Landlock by then and could not open it), removed in `after()`,
-    killing anything still listed in it first;
+    `pids.max` by the runner, joined by the child writing to a file the runner opened (the
+    child is under Landlock by then and could not open it; v1 `tasks`, see below), removed
+    in `after()`, killing anything still listed in it first;
   - a root runner without such a cgroup runs unlimited, and the diagnosis says so.
 
-Cost: moving the child into its cgroup takes the kernel's cgroup threadgroup lock for
-writing, which waits for an RCU grace period unless the hierarchy is mounted with
-`favordynmods` (measured on the 2-core test VM under load: median 11.6 ms, up to 22 ms, per
-command; 0.02 ms with the lock warm). `max_processes = 0` turns the cgroup off.
+Cost: moving a process into a cgroup through `cgroup.procs` takes the kernel's cgroup
+threadgroup lock for writing, which waits for an RCU grace period unless the hierarchy is
+mounted with `favordynmods` (measured on the 2-core test VM under load: median 11.6 ms, up to
+22 ms, per command). In v1 the child writes `0` to `tasks` instead, moving only itself, which
+needs no such lock (0.04 ms); v2 has no such file, so there each command pays the grace
+period. `max_processes = 0` turns the cgroup off.
 """
 
 from __future__ import annotations
@@ -196,6 +198,13 @@ def _empty_cgroup(cgroup: Path, timeout: float = 2.0) -> int:
     return len(seen)
 
 
+def _join_file(cgroup: Path) -> str:
+    """v1: `tasks`. Moving just the writing thread (the child is single-threaded) skips the
+    kernel's global threadgroup lock, whose write side waits for an RCU grace period (about
+    12 ms here under load); `cgroup.procs` would take it. v2 has only `cgroup.procs`."""
+    return "tasks" if (cgroup / "tasks").exists() else "cgroup.procs"
+
+
 class Limiter:
     """The policy's limits for one sandbox; `prepare` makes one command's `CommandLimits`.
 
@@ -289,7 +298,7 @@ class Limiter:
         return CommandLimits(rlimits, cgroup, notes, self._defer)
 
     def _make_cgroup(self, parent: Path, max_processes: int | None) -> tuple[Path, int] | None:
-        """A new cgroup with its `pids.max`, and its `cgroup.procs` opened for the child."""
+        """A new cgroup with its `pids.max`, and the file joining it opened for the child."""
         path = parent / f"{_CGROUP_PREFIX}{os.getpid()}-{next(_counter)}"
         try:
             path.mkdir()
@@ -300,7 +309,7 @@ class Limiter:
         try:
             limit = "max" if max_processes is None else str(max_processes + self._cgroup_overhead)
             (path / "pids.max").write_text(limit)
-            return path, os.open(path / "cgroup.procs", os.O_WRONLY | os.O_CLOEXEC)
+            return path, os.open(path / _join_file(path), os.O_WRONLY | os.O_CLOEXEC)
         except OSError:
             with contextlib.suppress(OSError):
                 path.rmdir()
