@@ -198,6 +198,29 @@ def _empty_cgroup(cgroup: Path, timeout: float = 2.0) -> int:
     return len(seen)
 
 
+def _remove_stale(parent: Path) -> None:
+    """Empty command cgroups left by runners that died (named after their pid)."""
+    with contextlib.suppress(OSError), os.scandir(parent) as entries:
+        for entry in entries:
+            if not entry.name.startswith(_CGROUP_PREFIX):
+                continue
+            owner = entry.name.removeprefix(_CGROUP_PREFIX).split("-")[0]
+            if not owner.isdigit() or _alive(int(owner)):
+                continue
+            with contextlib.suppress(OSError):
+                os.rmdir(entry.path)  # fails while something is still in it: left alone
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return True
+
+
 def _join_file(cgroup: Path) -> str:
     """v1: `tasks`. Moving just the writing thread (the child is single-threaded) skips the
     kernel's global threadgroup lock, whose write side waits for an RCU grace period (about
@@ -234,6 +257,8 @@ class Limiter:
         #: several threads, hence the lock).
         self._pending: list[Path] = []
         self._lock = threading.Lock()
+        if self._cgroup_parent is not None:
+            _remove_stale(self._cgroup_parent)
 
     @property
     def reaps(self) -> bool:
