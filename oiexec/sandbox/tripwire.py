@@ -62,6 +62,8 @@ class _GitHome:
     root: Path
     identity: fs.Identity
     history: str
+    #: The commit HEAD resolved to (None: unborn or unreadable).
+    head: str | None
     #: The loss of history has been reported (once per run).
     reported: bool = False
     #: No `.git` directory there in this pass (nothing to restore into).
@@ -127,6 +129,43 @@ def describe_history(gitdir: Path) -> str:
     return f"{where}; branches: {listed or 'none'}{more}"
 
 
+def _head_commit(root: Path) -> str | None:
+    try:
+        fd = beneath.open_root(root)
+    except OSError:
+        return None
+    try:
+        return _head_commit_at(fd)
+    finally:
+        os.close(fd)
+
+
+def _head_commit_at(root_fd: int) -> str | None:
+    """The commit `.git/HEAD` resolves to, read without following links or blocking on a
+    FIFO (the command may have planted either)."""
+    scanner = fs.Scanner(root_fd, 4096)
+
+    def text(rel: str) -> str:
+        entry = scanner.one(rel)
+        data = entry.data if entry is not None and entry.kind == "file" else None
+        return (data or b"").decode("utf-8", "replace").strip()
+
+    head = text(".git/HEAD")
+    if not head.startswith("ref: "):
+        return head or None
+    ref = head.removeprefix("ref: ")
+    if ".." in ref.split("/"):
+        return None
+    loose = text(f".git/{ref}")
+    if loose:
+        return loose
+    for line in text(".git/packed-refs").splitlines():
+        sha, _, name = line.partition(" ")
+        if name == ref:
+            return sha
+    return None
+
+
 def _identity(root: Path) -> fs.Identity | None:
     try:
         fd = beneath.open_root(root)
@@ -151,12 +190,13 @@ class Tripwire:
             if git.is_dir() and not git.is_symlink():
                 identity = _identity(root)
                 if identity is not None:
-                    self._homes.append(_GitHome(root, identity, describe_history(git)))
+                    history = describe_history(git)
+                    self._homes.append(_GitHome(root, identity, history, _head_commit(root)))
             for gitdir in gitdirs:
                 if all(b.path != gitdir for b in self._bases):
                     self._bases.append(_Base(gitdir, git=True))
         for base in self._bases:
-            base.baseline = self._scan(base, known=None) or {}
+            base.baseline = self._scan(base) or {}
 
     # --- scanning -----------------------------------------------------------------------
 
@@ -168,14 +208,14 @@ class Tripwire:
         homes = {h.root for h in self._homes}
         return self._watch if base.path in homes else [*self._watch, ".git"]
 
-    def _scan(self, base: _Base, known: fs.Tree | None) -> fs.Tree | None:
+    def _scan(self, base: _Base) -> fs.Tree | None:
         """The watched entries of `base` now; None when the base itself is gone."""
         try:
             fd = beneath.open_root(base.path)
         except OSError:
             return None
         try:
-            scanner = fs.Scanner(fd, self._max, known)
+            scanner = fs.Scanner(fd, self._max)
             self._collect(scanner, base, "")
             return scanner.found
         finally:
@@ -245,19 +285,23 @@ class Tripwire:
             if fs.identity_of(fd, ".git") is not None:
                 fs.remove(fd, ".git")
                 notes.append(f"{git} was replaced by the command; the replacement was removed")
-            return notes + self._lost(home, f"{git} was deleted by the command")
+            return notes + self._lost(home, f"{git} was deleted or moved away by the command")
         except OSError as exc:
             return [f"{git} could not be checked: {exc.strerror}"]
         finally:
             os.close(fd)
 
     def _check_history(self, home: _GitHome, root_fd: int) -> list[str]:
-        """`rm -rf .git/*` keeps the directory: notice the history going all the same."""
+        """`rm -rf .git/*` keeps the directory, and where the file system keeps no birth
+        times `rm -rf .git; git init` may give the new one the old inode: notice the history
+        going all the same (HEAD, objects or refs gone, or HEAD unborn after a commit)."""
         missing = [
             name
             for name, kind in (("HEAD", "file"), ("objects", "dir"), ("refs", "dir"))
             if (entry := fs.Scanner(root_fd, 0).one(f".git/{name}")) is None or entry.kind != kind
         ]
+        if home.head is not None and not missing and _head_commit_at(root_fd) is None:
+            missing.append("the commit HEAD was on")
         if not missing:
             return []
         return self._lost(home, f"{', '.join(missing)} in {home.root / '.git'} were deleted")
