@@ -90,7 +90,16 @@ def load_config(inputs: ConfigInputs, home: Path | None = None) -> LoadedConfig:
 
     project_root = find_project_root(inputs.cwd)
     trusted = _is_trusted(user_data, project_root, inputs.cwd)
-    project = _read_toml_layer("project", project_root / PROJECT_DIR / "config.toml")
+    project_file = project_root / PROJECT_DIR / "config.toml"
+    project = _read_toml_layer("project", project_file)
+    if project and _through_symlink(project_root, project_file):
+        # The sandbox guards `.openinterpreter` itself, not where a link sends it: a linked
+        # project config may have been (re)written by a previous run's commands.
+        warnings.append(
+            f"ignored {project_file}: it is reached through a symbolic link, which the "
+            "sandbox cannot keep read-only; make .openinterpreter a real directory"
+        )
+        project = None
     if project and trusted:
         layers.append(project)
     elif project:
@@ -138,6 +147,16 @@ def load_config(inputs: ConfigInputs, home: Path | None = None) -> LoadedConfig:
 
 
 # --- layers ------------------------------------------------------------------------------
+
+
+def _through_symlink(root: Path, path: Path) -> bool:
+    """Whether any component of `path` below `root` is a symbolic link."""
+    current = root
+    for part in path.relative_to(root).parts:
+        current = current / part
+        if current.is_symlink():
+            return True
+    return False
 
 
 def _read_toml_layer(name: str, path: Path) -> Layer | None:

@@ -246,6 +246,23 @@ def test_untrusted_project_config_is_ignored_with_a_warning(
     assert "not trusted" in result.stderr
 
 
+def test_project_config_through_a_symlink_is_ignored(
+    model_server: ModelServer, repo: Path, oi_home: Path
+) -> None:
+    """A model-writable directory linked as `.openinterpreter` must not become config: the
+    sandbox guards the name, not where a link sends it (a dangling link's target could be
+    created and filled by a command)."""
+    (oi_home / "config.toml").write_text(f'[projects."{repo}"]\ntrust_level = "trusted"\n')
+    (repo / "cfg").mkdir()
+    (repo / "cfg" / "config.toml").write_text('model = "planted-model"\n')
+    (repo / ".openinterpreter").symlink_to("cfg")
+    model_server.enqueue(reply("ok"))
+    result = run_cli([*exec_args(model_server), "x"], cwd=repo)
+    assert result.returncode == 0, result.stderr
+    assert model_server.bodies[0]["model"] != "planted-model"
+    assert "symbolic link" in result.stderr
+
+
 def test_config_show_origins(repo: Path, oi_home: Path) -> None:
     config = oi_home / "config.toml"
     config.write_text('model = "user-model"\n\n[sandbox_workspace_write]\nnetwork_access = true\n')
