@@ -176,8 +176,10 @@ def test_without_signal_scoping(backend: str, tmp_path: Path) -> None:
     script = f"sleep {tag} & setsid -f sleep {tag}; echo $!"
     prepared, out = _spawn(sandbox, tmp_path, script)
     in_group = int(out)
-    escaped = [p for p in _sleeping(tag) if p != in_group]
-    assert len(escaped) == 1
+    deadline = time.monotonic() + 5
+    while len(escaped := [p for p in _sleeping(tag) if p != in_group]) != 1:
+        assert time.monotonic() < deadline, "the setsid child never started"
+        time.sleep(0.01)  # `setsid -f` forks: its child may not have exec'd sleep yet
     try:
         prepared.after()
         assert wait_dead(in_group, 2)
