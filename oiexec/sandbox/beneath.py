@@ -139,8 +139,10 @@ def _step(dirfd: int, name: str) -> int:
     try:
         return os.open(name, _DIR_FLAGS | os.O_NOFOLLOW, dir_fd=dirfd)
     except NotADirectoryError:
-        # O_DIRECTORY|O_NOFOLLOW on a symlink says ENOTDIR; say what it really is.
-        if stat.S_ISLNK(os.stat(name, dir_fd=dirfd, follow_symlinks=False).st_mode):
+        # O_DIRECTORY|O_NOFOLLOW on a symlink says ENOTDIR; say what it really is. A link or
+        # a directory there now means the entry was swapped while we looked: ELOOP as well.
+        mode = os.stat(name, dir_fd=dirfd, follow_symlinks=False).st_mode
+        if stat.S_ISLNK(mode) or stat.S_ISDIR(mode):
             raise OSError(errno.ELOOP, os.strerror(errno.ELOOP), name) from None
         raise
 
