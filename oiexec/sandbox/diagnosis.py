@@ -11,8 +11,9 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
-from oiexec.sandbox import profiles, seccomp
+from oiexec.sandbox import profiles, reaper, seccomp
 from oiexec.sandbox.base import SandboxPolicy
+from oiexec.sandbox.limits import find_pids_cgroup
 from oiexec.sandbox.preflight import Preflight
 from oiexec.sandbox.privtmp import temp_roots
 
@@ -73,7 +74,8 @@ class Decision:
             # TCP/UDP *and* Unix sockets to anything outside the command are closed.
             "network": inet and unix,
             "unix_sockets": unix,
-            # docker, containerd, podman, D-Bus, systemd (policy.toml: masked_sockets).
+            # docker, containerd, podman, D-Bus, systemd (policy.toml: masked_sockets); with
+            # the network off, Unix sockets are refused outright, which covers them too.
             "host_sockets_masked": backend == "bwrap" or unix,
             # No write to /proc/sys and the like: a root runner's uid 0 passes sysctl checks.
             "sysctl_readonly": sandboxed,
@@ -319,19 +321,65 @@ def _bwrap_decision(policy: SandboxPolicy, pre: Preflight) -> Decision:
     )
 
 
-def _landlock_decision(policy: SandboxPolicy, pre: Preflight) -> Decision:
-    degraded = [
+#: What Landlock cannot guarantee, whatever the host (README "Sandbox", doctor).
+LANDLOCK_HISTORY = (
+    "git history is not protected: objects, refs and the index can be changed or deleted by a "
+    "command and are not restored; a deleted or replaced .git is reported with the HEAD and "
+    "branches it had"
+)
+LANDLOCK_ROOT_METADATA = (
+    "root runner: the mode bits, timestamps and user.* xattrs of root-owned files outside the "
+    "writable roots can be changed (Landlock has no rule for them and a path-blind filter "
+    "cannot tell where a file is; chown, set-id bits and device nodes are refused)"
+)
+LANDLOCK_ROOT_DISKS = "root runner: raw block devices (/dev/vda, ...) can be read"
+LANDLOCK_SHARED = (
+    "the user's other terminals (/dev/pts) can be written to (input injection is refused), "
+    "and SysV IPC and POSIX message queues are the host's"
+)
+
+
+def landlock_gaps(policy: SandboxPolicy, abi: int) -> list[str]:
+    """One sentence per guarantee the Landlock backend does not give here."""
+    root = os.geteuid() == 0
+    writes = policy.mode == "workspace-write"
+    gaps = [
         "protected paths (.git, .openinterpreter, ...) are not locked, only restored after "
-        "each command by a tripwire",
+        "each command (and at the end of the run) by a tripwire",
         "no PID namespace: host processes are visible",
     ]
+    if writes:
+        gaps.append(LANDLOCK_HISTORY)
     if temp_roots(policy):
-        degraded.append("/tmp is the host's shared /tmp, not private to the run")
-    if pre.landlock_abi < 6:
-        degraded.append(
-            f"Landlock ABI {pre.landlock_abi} < 6: signals to host processes and abstract "
-            "Unix sockets are not scoped"
+        gaps.append("/tmp is the host's shared /tmp, not private to the run")
+    if abi < 6:
+        gaps.append(
+            f"Landlock ABI {abi} < 6: signals to host processes and abstract Unix sockets are "
+            "not scoped"
         )
+    cgroup = find_pids_cgroup() if root else None
+    if cgroup is None:
+        gaps += reaper.degraded(abi)
+    if root and cgroup is None and policy.limits.max_processes is not None:
+        gaps.append(
+            f"max_processes ({policy.limits.max_processes}) is not enforced: RLIMIT_NPROC does "
+            "not apply to root and no writable pids cgroup was found"
+        )
+    if not policy.network_disabled:
+        gaps.append(
+            "network on: host Unix sockets (docker, D-Bus, ...) are reachable; Landlock "
+            "cannot mask them"
+        )
+    if root and writes:
+        gaps.append(LANDLOCK_ROOT_METADATA)
+    if root:
+        gaps.append(LANDLOCK_ROOT_DISKS)
+    gaps.append(LANDLOCK_SHARED)
+    return gaps
+
+
+def _landlock_decision(policy: SandboxPolicy, pre: Preflight) -> Decision:
+    degraded = landlock_gaps(policy, pre.landlock_abi)
     why = (
         'chosen with sandbox_backend = "landlock"'
         if policy.backend == "landlock"

@@ -55,11 +55,8 @@ class LandlockSandbox:
             cgroup_overhead=0,
             reap=not self._reap,
         )
-        # A root runner's command cgroup lists every process of the command: with it, no
-        # sentinel is needed to find them all.
-        extra = [] if self._limiter.reaps else reaper.degraded(abi)
-        extra += self._limiter.degraded
-        self._report = {**report, "degraded": [*report.get("degraded", []), *extra]}
+        # The report's degraded lines (reaper, limits, history) come from the diagnosis,
+        # which computes them the same way (`diagnosis.landlock_gaps`).
 
     @property
     def policy(self) -> SandboxPolicy:
