@@ -25,8 +25,12 @@ import pytest
 import oiexec
 
 REPO_ROOT = Path(oiexec.__file__).resolve().parent.parent
-# Not realpath'd: in a virtualenv, bin/python is a link whose target lacks the venv's packages.
-PYTHON = os.path.abspath(sys.executable)
+#: Runs the runner. Not realpath'd: in a virtualenv, bin/python is a link whose target lacks
+#: the venv's packages.
+RUNNER_PYTHON = os.path.abspath(sys.executable)
+#: Runs probes *inside* the sandbox (standard library only): the base interpreter, since a
+#: checkout and its virtualenv under /tmp are hidden by bwrap's private /tmp.
+PYTHON = os.path.realpath(sys.executable)
 NOBODY = 65534
 BACKENDS = ("bwrap", "landlock")
 SANDBOXED_MODES = ("read-only", "workspace-write")
@@ -73,7 +77,7 @@ def _unprivileged_can_run_python() -> None:
     bit is added to directories on the way; nothing becomes readable that was not."""
     if os.geteuid() != 0:
         return
-    for target in (Path(PYTHON), Path(os.path.realpath(PYTHON)), REPO_ROOT):
+    for target in (Path(RUNNER_PYTHON), Path(PYTHON), REPO_ROOT):
         for directory in reversed(target.parents):
             mode = directory.stat().st_mode
             if not mode & 0o001:
@@ -116,6 +120,14 @@ class Box:
         """`argv` as this box's runner user."""
         return as_user(argv, self.who)
 
+    def visible(self, script: Path) -> Path:
+        """A copy of `script` that commands can read whatever the sandbox hides (the
+        checkout may lie under /tmp, which bwrap makes private): in `outside`."""
+        copy = self.outside / script.name
+        copy.write_bytes(script.read_bytes())
+        copy.chmod(0o644)
+        return copy
+
     def cli(
         self,
         args: list[str],
@@ -128,7 +140,7 @@ class Box:
             args = ["doctor", *backend_args(backend), *args[1:]]
         else:
             args = [*backend_args(backend), *args]
-        argv = self.as_me([PYTHON, "-m", "oiexec.cli.sandbox_cmd", *args])
+        argv = self.as_me([RUNNER_PYTHON, "-m", "oiexec.cli.sandbox_cmd", *args])
         return subprocess.run(
             argv,
             cwd=self.ws,
@@ -137,6 +149,31 @@ class Box:
             text=True,
             timeout=timeout,
             check=False,
+        )
+
+    def exec(
+        self,
+        provider_args: list[str],
+        mode: str,
+        backend: str | None,
+        *extra: str,
+        env: dict[str, str] | None = None,
+        timeout: float = 120,
+    ) -> subprocess.CompletedProcess[str]:
+        """`interpreter exec --json` in the workspace, as this box's user; `provider_args`
+        are the scripted model's `config_args()`."""
+        argv = self.as_me(
+            [RUNNER_PYTHON, "-m", "oiexec", "exec", "--json", "-s", mode,
+             *exec_backend_args(backend), *provider_args, *extra, "go"]
+        )  # fmt: skip
+        return subprocess.run(
+            argv,
+            cwd=self.ws,
+            env=self.env(OPENINTERPRETER_HOME=str(self.root / "home"), **(env or {})),
+            capture_output=True,
+            text=True,
+            timeout=timeout,
+            stdin=subprocess.DEVNULL,
         )
 
     def run(

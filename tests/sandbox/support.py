@@ -9,7 +9,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-from tests.sandbox.conftest import PYTHON, Box, exec_backend_args
+from tests.sandbox.conftest import Box
 from tests.support.model_server import ModelServer
 
 
@@ -39,18 +39,9 @@ def run_exec(
     extra: list[str] | None = None,
     timeout: float = 120,
 ) -> dict[str, Any]:
-    """`interpreter exec --json` as the box's user, against the scripted model."""
-    env = box.env(OPENINTERPRETER_HOME=str(box.root / "home"))
-    argv = box.as_me(
-        [
-            PYTHON, "-m", "oiexec", "exec", "--json", "-s", mode,
-            *exec_backend_args(backend), *server.config_args(), *(extra or []), "try",
-        ]
-    )  # fmt: skip
-    proc = subprocess.run(
-        argv, cwd=box.ws, env=env, capture_output=True, text=True, timeout=timeout,
-        stdin=subprocess.DEVNULL,
-    )  # fmt: skip
+    """`interpreter exec --json` as the box's user, against the scripted model: its exit
+    code, its events and its stderr."""
+    proc = box.exec(server.config_args(), mode, backend, *(extra or []), timeout=timeout)
     events = [json.loads(line) for line in proc.stdout.splitlines() if line.strip()]
     return {"code": proc.returncode, "events": events, "stderr": proc.stderr}
 

@@ -33,10 +33,10 @@ from tests.sandbox.conftest import (
     BACKENDS,
     IS_ROOT,
     PYTHON,
+    RUNNER_PYTHON,
     SANDBOXED_MODES,
     Box,
     backend_args,
-    exec_backend_args,
 )
 from tests.support.model_server import ModelServer, call, reply, tool_outputs
 
@@ -225,15 +225,7 @@ def test_exec_cannot_write_host_sysctls(
 def _exec(
     box: Box, server: ModelServer, mode: str, backend: str, *extra: str
 ) -> subprocess.CompletedProcess[str]:
-    env = box.env(OPENINTERPRETER_HOME=str(box.root / "home"))
-    argv = box.as_me(
-        [PYTHON, "-m", "oiexec", "exec", "--json", "-s", mode, *exec_backend_args(backend),
-         *extra, *server.config_args(), "go"]
-    )  # fmt: skip
-    return subprocess.run(
-        argv, cwd=box.ws, env=env, capture_output=True, text=True, timeout=180,
-        stdin=subprocess.DEVNULL,
-    )  # fmt: skip
+    return box.exec(server.config_args(), mode, backend, *extra, timeout=180)
 
 
 # -- 2. guard dirs: within a run and across runner processes ----------------------------------
@@ -288,7 +280,7 @@ def test_guard_is_not_removed_under_a_background_command(
 
 def _start(box: Box, script: str) -> subprocess.Popen[str]:
     argv = box.as_me(
-        [PYTHON, "-m", "oiexec.cli.sandbox_cmd", "-s", "workspace-write",
+        [RUNNER_PYTHON, "-m", "oiexec.cli.sandbox_cmd", "-s", "workspace-write",
          *backend_args("bwrap"), "-C", str(box.ws), "--", "/bin/sh", "-c", script]
     )  # fmt: skip
     # Its own process group: killing the runner alone would leave bwrap and the command.

@@ -19,7 +19,13 @@ import pytest
 from oiexec.sandbox.base import PreparedCommand, SandboxPolicy
 from oiexec.sandbox.landlock_sandbox import LandlockSandbox
 from oiexec.sandbox.limits import find_pids_cgroup
-from tests.sandbox.conftest import BACKENDS, PYTHON, SANDBOXED_MODES, Box, snapshot_tree
+from tests.sandbox.conftest import (
+    BACKENDS,
+    RUNNER_PYTHON,
+    SANDBOXED_MODES,
+    Box,
+    snapshot_tree,
+)
 from tests.sandbox.support import alive, run_exec, wait_dead
 from tests.support.model_server import ModelServer, call, reply, tool_outputs
 
@@ -88,7 +94,8 @@ def test_reaper_spares_host_processes_and_other_commands(box: Box, backend: str)
     other_args = ["-s", "workspace-write", "-C", str(box.ws), "--", "/bin/sh", "-c"]
     longer = subprocess.Popen(
         box.as_me(
-            [PYTHON, "-m", "oiexec.cli.sandbox_cmd", "--backend", backend, "--require", "any",
+            [RUNNER_PYTHON, "-m", "oiexec.cli.sandbox_cmd", "--backend", backend,
+             "--require", "any",
              *other_args, "echo up > up.txt; sleep 3; echo longer-done"]
         ),
         cwd=box.ws, env=box.env(), stdout=subprocess.PIPE, text=True,

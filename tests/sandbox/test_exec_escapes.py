@@ -4,39 +4,14 @@ the same writes succeed where the mode allows them, so nothing passes by blockin
 
 from __future__ import annotations
 
-import json
 import os
 import socket
-import subprocess
 
 import pytest
 
-from tests.sandbox.conftest import BACKENDS, PYTHON, Box, exec_backend_args, snapshot_tree
+from tests.sandbox.conftest import BACKENDS, PYTHON, Box, snapshot_tree
+from tests.sandbox.support import run_exec
 from tests.support.model_server import ModelServer, apply_patch_call, call, reply, tool_outputs
-
-
-def _exec(box: Box, server: ModelServer, mode: str, backend: str) -> dict[str, object]:
-    env = box.env(OPENINTERPRETER_HOME=str(box.root / "home"))
-    argv = box.as_me(
-        [
-            PYTHON,
-            "-m",
-            "oiexec",
-            "exec",
-            "--json",
-            "-s",
-            mode,
-            *exec_backend_args(backend),
-            *server.config_args(),
-            "try",
-        ]
-    )
-    proc = subprocess.run(
-        argv, cwd=box.ws, env=env, capture_output=True, text=True, timeout=120,
-        stdin=subprocess.DEVNULL,
-    )  # fmt: skip
-    events = [json.loads(line) for line in proc.stdout.splitlines() if line.strip()]
-    return {"code": proc.returncode, "events": events, "stderr": proc.stderr}
 
 
 def _escape_script(box: Box, tcp_port: int, udp_port: int) -> str:
@@ -89,7 +64,7 @@ def test_exec_escapes_are_blocked(
         reply(tool_calls=[apply_patch_call(_PATCH_INTO_HOOKS)]),
         reply("tried everything"),
     )
-    result = _exec(box, model_server, mode, backend)
+    result = run_exec(box, model_server, mode, backend)
     assert result["code"] == 0, result["stderr"]
 
     assert snapshot_tree(box.ws / ".git") == git_before
@@ -120,7 +95,7 @@ def test_same_script_escapes_without_a_sandbox(
         reply(tool_calls=[call("exec_command", {"cmd": script, "yield_time_ms": 20000})]),
         reply("done"),
     )
-    result = _exec(box, model_server, "danger-full-access", "bwrap")
+    result = run_exec(box, model_server, "danger-full-access", "bwrap")
     assert result["code"] == 0, result["stderr"]
     assert (box.outside / "escaped.txt").exists()
     assert (box.ws / ".git" / "hooks" / "pre-commit").read_text() == "hook\n"

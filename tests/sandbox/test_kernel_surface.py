@@ -31,6 +31,7 @@ from tests.sandbox.conftest import (
     BACKENDS,
     IS_ROOT,
     PYTHON,
+    RUNNER_PYTHON,
     SANDBOXED_MODES,
     Box,
     backend_args,
@@ -99,8 +100,9 @@ class Host:
     meta_before: tuple[int, int, int, list[str]] = (0, 0, 0, [])
 
     def run(self, mode: str, backend: str | None) -> tuple[dict[str, str], str]:
-        cli = [PYTHON, "-m", "oiexec.cli.sandbox_cmd", *backend_args(backend), "-s", mode]
-        command = [PYTHON, PROBE, "surface", json.dumps(self.config), *PROBES]
+        cli = [RUNNER_PYTHON, "-m", "oiexec.cli.sandbox_cmd", *backend_args(backend), "-s", mode]
+        probe = str(self.box.visible(Path(PROBE)))
+        command = [PYTHON, probe, "surface", json.dumps(self.config), *PROBES]
         result = subprocess.run(
             self.box.as_me([*cli, "-C", str(self.box.ws), "--", *command]),
             cwd=self.box.ws,

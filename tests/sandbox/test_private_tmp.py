@@ -17,7 +17,7 @@ import pytest
 from oiexec.sandbox.paths import PROTECTED_NAMES
 from tests.sandbox.conftest import (
     BACKENDS,
-    PYTHON,
+    RUNNER_PYTHON,
     Box,
     backend_args,
     exec_backend_args,
@@ -51,7 +51,7 @@ def test_no_guard_dirs_appear_in_host_tmp_while_a_command_runs(box: Box, backend
         f"sleep 1.5; cat {probe}"
     )
     argv = box.as_me(
-        [PYTHON, "-m", "oiexec.cli.sandbox_cmd", "-s", "workspace-write",
+        [RUNNER_PYTHON, "-m", "oiexec.cli.sandbox_cmd", "-s", "workspace-write",
          *backend_args(backend), "--", "/bin/sh", "-c", script]
     )  # fmt: skip
     env = box.env(TMPDIR=str(tmpdir))
@@ -90,7 +90,7 @@ def test_tmp_persists_across_commands_of_one_run_but_not_on_the_host(
     )
     env = box.env(OPENINTERPRETER_HOME=str(box.root / "home"))
     argv = box.as_me(
-        [PYTHON, "-m", "oiexec", "exec", "--json", "-s", "workspace-write",
+        [RUNNER_PYTHON, "-m", "oiexec", "exec", "--json", "-s", "workspace-write",
          *exec_backend_args("bwrap"), *model_server.config_args(), "go"]
     )  # fmt: skip
     proc = subprocess.run(

@@ -4,11 +4,9 @@ would turn the model's diff into a hook the host runs at its next commit)."""
 
 from __future__ import annotations
 
-import subprocess
-
 import pytest
 
-from tests.sandbox.conftest import BACKENDS, PYTHON, Box, exec_backend_args
+from tests.sandbox.conftest import BACKENDS, Box
 from tests.support.model_server import ModelServer, call, reply
 
 _REPORTS = {"change.patch": "--diff", "last.txt": "-o", "junit.xml": "--junit"}
@@ -26,15 +24,7 @@ def test_planted_links_at_report_paths_are_replaced(
         reply("planted"),
     )
     flags = [arg for name, flag in _REPORTS.items() for arg in (flag, str(box.ws / name))]
-    argv = box.as_me(
-        [PYTHON, "-m", "oiexec", "exec", "--json", "-s", "workspace-write",
-         *exec_backend_args(backend), *flags, *model_server.config_args(), "go"]
-    )  # fmt: skip
-    env = box.env(OPENINTERPRETER_HOME=str(box.root / "home"))
-    result = subprocess.run(
-        argv, cwd=box.ws, env=env, capture_output=True, text=True, timeout=120,
-        stdin=subprocess.DEVNULL,
-    )  # fmt: skip
+    result = box.exec(model_server.config_args(), "workspace-write", backend, *flags)
     assert result.returncode == 0, result.stderr
     assert hook.read_bytes() == before
     for name in _REPORTS:

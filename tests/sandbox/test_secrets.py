@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.sandbox.conftest import BACKENDS, PYTHON, SANDBOXED_MODES, Box, exec_backend_args
+from tests.sandbox.conftest import BACKENDS, PYTHON, SANDBOXED_MODES, Box
 from tests.support.model_server import ModelServer, call, reply, tool_outputs
 
 # Walks every process it can see: environ of all, memory of its ancestors (the runner among
@@ -63,15 +63,8 @@ def _exec(
     box: Box, server: ModelServer, mode: str, backend: str, key: str
 ) -> subprocess.CompletedProcess[str]:
     # A key variable whose name does not look secret: only the provider's `env_key` marks it.
-    env = box.env(OPENINTERPRETER_HOME=str(box.root / "home"), PROVIDER_CRED=key)
-    argv = box.as_me(
-        [PYTHON, "-m", "oiexec", "exec", "--json", "-s", mode, *exec_backend_args(backend),
-         *server.config_args(env_key="PROVIDER_CRED"), "try"]
-    )  # fmt: skip
-    return subprocess.run(
-        argv, cwd=box.ws, env=env, capture_output=True, text=True, timeout=120,
-        stdin=subprocess.DEVNULL,
-    )  # fmt: skip
+    provider = server.config_args(env_key="PROVIDER_CRED")
+    return box.exec(provider, mode, backend, env={"PROVIDER_CRED": key})
 
 
 def _probe_call(box: Box, key: str) -> str:

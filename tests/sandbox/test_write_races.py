@@ -8,11 +8,10 @@ from __future__ import annotations
 
 import json
 import os
-import subprocess
 
 import pytest
 
-from tests.sandbox.conftest import BACKENDS, PYTHON, Box, exec_backend_args
+from tests.sandbox.conftest import BACKENDS, PYTHON, Box
 from tests.support.model_server import ModelServer, apply_patch_call, call, reply, tool_outputs
 
 #: Runs inside the sandbox, in the workspace: exchanges `d` (a directory) and `l` (a link to
@@ -33,28 +32,6 @@ with open("swaps.txt", "w") as out:
     out.write(str(swaps))
 """
 TURNS, PATCHES_PER_TURN = 10, 25
-
-
-def _exec(box: Box, server: ModelServer, backend: str) -> subprocess.CompletedProcess[str]:
-    argv = box.as_me(
-        [
-            PYTHON,
-            "-m",
-            "oiexec",
-            "exec",
-            "--json",
-            "-s",
-            "workspace-write",
-            *exec_backend_args(backend),
-            *server.config_args(),
-            "write files",
-        ]
-    )
-    env = box.env(OPENINTERPRETER_HOME=str(box.root / "home"))
-    return subprocess.run(
-        argv, cwd=box.ws, env=env, capture_output=True, text=True, timeout=120,
-        stdin=subprocess.DEVNULL,
-    )  # fmt: skip
 
 
 def _add(path: str) -> str:
@@ -83,7 +60,7 @@ def test_a_swapped_directory_cannot_redirect_patches(
         reply(tool_calls=[call("exec_command", {"cmd": stopped, "yield_time_ms": 30000})]),
         reply("done"),
     )
-    result = _exec(box, model_server, backend)
+    result = box.exec(model_server.config_args(), "workspace-write", backend)
     assert result.returncode == 0, result.stderr
 
     outputs = list(tool_outputs(model_server.bodies[-1]).values())
@@ -112,7 +89,7 @@ def test_protected_names_are_refused_however_spelled(
         reply(tool_calls=[apply_patch_call(_add(name)) for name in names]),
         reply("done"),
     )
-    result = _exec(box, model_server, backend)
+    result = box.exec(model_server.config_args(), "workspace-write", backend)
     assert result.returncode == 0, result.stderr
     outputs = list(tool_outputs(model_server.bodies[-1]).values())
     assert len(outputs) == len(names)
