@@ -145,17 +145,19 @@ def run_git_text(
     timeout: float | None = None,
     errors: str = "replace",
 ) -> subprocess.CompletedProcess[str]:
-    """`run_git` with text in and out (UTF-8)."""
-    full_env = git_env(env)
-    return subprocess.run(
-        git_argv(args, cwd=cwd, env=full_env),
+    """`run_git` with text in and out (UTF-8, newlines translated as in text mode)."""
+    done = run_git(
+        args,
         cwd=cwd,
-        env=full_env,
-        input=input,
-        capture_output=True,
-        text=True,
-        encoding="utf-8",
-        errors=errors,
+        env=env,
+        input=None if input is None else input.encode("utf-8"),
         timeout=timeout,
-        check=False,
     )
+    return subprocess.CompletedProcess(
+        done.args, done.returncode, _text(done.stdout, errors), _text(done.stderr, errors)
+    )
+
+
+def _text(data: bytes, errors: str) -> str:
+    # What subprocess's text mode gives: universal newlines.
+    return data.decode("utf-8", errors).replace("\r\n", "\n").replace("\r", "\n")
