@@ -286,6 +286,8 @@ class _Run:
         fixes = [str(f) for f in info.get("remediation") or []]
         fix = f". Fix: {fixes[0]}" if fixes else ""
         if info.get("backend") == "unavailable":
+            # Every fix: the right one depends on where this runs (a host, Ubuntu, a container).
+            fix = ". Fixes: " + " | ".join(fixes) if fixes else ""
             return [
                 f"sandbox unavailable for `{self.p.policy.mode}`: {info.get('reason')}; "
                 f"commands will be refused and the run will exit 6{fix}"

@@ -288,3 +288,24 @@ def test_test_only_sandbox_hooks_are_refused_in_a_real_run(
     assert "OI_SANDBOX_FAULTS" in result.stderr and "test-only" in result.stderr
     assert "Traceback" not in result.stderr
     assert not (repo / "ran.txt").exists()
+
+
+def test_root_runner_refuses_degraded_sandbox_by_default(
+    model_server: ModelServer, repo: Path
+) -> None:
+    """`sandbox_require = "auto"`: as root (the CI-container case) the degraded Landlock
+    backend is refused unless asked for, and the warning names the ways out."""
+    model_server.enqueue(
+        reply(tool_calls=[call("exec_command", {"cmd": "touch ran.txt"})]),
+        reply("could not run it"),
+    )
+    args = [*exec_args(model_server), "-s", "workspace-write", "x"]
+    result = run_cli(args, cwd=repo, env=_faults("no-userns"))
+    if os.geteuid() == 0:
+        assert result.returncode == 6, result.stderr
+        assert not (repo / "ran.txt").exists()
+        assert 'sandbox_require = "any"' in result.stderr
+        assert "danger-full-access" in result.stderr
+    else:
+        assert result.returncode == 0, result.stderr
+        assert "sandbox degraded (landlock)" in result.stderr
