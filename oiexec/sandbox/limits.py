@@ -67,10 +67,12 @@ def own_tasks() -> int:
             if not entry.name.isdigit() or int(entry.name) == me:
                 continue
             try:
-                if entry.stat().st_uid == uid:
-                    total += len(os.listdir(f"/proc/{entry.name}/task"))
+                # One stat per process: procfs gives `task/` 2 + (number of threads) links.
+                info = os.stat(f"/proc/{entry.name}/task")
             except OSError:
                 continue  # exited meanwhile
+            if info.st_uid == uid:
+                total += max(info.st_nlink - 2, 1)
     return total
 
 
