@@ -166,17 +166,8 @@ def open_root(path: str | os.PathLike[str]) -> int:
 
 
 def _walk(dirfd: int, parts: Iterable[str]) -> int:
-    """A new fd of the directory `dirfd/parts...`, one component at a time."""
-    current = os.dup(dirfd)
-    try:
-        for name in parts:
-            nxt = _step(current, name)
-            os.close(current)
-            current = nxt
-    except BaseException:
-        os.close(current)
-        raise
-    return current
+    """A new fd of the existing directory `dirfd/parts...`, no symlink followed."""
+    return _dir_fd(dirfd, list(parts), create=False)
 
 
 @contextlib.contextmanager
