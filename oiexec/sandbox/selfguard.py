@@ -53,7 +53,8 @@ def is_dumpable() -> bool:
 def _env_bounds() -> tuple[int, int] | None:
     """(env_start, env_end) from /proc/self/stat: where the kernel reads `environ` from."""
     try:
-        raw = open("/proc/self/stat", "rb").read()  # noqa: SIM115 - read whole, tiny file
+        with open("/proc/self/stat", "rb") as stat:
+            raw = stat.read()
     except OSError:
         return None
     # Fields after the command name (which may contain spaces) start at field 3.
@@ -92,10 +93,3 @@ def _scrub_environ_block(names: set[str]) -> list[str]:
 
 def _is_secret(name: str, names: set[str]) -> bool:
     return name.upper() in names or looks_secret(name)
-
-
-def read_own_environ_block() -> bytes:
-    """What `/proc/self/environ` shows (for tests and the doctor)."""
-    with contextlib.suppress(OSError), open("/proc/self/environ", "rb") as handle:
-        return handle.read()
-    return b""
