@@ -18,7 +18,6 @@ these process-level guards exist.
 
 from __future__ import annotations
 
-import contextlib
 import ctypes
 import os
 from collections.abc import Iterable
