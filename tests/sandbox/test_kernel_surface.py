@@ -15,6 +15,7 @@ import fcntl
 import json
 import os
 import platform
+import shlex
 import socket
 import stat
 import subprocess
@@ -37,6 +38,7 @@ from tests.sandbox.conftest import (
     backend_args,
     unprivileged_ids,
 )
+from tests.support.model_server import ModelServer, call, reply, tool_outputs
 
 PROBE = str(Path(__file__).with_name("kernel_probe.py"))
 PROBES = (  # noqa: SIM905 (a word list reads better here)
@@ -248,6 +250,29 @@ def test_kernel_surface_is_closed(box: Box, host: Host, backend: str, mode: str)
     problems += host.arrivals(metadata=metadata)
     assert not problems, "\n".join([*problems, stderr])
     assert not (box.ws / "probe-blk").exists() and not (box.ws / "probe-chr").exists()
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+@pytest.mark.parametrize("mode", SANDBOXED_MODES)
+def test_kernel_surface_is_closed_through_exec(
+    box: Box, host: Host, model_server: ModelServer, backend: str, mode: str
+) -> None:
+    """The same probes as a model would run them: one `exec_command` of `interpreter exec`
+    (the command's stdin is the runner's pipe here, so TIOCSTI is tried by path only)."""
+    probe = str(box.visible(Path(PROBE)))
+    command = shlex.join([PYTHON, probe, "surface", json.dumps(host.config), *PROBES])
+    model_server.enqueue(
+        reply(tool_calls=[call("exec_command", {"cmd": command, "yield_time_ms": 30000})]),
+        reply("probed"),
+    )
+    result = box.exec(model_server.config_args(), mode, backend)
+    assert result.returncode == 0, result.stderr
+    [output] = list(tool_outputs(model_server.bodies[-1]).values())
+    results = dict(json.loads(output.strip().splitlines()[-1]))
+    metadata = not (mode == "workspace-write" and backend == "landlock")
+    problems = sandbox_escapes(results, backend, mode, box.who)
+    problems += host.arrivals(metadata=metadata)
+    assert not problems, "\n".join([*problems, output])
 
 
 def test_probes_reach_the_kernel_in_danger_full_access(box: Box, host: Host) -> None:
