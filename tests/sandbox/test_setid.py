@@ -9,6 +9,7 @@ import stat
 import pytest
 
 from tests.sandbox.conftest import BACKENDS, PYTHON, Box
+from tests.support.model_server import ModelServer, call, reply
 
 _MAKE = (
     "import os\n"
@@ -42,3 +43,20 @@ def test_control_set_id_bits_land_without_a_sandbox(box: Box) -> None:
     (box.outside / "mk.py").write_text(_MAKE)
     box.run("danger-full-access", f"{PYTHON} {box.outside / 'mk.py'}", backend="bwrap")
     assert (box.ws / "chmod-setuid").stat().st_mode & stat.S_ISUID
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_no_set_id_bits_through_exec(box: Box, model_server: ModelServer, backend: str) -> None:
+    script = box.outside / "mk.py"  # outside /tmp: bwrap's private /tmp would hide it
+    script.write_text(_MAKE)
+    model_server.enqueue(
+        reply(tool_calls=[call("exec_command", {"cmd": f"{PYTHON} {script}"})]),
+        reply("made"),
+    )
+    result = box.exec(model_server.config_args(), "workspace-write", backend)
+    assert result.returncode == 0, result.stderr
+    assert stat.S_IMODE((box.ws / "plain").stat().st_mode) == 0o755
+    for name in ("made-setuid", "chmod-setuid", "chmod-setgid"):
+        path = box.ws / name
+        mode = path.stat().st_mode if path.exists() else 0
+        assert not mode & (stat.S_ISUID | stat.S_ISGID), f"{name}: {oct(mode)}"
