@@ -43,7 +43,6 @@ def _policy(
 ) -> Any:
     from oiexec.sandbox.base import SandboxLimits, SandboxPolicy, resolve_require
 
-    processes, file_mb, cpu = limits or (1024, 1024, 3600)
     # click.Choice guarantees the literal types below.
     return SandboxPolicy(
         mode=mode,  # type: ignore[arg-type]
@@ -52,11 +51,7 @@ def _policy(
         network_access=network,
         require=resolve_require(require),  # type: ignore[arg-type]
         backend=backend,  # type: ignore[arg-type]
-        limits=SandboxLimits(
-            max_processes=processes or None,
-            max_file_size=file_mb * 1024 * 1024 or None,
-            max_cpu_seconds=cpu or None,
-        ),
+        limits=SandboxLimits.from_config(*limits) if limits else SandboxLimits(),
     )
 
 

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import contextlib
 import os
-import tempfile
+import secrets
 from pathlib import Path
 
 
@@ -21,22 +21,14 @@ def write_report(path: Path, data: bytes | str) -> None:
     usual mode for new files (0666 minus the umask)."""
     raw = data.encode("utf-8") if isinstance(data, str) else data
     path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
+    tmp = path.with_name(f".{path.name}.{secrets.token_hex(4)}.tmp")
+    # Created 0o666 so the kernel applies the umask (reading it would race other threads).
+    flags = os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC
     try:
-        with os.fdopen(fd, "wb") as handle:
+        with os.fdopen(os.open(tmp, flags, 0o666), "wb") as handle:
             handle.write(raw)
-        os.chmod(tmp, 0o666 & ~_umask())
         os.replace(tmp, path)
     except BaseException:
         with contextlib.suppress(OSError):
             os.unlink(tmp)
         raise
-
-
-def _umask() -> int:
-    # os.umask() would set it process-wide for a moment, racing other threads.
-    with contextlib.suppress(OSError, ValueError), open("/proc/self/status") as status:
-        for line in status:
-            if line.startswith("Umask:"):
-                return int(line.split()[1], 8)
-    return 0o022

@@ -10,7 +10,6 @@ from __future__ import annotations
 import contextlib
 import dataclasses
 import json
-import os
 import sys
 import time
 from collections.abc import Callable
@@ -51,7 +50,7 @@ from oiexec.runner.context import read_images
 from oiexec.runner.reports import capture_baseline, write_reports
 from oiexec.runner.request import ExecRequest
 from oiexec.runner.result import RunResult
-from oiexec.runner.sandboxing import RefusalTracker, build_policy
+from oiexec.runner.sandboxing import RefusalTracker, build_policy, command_env
 from oiexec.runner.sessions import OpenedSession, open_session
 from oiexec.runner.signals import deadline_alarm, terminate_as_interrupt
 from oiexec.sandbox.base import SandboxMode, SandboxPolicy
@@ -334,20 +333,15 @@ class _Run:
         from oiexec.harness.registry import HarnessInputs, build_harness
         from oiexec.providers.registry import create_client
         from oiexec.tools.base import ToolContext
-        from oiexec.tools.shell_env import build_command_env
 
         p, request, settings = self.p, self.request, self.p.config.settings
         thread_id = self.store.thread_id
-        env = build_command_env(
-            settings.shell_environment_policy,
-            base_env=dict(os.environ),
+        env = command_env(
+            settings,
+            p.policy,
             provider_env_key=p.provider.env_key,
-            sandbox_mode=p.policy.mode,
-            network_disabled=p.policy.network_disabled,
             extra={"OPENINTERPRETER_THREAD_ID": thread_id},
         )
-        for secret in env.removed_secrets:
-            register_secret(secret)
         ctx = ToolContext(
             cwd=request.cwd,
             sandbox=self.tracker,

@@ -8,7 +8,6 @@ block), so trying a command here shows what the model would be able to reach.
 
 from __future__ import annotations
 
-import os
 import subprocess
 from collections.abc import Callable
 from pathlib import Path
@@ -17,31 +16,22 @@ from oiexec.config.loader import ConfigInputs, load_config
 from oiexec.config.providers import resolve_provider
 from oiexec.errors import OiexecError, SandboxUnavailable
 from oiexec.protocols import Sandbox
-from oiexec.redact import register_secret
+from oiexec.runner.sandboxing import command_env
 from oiexec.sandbox import get_sandbox
 from oiexec.sandbox.base import SandboxPolicy
 from oiexec.sandbox.selfguard import protect_runner
-from oiexec.tools.shell_env import build_command_env
 
 Say = Callable[[str], None]
 
 
-def command_env(policy: SandboxPolicy) -> dict[str, str]:
+def sandbox_command_env(policy: SandboxPolicy) -> dict[str, str]:
     """The environment exec would give a model-run command in `policy.cwd`."""
     config = load_config(ConfigInputs(cwd=policy.cwd))
     try:
         env_key = resolve_provider(config.settings)[1].env_key
     except OiexecError:
         env_key = None  # no usable provider here: only the name rules apply
-    env = build_command_env(
-        config.settings.shell_environment_policy,
-        base_env=dict(os.environ),
-        provider_env_key=env_key,
-        sandbox_mode=policy.mode,
-        network_disabled=policy.network_disabled,
-    )
-    for secret in env.removed_secrets:
-        register_secret(secret)
+    env = command_env(config.settings, policy, provider_env_key=env_key)
     protect_runner([env_key or ""])
     return dict(env)
 
@@ -50,7 +40,7 @@ def run_sandboxed(policy: SandboxPolicy, command: list[str], say: Say) -> int:
     """Run `command` in `policy.cwd`; returns its exit status (128 + n for signal n), 6 when
     the sandbox is unavailable, 125 when the sandbox could not be set up, 3 on bad config."""
     try:
-        env = command_env(policy)
+        env = sandbox_command_env(policy)
         sandbox = get_sandbox(policy)
     except OiexecError as exc:
         say(exc.render())

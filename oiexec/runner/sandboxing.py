@@ -1,13 +1,17 @@
-"""From settings and flags to a sandbox policy; and noticing when the sandbox refused."""
+"""From settings and flags to a sandbox policy and the commands' environment; and noticing
+when the sandbox refused."""
 
 from __future__ import annotations
 
+import os
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
 from oiexec.config.settings import Settings
 from oiexec.errors import SandboxUnavailable
 from oiexec.protocols import Sandbox
+from oiexec.redact import register_secret
 from oiexec.runner.request import ExecRequest
 from oiexec.sandbox.base import (
     PreparedCommand,
@@ -16,6 +20,7 @@ from oiexec.sandbox.base import (
     SandboxPolicy,
     resolve_require,
 )
+from oiexec.tools.shell_env import CommandEnv, build_command_env
 
 
 def effective_mode(settings: Settings, *, trusted: bool, bypass: bool) -> SandboxMode:
@@ -29,6 +34,7 @@ def effective_mode(settings: Settings, *, trusted: bool, bypass: bool) -> Sandbo
 
 def build_policy(settings: Settings, request: ExecRequest, *, trusted: bool) -> SandboxPolicy:
     extra = settings.sandbox_workspace_write
+    limits = settings.sandbox_limits
     roots = [*request.add_dirs, *(Path(p).expanduser() for p in extra.writable_roots)]
     return SandboxPolicy(
         mode=effective_mode(settings, trusted=trusted, bypass=request.dangerously_bypass),
@@ -39,17 +45,32 @@ def build_policy(settings: Settings, request: ExecRequest, *, trusted: bool) -> 
         exclude_slash_tmp=extra.exclude_slash_tmp,
         require=resolve_require(settings.sandbox_require),
         backend=settings.sandbox_backend,
-        limits=limits_from(settings),
+        limits=SandboxLimits.from_config(
+            limits.max_processes, limits.max_file_size_mb, limits.max_cpu_seconds
+        ),
     )
 
 
-def limits_from(settings: Settings) -> SandboxLimits:
-    conf = settings.sandbox_limits
-    return SandboxLimits(
-        max_processes=conf.max_processes or None,
-        max_file_size=conf.max_file_size_mb * 1024 * 1024 or None,
-        max_cpu_seconds=conf.max_cpu_seconds or None,
+def command_env(
+    settings: Settings,
+    policy: SandboxPolicy,
+    *,
+    provider_env_key: str | None,
+    extra: Mapping[str, str] | None = None,
+) -> CommandEnv:
+    """The environment model-run commands get, built from this process's; the secrets kept
+    from them are registered, so they are masked wherever they would still show up."""
+    env = build_command_env(
+        settings.shell_environment_policy,
+        base_env=dict(os.environ),
+        provider_env_key=provider_env_key,
+        sandbox_mode=policy.mode,
+        network_disabled=policy.network_disabled,
+        extra=extra,
     )
+    for secret in env.removed_secrets:
+        register_secret(secret)
+    return env
 
 
 class RefusalTracker:

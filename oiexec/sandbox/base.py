@@ -17,7 +17,6 @@ SandboxMode = Literal["read-only", "workspace-write", "danger-full-access"]
 SANDBOX_MODES: tuple[SandboxMode, ...] = ("read-only", "workspace-write", "danger-full-access")
 #: `sandbox_backend`: "auto" takes bwrap when it works, else degraded Landlock.
 BackendChoice = Literal["auto", "bwrap", "landlock"]
-BACKEND_CHOICES: tuple[BackendChoice, ...] = ("auto", "bwrap", "landlock")
 
 
 @dataclass(frozen=True)
@@ -30,6 +29,17 @@ class SandboxLimits:
     max_file_size: int | None = 1024 * 1024 * 1024
     #: CPU seconds per process (RLIMIT_CPU); wall time is the tool timeout's business.
     max_cpu_seconds: int | None = 3600
+
+    @classmethod
+    def from_config(
+        cls, max_processes: int, max_file_size_mb: int, max_cpu_seconds: int
+    ) -> SandboxLimits:
+        """From `[sandbox_limits]` (or the matching flags): sizes in MiB, 0 for unlimited."""
+        return cls(
+            max_processes=max_processes or None,
+            max_file_size=max_file_size_mb * 1024 * 1024 or None,
+            max_cpu_seconds=max_cpu_seconds or None,
+        )
 
 
 RequireChoice = Literal["auto", "full", "any"]

@@ -142,14 +142,6 @@ def build_mounts(
     return out
 
 
-def mount_args(
-    policy: SandboxPolicy, features: BwrapFeatures, private: Sequence[PrivateRoot] = ()
-) -> tuple[list[str], list[Path]]:
-    """The planned mount flags and guard dirs (nothing is made on the host)."""
-    mounts = build_mounts(policy, features, private)
-    return mounts.args, mounts.created
-
-
 def proc_readonly_args() -> list[str]:
     """Re-bind the host-wide parts of a fresh /proc read-only.
 
@@ -249,10 +241,8 @@ class BwrapSandbox:
         self._guards = Guards()
         # Resource limits go on the wrapper shell, so bwrap and the command inherit them; the
         # wrapper, bwrap and bwrap's PID 1 are three processes beside the command.
+        # (A process limit it cannot enforce is in the report already: diagnosis.py.)
         self._limiter = Limiter(policy.limits, nproc_overhead=3, cgroup_overhead=3)
-        if self._limiter.degraded:
-            degraded = [*report.get("degraded", []), *self._limiter.degraded]
-            self._report = {**report, "degraded": degraded}
 
     @property
     def policy(self) -> SandboxPolicy:

@@ -311,6 +311,7 @@ def _bwrap_decision(policy: SandboxPolicy, pre: Preflight) -> Decision:
         fixes += [FIX_NETNS, FIX_APPARMOR]
     if not pre.bwrap.keeps("--disable-userns"):
         degraded.append("bwrap cannot forbid nested user namespaces (old bubblewrap?)")
+    degraded += process_limit_gap(policy)
     return Decision(
         "bwrap",
         policy,
@@ -319,6 +320,18 @@ def _bwrap_decision(policy: SandboxPolicy, pre: Preflight) -> Decision:
         remediation=fixes,
         reason=f"bubblewrap {pre.bwrap.path} works (user namespaces available)",
     )
+
+
+def process_limit_gap(policy: SandboxPolicy) -> list[str]:
+    """RLIMIT_NPROC does not bind root (not even inside bwrap's user namespace), so a root
+    runner's process limit needs a pids cgroup (`limits.py`); say so when there is none."""
+    limit = policy.limits.max_processes
+    if limit is None or os.geteuid() != 0 or find_pids_cgroup() is not None:
+        return []
+    return [
+        f"max_processes ({limit}) is not enforced: RLIMIT_NPROC does not apply to root and no "
+        "writable pids cgroup was found"
+    ]
 
 
 #: What Landlock cannot guarantee, whatever the host (README "Sandbox", doctor).
@@ -357,14 +370,10 @@ def landlock_gaps(policy: SandboxPolicy, abi: int) -> list[str]:
             f"Landlock ABI {abi} < 6: signals to host processes and abstract Unix sockets are "
             "not scoped"
         )
-    cgroup = find_pids_cgroup() if root else None
-    if cgroup is None:
+    # A root runner's per-command pids cgroup lists every process: no sentinel needed then.
+    if not (root and find_pids_cgroup() is not None):
         gaps += reaper.degraded(abi)
-    if root and cgroup is None and policy.limits.max_processes is not None:
-        gaps.append(
-            f"max_processes ({policy.limits.max_processes}) is not enforced: RLIMIT_NPROC does "
-            "not apply to root and no writable pids cgroup was found"
-        )
+    gaps += process_limit_gap(policy)
     if not policy.network_disabled:
         gaps.append(
             "network on: host Unix sockets (docker, D-Bus, ...) are reachable; Landlock "

@@ -55,8 +55,6 @@ class LandlockSandbox:
             cgroup_overhead=0,
             reap=not self._reap,
         )
-        # The report's degraded lines (reaper, limits, history) come from the diagnosis,
-        # which computes them the same way (`diagnosis.landlock_gaps`).
 
     @property
     def policy(self) -> SandboxPolicy:

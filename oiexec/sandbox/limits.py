@@ -262,20 +262,6 @@ class Limiter:
         if self._cgroup_parent is not None:
             _remove_stale(self._cgroup_parent)
 
-    @property
-    def reaps(self) -> bool:
-        """Whether every command gets a cgroup, and so a complete list of its processes."""
-        return self._cgroup_parent is not None
-
-    @property
-    def degraded(self) -> list[str]:
-        if self._limits.max_processes is None or not self._root or self._cgroup_parent:
-            return []
-        return [
-            f"max_processes ({self._limits.max_processes}) is not enforced: RLIMIT_NPROC does "
-            "not apply to root and no writable pids cgroup was found"
-        ]
-
     def _defer(self, cgroup: Path) -> None:
         with self._lock:
             self._pending.append(cgroup)

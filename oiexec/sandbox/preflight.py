@@ -59,10 +59,6 @@ class Preflight:
         }
 
 
-def faults() -> set[str]:
-    return hooks.faults()
-
-
 _cache: dict[tuple[str | None, ...], Preflight] = {}
 _lock = threading.Lock()
 
@@ -120,7 +116,7 @@ def _probe_bwrap(path: str) -> tuple[BwrapFeatures | None, str | None]:
 def _try_bwrap(
     path: str, data: dict[str, Any], dropped: tuple[str, ...], program: bytes
 ) -> tuple[bool, str]:
-    injected = faults()
+    injected = hooks.faults()
     if "no-userns" in injected:
         return False, _SIMULATED_USERNS
     if "no-proc" in injected and "--proc" not in dropped:

@@ -7,8 +7,8 @@ from pathlib import Path
 
 import pytest
 
-from oiexec.sandbox import limits
-from oiexec.sandbox.base import SandboxLimits
+from oiexec.sandbox import diagnosis, limits
+from oiexec.sandbox.base import SandboxLimits, SandboxPolicy
 from tests.sandbox.conftest import BACKENDS, PYTHON, SANDBOXED_MODES, Box
 from tests.sandbox.support import run_exec
 from tests.support.model_server import ModelServer, call, reply, tool_outputs
@@ -94,15 +94,15 @@ def test_exec_fork_bomb_stops_at_max_processes(
 # --- units ---------------------------------------------------------------------------
 
 
-def test_root_without_a_pids_cgroup_reports_the_gap(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(limits.os, "geteuid", lambda: 0)
-    monkeypatch.setattr(limits, "find_pids_cgroup", lambda: None)
-    limiter = limits.Limiter(SandboxLimits(max_processes=50), nproc_overhead=0, cgroup_overhead=0)
-    assert any("not enforced" in line for line in limiter.degraded)
-    unlimited = limits.Limiter(
-        SandboxLimits(max_processes=None), nproc_overhead=0, cgroup_overhead=0
-    )
-    assert unlimited.degraded == []
+def test_root_without_a_pids_cgroup_reports_the_gap(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(diagnosis.os, "geteuid", lambda: 0)
+    monkeypatch.setattr(diagnosis, "find_pids_cgroup", lambda: None)
+    limited = SandboxPolicy("workspace-write", tmp_path, limits=SandboxLimits(max_processes=50))
+    assert any("not enforced" in line for line in diagnosis.process_limit_gap(limited))
+    unlimited = SandboxPolicy("workspace-write", tmp_path, limits=SandboxLimits(max_processes=None))
+    assert diagnosis.process_limit_gap(unlimited) == []
 
 
 def test_non_root_nproc_is_counted_from_the_uid_s_tasks(monkeypatch: pytest.MonkeyPatch) -> None:

@@ -9,7 +9,6 @@ from typing import Literal
 
 from oiexec.tools.fs._text import (
     WriteGuard,
-    guard_write,
     load_text,
     save_text,
     split_keepends,
@@ -90,7 +89,6 @@ def edit_lines(
         after = replace_lines(before, start, end, text, base=base)
     except ToolInputError as exc:
         raise ToolInputError(exc.message, kind=exc.kind, path=path) from None
-    guard_write(can_write, path)
     save_text(path, after, can_write=can_write)
     first = start - base + 1
     return LineEditResult(path, before, after, first, first + len(split_keepends(text)) - 1)
@@ -105,7 +103,6 @@ def insert_lines(
         after = insert_after(before, line, text, base=base)
     except ToolInputError as exc:
         raise ToolInputError(exc.message, kind=exc.kind, path=path) from None
-    guard_write(can_write, path)
     save_text(path, after, can_write=can_write)
     first = line - base + 2
     return LineEditResult(path, before, after, first, first + len(split_keepends(text)) - 1)

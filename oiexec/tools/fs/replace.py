@@ -8,7 +8,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-from oiexec.tools.fs._text import WriteGuard, guard_write, load_text, save_text, uses_crlf
+from oiexec.tools.fs._text import WriteGuard, load_text, save_text, uses_crlf
 from oiexec.tools.fs.errors import ToolInputError
 
 
@@ -116,7 +116,6 @@ def replace_in_file(
     """
     batch = [edits] if isinstance(edits, Edit) else list(edits)
     if create_if_empty_old and len(batch) == 1 and not batch[0].old and not path.exists():
-        guard_write(can_write, path)
         save_text(path, batch[0].new, can_write=can_write)
         return ReplaceResult(path, "", batch[0].new, 0, 1)
     before = load_text(path)
@@ -127,7 +126,6 @@ def replace_in_file(
     after, count, first_line = apply_edits(work, batch, path=path)
     if crlf:
         after = after.replace("\n", "\r\n")
-    guard_write(can_write, path)
     save_text(path, after, can_write=can_write)
     return ReplaceResult(path, before, after, count, first_line)
 
