@@ -20,8 +20,8 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
+from oiexec.core.policy import PreparedCommand, SandboxPolicy
 from oiexec.sandbox import get_sandbox
-from oiexec.sandbox.base import PreparedCommand, SandboxPolicy
 from oiexec.sandbox.preflight import clear_cache
 
 

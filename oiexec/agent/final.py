@@ -11,9 +11,9 @@ import json
 from dataclasses import dataclass
 from typing import Any, Protocol
 
-from oiexec.errors import ProviderError
-from oiexec.events import AgentMessageItem
-from oiexec.tools.base import ItemEmitter
+from oiexec.core.context import ItemEmitter
+from oiexec.core.errors import ProviderError
+from oiexec.core.events import AgentMessageItem
 
 
 @dataclass(frozen=True)

@@ -14,8 +14,15 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from oiexec.agent.final import FinalAnswerPolicy, PlainAnswer, Retry
-from oiexec.errors import MaxTurnsExceeded, OiexecError, ProviderError, RunTimedOut
-from oiexec.events import (
+from oiexec.core.context import ToolContext
+from oiexec.core.errors import (
+    LimitExceeded,
+    MaxTurnsExceeded,
+    ModelFacingError,
+    ProviderError,
+    RunTimedOut,
+)
+from oiexec.core.events import (
     AgentMessageItem,
     ErrorItem,
     ReasoningItem,
@@ -23,9 +30,8 @@ from oiexec.events import (
     ThreadEvent,
     Usage,
 )
-from oiexec.protocols import DrivingHarness, Harness, HarnessStep, ModelClient, Tool
-from oiexec.tools.base import ToolContext
-from oiexec.types import (
+from oiexec.core.protocols import DrivingHarness, Harness, HarnessStep, ModelClient, Tool
+from oiexec.core.types import (
     HistoryItem,
     Message,
     ModelRequest,
@@ -193,8 +199,12 @@ class AgentLoop:
             )
         try:
             return tool.run(call, self.ctx)
-        except OiexecError:
-            raise  # limits and interrupts raised inside a tool end the run
+        except LimitExceeded:
+            raise  # a limit reached inside a tool ends the run (interrupts are BaseException)
+        except ModelFacingError as exc:
+            return ToolOutput(
+                call_id=call.call_id, call_type=call.call_type, output=exc.message, is_error=True
+            )
         except Exception as exc:
             # A bug in one tool should cost the model one call, not the whole run.
             self.ctx.warn(f"tool `{call.name}` failed: {type(exc).__name__}: {exc}")

@@ -50,7 +50,7 @@ def cli() -> None:
 
 def main() -> None:
     """Entry point: map every error to its documented exit code, never a traceback."""
-    from oiexec.errors import ExitCode, Interrupted, OiexecError
+    from oiexec.core.errors import ExitCode, Interrupted, OiexecError
 
     try:
         code = cli.main(prog_name="interpreter", standalone_mode=False)

@@ -98,7 +98,7 @@ def _resume(
     ctx: click.Context, session_id: str | None, prompt: str | None, last: bool, all_cwds: bool
 ) -> None:
     from oiexec.cli.prompt import resolve_prompt
-    from oiexec.errors import UsageError
+    from oiexec.core.errors import UsageError
     from oiexec.runner.request import ResumeTarget
 
     if last and session_id is not None and prompt is None:
@@ -126,7 +126,7 @@ def _execute(ctx: click.Context, prompt: str, **extra: Any) -> None:
 
 def build_request(params: dict[str, Any], prompt: str, **extra: Any) -> Any:
     from oiexec.config.loader import ConfigInputs
-    from oiexec.errors import UsageError
+    from oiexec.core.errors import UsageError
     from oiexec.runner.request import ExecRequest
 
     cwd = Path(params["cd"]).expanduser() if params.get("cd") else Path.cwd()

@@ -6,7 +6,7 @@ import codecs
 import sys
 from typing import BinaryIO
 
-from oiexec.errors import UsageError
+from oiexec.core.errors import UsageError
 
 NO_PROMPT = "No prompt provided. Either specify one as an argument or pipe the prompt into stdin."
 EMPTY_STDIN = "No prompt provided via stdin."

@@ -121,7 +121,7 @@ def run_review_command(ctx: click.Context) -> None:
 
 
 def _target(params: dict[str, Any]) -> Any:
-    from oiexec.errors import UsageError
+    from oiexec.core.errors import UsageError
     from oiexec.review.targets import (
         BaseBranchTarget,
         CommitTarget,
@@ -157,7 +157,7 @@ def _target(params: dict[str, Any]) -> Any:
 
 def _custom_instructions(prompt: str) -> str:
     from oiexec.cli.prompt import resolve_prompt
-    from oiexec.errors import UsageError
+    from oiexec.core.errors import UsageError
 
     if prompt == "-":
         return resolve_prompt("-", append_stdin=False)

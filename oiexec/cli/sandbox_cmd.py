@@ -41,7 +41,7 @@ def _policy(
     backend: str,
     limits: tuple[int, int, int] | None = None,
 ) -> Any:
-    from oiexec.sandbox.base import SandboxLimits, SandboxPolicy, resolve_require
+    from oiexec.core.policy import SandboxLimits, SandboxPolicy, resolve_require
 
     # click.Choice guarantees the literal types below.
     return SandboxPolicy(
@@ -174,7 +174,7 @@ def doctor_command(
     mode: str, require: str, backend: str, network: bool, as_json: bool, cwd: str | None
 ) -> None:
     """Which backend would be used and why, what it enforces, what is degraded, how to fix."""
-    from oiexec.errors import OiexecError
+    from oiexec.core.errors import OiexecError
     from oiexec.sandbox.doctor import render_report, run_doctor
 
     workdir = Path(cwd or os.getcwd()).resolve()

@@ -21,7 +21,7 @@ from pydantic import BaseModel, ValidationError
 
 from oiexec.config.overrides import nest, parse_override
 from oiexec.config.settings import Settings
-from oiexec.errors import ConfigError
+from oiexec.core.errors import ConfigError
 
 HOME_ENV = "OPENINTERPRETER_HOME"
 PROJECT_DIR = ".openinterpreter"

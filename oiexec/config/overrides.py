@@ -5,7 +5,7 @@ from __future__ import annotations
 import tomllib
 from typing import Any
 
-from oiexec.errors import UsageError
+from oiexec.core.errors import UsageError
 
 
 def split_dotted_key(key: str) -> list[str]:

@@ -5,7 +5,7 @@ from __future__ import annotations
 import os
 
 from oiexec.config.settings import ProviderConfig, Settings
-from oiexec.errors import ConfigError
+from oiexec.core.errors import ConfigError
 
 BUILTIN_PROVIDERS: dict[str, ProviderConfig] = {
     "openai": ProviderConfig(

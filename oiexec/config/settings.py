@@ -11,7 +11,7 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict, Field
 from pydantic_settings import BaseSettings, PydanticBaseSettingsSource, SettingsConfigDict
 
-from oiexec.sandbox.base import SandboxMode
+from oiexec.core.policy import SandboxMode
 
 WireApi = Literal["responses", "chat", "messages"]
 ApprovalPolicy = Literal["untrusted", "on-failure", "on-request", "never"]

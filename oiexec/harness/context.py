@@ -9,8 +9,9 @@ from datetime import UTC, datetime
 from pathlib import Path
 from string import Template
 
-from oiexec.gitcmd import run_git_text
-from oiexec.tools.fs import ToolInputError, list_directory
+from oiexec.core.errors import ToolInputError
+from oiexec.git import run_git_text
+from oiexec.tools.fs import list_directory
 from oiexec.tools.fs.render import tree
 
 __all__ = ["fill", "prompt_variables"]

@@ -16,7 +16,7 @@ from typing import Any
 from pydantic import ValidationError
 
 import oiexec
-from oiexec.errors import ConfigError
+from oiexec.core.errors import ConfigError
 from oiexec.harness.spec import HarnessSpec, merge_manifests
 
 _PACKAGE_DIR = Path(oiexec.__file__).resolve().parent

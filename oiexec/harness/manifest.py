@@ -14,18 +14,11 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from oiexec.errors import OiexecError
-from oiexec.harness import actions
-from oiexec.harness.context import fill
-from oiexec.harness.data import load_tool_schemas, read_harness_file
-from oiexec.harness.spec import HarnessSpec
-from oiexec.protocols import HarnessStep, Observation, Tool
-from oiexec.sandbox.base import SandboxPolicy
-from oiexec.tools.adapters import ManifestTool, Runtime
-from oiexec.tools.base import ToolContext
-from oiexec.tools.fs.render import swe_observation
-from oiexec.tools.update_plan import UpdatePlanTool
-from oiexec.types import (
+from oiexec.core.context import ToolContext
+from oiexec.core.errors import OiexecError
+from oiexec.core.policy import SandboxPolicy
+from oiexec.core.protocols import HarnessStep, Observation, Tool
+from oiexec.core.types import (
     HistoryItem,
     Message,
     ModelRequest,
@@ -36,6 +29,13 @@ from oiexec.types import (
     ToolCall,
     ToolOutput,
 )
+from oiexec.harness import actions
+from oiexec.harness.context import fill
+from oiexec.harness.data import load_tool_schemas, read_harness_file
+from oiexec.harness.spec import HarnessSpec
+from oiexec.tools.adapters import ManifestTool, Runtime
+from oiexec.tools.fs.render import swe_observation
+from oiexec.tools.update_plan import UpdatePlanTool
 
 __all__ = ["FormatErrorLimit", "HarnessSetup", "ManifestHarness"]
 

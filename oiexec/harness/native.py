@@ -5,15 +5,15 @@ from __future__ import annotations
 from collections.abc import Sequence
 from pathlib import Path
 
+from oiexec.core.context import ToolContext
+from oiexec.core.policy import SandboxPolicy
+from oiexec.core.protocols import Tool
+from oiexec.core.types import HistoryItem, Message, ModelResponse
 from oiexec.harness.data import load_spec, read_harness_file
-from oiexec.protocols import Tool
-from oiexec.sandbox.base import SandboxPolicy
-from oiexec.tools.base import ToolContext
 from oiexec.tools.exec_command import ExecCommandTool, WriteStdinTool
 from oiexec.tools.patch_tool import ApplyPatchTool
 from oiexec.tools.process import ProcessRegistry
 from oiexec.tools.update_plan import UpdatePlanTool
-from oiexec.types import HistoryItem, Message, ModelResponse
 
 
 class NativeHarness:

@@ -8,8 +8,8 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from oiexec.config.settings import ProviderConfig, Settings
-from oiexec.protocols import Harness
-from oiexec.sandbox.base import SandboxPolicy
+from oiexec.core.policy import SandboxPolicy
+from oiexec.core.protocols import Harness
 
 __all__ = ["HarnessInputs", "build_harness", "select_harness_id"]
 

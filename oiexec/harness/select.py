@@ -4,7 +4,7 @@
 from __future__ import annotations
 
 from oiexec.config.settings import ProviderConfig
-from oiexec.errors import ConfigError
+from oiexec.core.errors import ConfigError
 from oiexec.harness.data import harness_ids, load_spec
 
 __all__ = ["auto_harness_id", "check_wire", "choose_harness_id"]

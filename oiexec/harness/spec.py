@@ -11,6 +11,8 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
+from oiexec.tools.entry import ToolEntry
+
 Wire = Literal["responses", "chat", "messages"]
 ActionFormat = Literal["function_calls", "fenced_block", "discussion_command", "markdown_code"]
 CompletionMode = Literal["no_tool_calls", "submit_command", "output_marker"]
@@ -25,18 +27,6 @@ class Emulates(_Table):
     product: str
     version: str = ""
     source: str = ""
-
-
-class ToolEntry(_Table):
-    """One model-facing tool: its schema comes from `tools.json` by `name`; `impl` names the
-    shared implementation; `args` renames model arguments onto the implementation's."""
-
-    name: str
-    impl: str
-    args: dict[str, str] = Field(default_factory=dict)
-    render: str = "default"
-    limits: dict[str, int] = Field(default_factory=dict)
-    options: dict[str, Any] = Field(default_factory=dict)
 
 
 class PromptSpec(_Table):
@@ -128,13 +118,6 @@ class RequestSpec(_Table):
             if key.lower() in lowered:
                 fields.update(override.model_dump(exclude_unset=True, exclude={"models"}))
         return RequestSpec.model_validate(fields)
-
-
-class AutoSelect(_Table):
-    model_substrings: list[str] = Field(default_factory=list)
-    provider_substrings: list[str] = Field(default_factory=list)
-    base_urls: list[str] = Field(default_factory=list)
-    priority: int = 100
 
 
 class HarnessSpec(_Table):

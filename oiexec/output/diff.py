@@ -19,7 +19,7 @@ import tempfile
 import weakref
 from pathlib import Path
 
-from oiexec.gitcmd import run_git
+from oiexec.git import run_git
 from oiexec.output.reportfile import write_report
 
 __all__ = ["Baseline", "DiffError"]

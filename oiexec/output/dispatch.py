@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from oiexec.events import ThreadEvent
-from oiexec.protocols import EventSink
+from oiexec.core.events import ThreadEvent
+from oiexec.core.protocols import EventSink
 
 
 class Dispatcher:

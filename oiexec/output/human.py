@@ -11,7 +11,7 @@ from typing import TextIO, assert_never
 
 import click
 
-from oiexec.events import (
+from oiexec.core.events import (
     AgentMessageItem,
     CommandExecutionItem,
     ErrorItem,
@@ -29,7 +29,7 @@ from oiexec.events import (
     TurnFailed,
     TurnStarted,
 )
-from oiexec.redact import redact
+from oiexec.core.redact import redact
 
 _OUTPUT_TAIL_LINES = 12
 

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from typing import TextIO
 
-from oiexec.events import ThreadEvent, to_json_line
-from oiexec.redact import redact
+from oiexec.core.events import ThreadEvent, to_json_line
+from oiexec.core.redact import redact
 
 
 class JsonlSink:

@@ -16,9 +16,9 @@ from typing import Literal
 
 from junit_xml import TestCase, TestSuite, to_xml_report_string
 
-from oiexec.events import Usage
+from oiexec.core.events import Usage
+from oiexec.core.redact import redact
 from oiexec.output.reportfile import write_report
-from oiexec.redact import redact
 
 __all__ = ["RunReport", "case_name", "render_junit", "write_junit"]
 

@@ -12,7 +12,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import IO, Any
 
-from oiexec.events import (
+from oiexec.core.events import (
     CommandExecutionItem,
     ItemCompleted,
     StreamError,
@@ -21,7 +21,7 @@ from oiexec.events import (
     TurnCompleted,
     TurnFailed,
 )
-from oiexec.redact import redact
+from oiexec.core.redact import redact
 
 
 def _redact_values(

@@ -13,17 +13,10 @@ from typing import Any
 
 from httpx_sse import ServerSentEvent
 
-from oiexec.errors import ProviderError
-from oiexec.events import Usage
-from oiexec.protocols import RetryCallback
-from oiexec.providers.custom_tools import CUSTOM_INPUT_PARAM, as_function, unwrap_input
-from oiexec.providers.http import (
-    STREAM_DISCONNECTED,
-    StreamInterrupted,
-    WireClient,
-)
-from oiexec.providers.responses import OUTPUT_SCHEMA_NAME
-from oiexec.types import (
+from oiexec.core.errors import ProviderError
+from oiexec.core.events import Usage
+from oiexec.core.protocols import RetryCallback
+from oiexec.core.types import (
     HistoryItem,
     Message,
     ModelRequest,
@@ -33,6 +26,13 @@ from oiexec.types import (
     ToolOutput,
     ToolSpec,
 )
+from oiexec.providers.custom_tools import CUSTOM_INPUT_PARAM, as_function, unwrap_input
+from oiexec.providers.http import (
+    STREAM_DISCONNECTED,
+    StreamInterrupted,
+    WireClient,
+)
+from oiexec.providers.responses import OUTPUT_SCHEMA_NAME
 
 __all__ = ["CUSTOM_INPUT_PARAM", "ChatClient", "build_body", "parse_stream"]
 

@@ -11,7 +11,7 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from oiexec.types import ToolSpec
+from oiexec.core.types import ToolSpec
 
 #: The single parameter a custom tool gets when offered as a function.
 CUSTOM_INPUT_PARAM = "input"

@@ -23,9 +23,9 @@ from tenacity import RetryCallState, Retrying, retry_if_exception_type, stop_aft
 
 from oiexec import __version__
 from oiexec.config.settings import ProviderConfig
-from oiexec.errors import ProviderError
-from oiexec.protocols import RetryCallback
-from oiexec.redact import redact
+from oiexec.core.errors import ProviderError
+from oiexec.core.protocols import RetryCallback
+from oiexec.core.redact import redact
 
 __all__ = [
     "STREAM_DISCONNECTED",

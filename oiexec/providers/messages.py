@@ -26,13 +26,11 @@ import httpx
 from httpx_sse import ServerSentEvent
 
 from oiexec.config.settings import ProviderConfig
-from oiexec.errors import ProviderError
-from oiexec.events import Usage
-from oiexec.protocols import RetryCallback
-from oiexec.providers.custom_tools import CUSTOM_INPUT_PARAM, as_function, unwrap_input
-from oiexec.providers.http import STREAM_DISCONNECTED, ProviderHttp, RetryTiming, StreamInterrupted
-from oiexec.redact import register_secret
-from oiexec.types import (
+from oiexec.core.errors import ProviderError
+from oiexec.core.events import Usage
+from oiexec.core.protocols import RetryCallback
+from oiexec.core.redact import register_secret
+from oiexec.core.types import (
     HistoryItem,
     ImageInput,
     Message,
@@ -43,6 +41,8 @@ from oiexec.types import (
     ToolOutput,
     ToolSpec,
 )
+from oiexec.providers.custom_tools import CUSTOM_INPUT_PARAM, as_function, unwrap_input
+from oiexec.providers.http import STREAM_DISCONNECTED, ProviderHttp, RetryTiming, StreamInterrupted
 
 __all__ = [
     "ANTHROPIC_VERSION",

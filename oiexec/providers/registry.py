@@ -7,8 +7,8 @@ from collections.abc import Mapping
 import httpx
 
 from oiexec.config.settings import ProviderConfig
-from oiexec.errors import ConfigError
-from oiexec.protocols import ModelClient
+from oiexec.core.errors import ConfigError
+from oiexec.core.protocols import ModelClient
 from oiexec.providers.chat import ChatClient
 from oiexec.providers.http import RetryTiming
 from oiexec.providers.messages import MessagesClient

@@ -8,15 +8,10 @@ from typing import Any
 
 from httpx_sse import ServerSentEvent
 
-from oiexec.errors import ProviderError
-from oiexec.events import Usage
-from oiexec.protocols import RetryCallback
-from oiexec.providers.http import (
-    STREAM_DISCONNECTED,
-    StreamInterrupted,
-    WireClient,
-)
-from oiexec.types import (
+from oiexec.core.errors import ProviderError
+from oiexec.core.events import Usage
+from oiexec.core.protocols import RetryCallback
+from oiexec.core.types import (
     HistoryItem,
     Message,
     ModelRequest,
@@ -24,6 +19,11 @@ from oiexec.types import (
     Reasoning,
     ToolCall,
     ToolSpec,
+)
+from oiexec.providers.http import (
+    STREAM_DISCONNECTED,
+    StreamInterrupted,
+    WireClient,
 )
 
 __all__ = ["OUTPUT_SCHEMA_NAME", "ResponsesClient", "build_body", "parse_stream"]

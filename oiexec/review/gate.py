@@ -11,7 +11,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
-from oiexec.errors import ExitCode, UsageError
+from oiexec.core.errors import ExitCode, UsageError
 from oiexec.review.model import ReviewFinding, ReviewOutput
 
 __all__ = [

@@ -10,7 +10,7 @@ import os
 from collections.abc import Callable
 from pathlib import Path, PurePosixPath
 
-from oiexec.gitcmd import run_git
+from oiexec.git import run_git
 from oiexec.review.model import LocationStatus, ReviewFinding, ReviewOutput
 
 __all__ = ["FileReader", "git_revision_reader", "locate_findings", "working_tree_reader"]

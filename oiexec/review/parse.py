@@ -17,7 +17,7 @@ from typing import Any
 
 from pydantic import ValidationError
 
-from oiexec.errors import OiexecError
+from oiexec.core.errors import OiexecError
 from oiexec.review.model import CORRECT, INCORRECT, TITLE_MAX_CHARS, ReviewOutput
 
 __all__ = [

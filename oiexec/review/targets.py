@@ -14,8 +14,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from oiexec.errors import UsageError
-from oiexec.gitcmd import run_git_text
+from oiexec.core.errors import UsageError
+from oiexec.git import run_git_text
 
 __all__ = [
     "BaseBranchTarget",

@@ -6,8 +6,8 @@ import base64
 import mimetypes
 from pathlib import Path
 
-from oiexec.errors import UsageError
-from oiexec.types import ImageInput
+from oiexec.core.errors import UsageError
+from oiexec.core.types import ImageInput
 
 
 def read_images(paths: tuple[Path, ...]) -> tuple[ImageInput, ...]:

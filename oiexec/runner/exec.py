@@ -22,7 +22,8 @@ from oiexec.agent.final import FinalAnswerPolicy, PlainAnswer, SchemaAnswer
 from oiexec.config.loader import LoadedConfig, is_git_marker, load_config
 from oiexec.config.providers import resolve_api_key, resolve_provider
 from oiexec.config.settings import ProviderConfig
-from oiexec.errors import (
+from oiexec.core.context import ItemEmitter
+from oiexec.core.errors import (
     ExitCode,
     Interrupted,
     LimitExceeded,
@@ -30,7 +31,7 @@ from oiexec.errors import (
     SandboxUnavailable,
     UsageError,
 )
-from oiexec.events import (
+from oiexec.core.events import (
     CommandExecutionItem,
     ItemCompleted,
     ThreadError,
@@ -41,11 +42,13 @@ from oiexec.events import (
     TurnStarted,
     Usage,
 )
+from oiexec.core.policy import SandboxMode, SandboxPolicy
+from oiexec.core.protocols import EventSink, Harness, SessionStore
+from oiexec.core.redact import redact, register_secret
+from oiexec.core.types import HistoryItem, ImageInput, Message
 from oiexec.output.dispatch import Dispatcher
 from oiexec.output.human import HumanSink
 from oiexec.output.jsonl import JsonlSink
-from oiexec.protocols import EventSink, Harness, SessionStore
-from oiexec.redact import redact, register_secret
 from oiexec.runner.context import read_images
 from oiexec.runner.reports import capture_baseline, write_reports
 from oiexec.runner.request import ExecRequest
@@ -53,10 +56,7 @@ from oiexec.runner.result import RunResult
 from oiexec.runner.sandboxing import RefusalTracker, build_policy, command_env
 from oiexec.runner.sessions import OpenedSession, open_session
 from oiexec.runner.signals import deadline_alarm, terminate_as_interrupt
-from oiexec.sandbox.base import SandboxMode, SandboxPolicy
 from oiexec.sandbox.selfguard import protect_runner
-from oiexec.tools.base import ItemEmitter
-from oiexec.types import HistoryItem, ImageInput, Message
 
 if TYPE_CHECKING:
     from oiexec.agent.loop import AgentLoop
@@ -267,7 +267,7 @@ class _Run:
     def _warnings(self) -> None:
         """Config and flag warnings: on stderr for people and, in JSON mode, as Codex does,
         also as `error` items before `turn.started`, so SDK users see them."""
-        from oiexec.events import ErrorItem
+        from oiexec.core.events import ErrorItem
 
         for text in (*self.request.warnings, *self.p.config.warnings, *self._sandbox_warnings()):
             self.warn(text)
@@ -330,9 +330,9 @@ class _Run:
 
     def _build(self) -> tuple[AgentLoop, list[HistoryItem]]:
         from oiexec.agent.loop import AgentLoop, LoopLimits, ModelOptions
+        from oiexec.core.context import ToolContext
         from oiexec.harness.registry import HarnessInputs, build_harness
         from oiexec.providers.registry import create_client
-        from oiexec.tools.base import ToolContext
 
         p, request, settings = self.p, self.request, self.p.config.settings
         thread_id = self.store.thread_id

@@ -10,9 +10,9 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from oiexec.errors import ExitCode
+from oiexec.core.errors import ExitCode
+from oiexec.core.redact import redact
 from oiexec.output.reportfile import write_report
-from oiexec.redact import redact
 from oiexec.runner.request import ExecRequest
 from oiexec.runner.result import RunResult
 

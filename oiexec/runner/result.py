@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from oiexec.errors import ExitCode
-from oiexec.events import CommandExecutionItem, Usage
+from oiexec.core.errors import ExitCode
+from oiexec.core.events import CommandExecutionItem, Usage
 
 
 @dataclass

@@ -17,9 +17,10 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 from oiexec.agent.final import Retry
-from oiexec.errors import ExitCode, ReviewGateBlocked
-from oiexec.events import AgentMessageItem, ReviewItem
-from oiexec.redact import redact
+from oiexec.core.context import ItemEmitter
+from oiexec.core.errors import ExitCode, ReviewGateBlocked
+from oiexec.core.events import AgentMessageItem, ReviewItem
+from oiexec.core.redact import redact
 from oiexec.review.gate import GatePolicy, blocking_findings, priority_label
 from oiexec.review.locate import locate_findings
 from oiexec.review.model import ReviewFinding, ReviewOutput, review_output_json_schema
@@ -37,7 +38,6 @@ from oiexec.review.targets import (
 from oiexec.runner.exec import RunHooks, run_exec
 from oiexec.runner.request import ExecRequest
 from oiexec.runner.result import RunResult
-from oiexec.tools.base import ItemEmitter
 
 __all__ = ["FALLBACK_MESSAGE", "ReviewAnswer", "ReviewRequest", "ReviewResult", "run_review"]
 

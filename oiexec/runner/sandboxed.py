@@ -14,11 +14,11 @@ from pathlib import Path
 
 from oiexec.config.loader import ConfigInputs, load_config
 from oiexec.config.providers import resolve_provider
-from oiexec.errors import OiexecError, SandboxUnavailable
-from oiexec.protocols import Sandbox
+from oiexec.core.errors import OiexecError, SandboxUnavailable
+from oiexec.core.policy import SandboxPolicy
+from oiexec.core.protocols import Sandbox
 from oiexec.runner.sandboxing import command_env
 from oiexec.sandbox import get_sandbox
-from oiexec.sandbox.base import SandboxPolicy
 from oiexec.sandbox.selfguard import protect_runner
 
 Say = Callable[[str], None]

@@ -9,17 +9,17 @@ from pathlib import Path
 from typing import Any
 
 from oiexec.config.settings import Settings
-from oiexec.errors import SandboxUnavailable
-from oiexec.protocols import Sandbox
-from oiexec.redact import register_secret
-from oiexec.runner.request import ExecRequest
-from oiexec.sandbox.base import (
+from oiexec.core.errors import SandboxUnavailable
+from oiexec.core.policy import (
     PreparedCommand,
     SandboxLimits,
     SandboxMode,
     SandboxPolicy,
     resolve_require,
 )
+from oiexec.core.protocols import Sandbox
+from oiexec.core.redact import register_secret
+from oiexec.runner.request import ExecRequest
 from oiexec.tools.shell_env import CommandEnv, build_command_env
 
 

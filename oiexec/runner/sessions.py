@@ -7,11 +7,11 @@ from dataclasses import dataclass, field
 
 from oiexec import __version__
 from oiexec.config.loader import LoadedConfig
-from oiexec.errors import SessionError
-from oiexec.events import Usage
-from oiexec.protocols import SessionStore
+from oiexec.core.errors import SessionError
+from oiexec.core.events import Usage
+from oiexec.core.protocols import SessionStore
+from oiexec.core.types import HistoryItem
 from oiexec.runner.request import ExecRequest
-from oiexec.types import HistoryItem
 
 
 @dataclass

@@ -9,7 +9,7 @@ import time
 from collections.abc import Iterator
 from types import FrameType
 
-from oiexec.errors import Interrupted, RunTimedOut
+from oiexec.core.errors import Interrupted, RunTimedOut
 
 
 def _main_thread() -> bool:

@@ -26,7 +26,7 @@ import sys
 from collections.abc import Iterable, Iterator
 from pathlib import Path, PurePosixPath
 
-from oiexec.sandbox.base import SandboxPolicy
+from oiexec.core.policy import SandboxPolicy
 from oiexec.sandbox.paths import real_writable_roots
 
 __all__ = [

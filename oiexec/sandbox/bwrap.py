@@ -22,8 +22,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from oiexec.core.policy import PreparedCommand, SandboxPolicy
 from oiexec.sandbox import hooks, profiles, seccomp
-from oiexec.sandbox.base import PreparedCommand, SandboxPolicy
 from oiexec.sandbox.guards import Guards, plan, restore_links
 from oiexec.sandbox.limits import Limiter
 from oiexec.sandbox.paths import PROTECTED_NAMES, protected_gitdirs, real_writable_roots

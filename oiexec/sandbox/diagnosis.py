@@ -11,8 +11,8 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
+from oiexec.core.policy import SandboxPolicy
 from oiexec.sandbox import profiles, reaper, seccomp
-from oiexec.sandbox.base import SandboxPolicy
 from oiexec.sandbox.limits import find_pids_cgroup
 from oiexec.sandbox.preflight import Preflight
 from oiexec.sandbox.privtmp import temp_roots

@@ -6,9 +6,9 @@ import os
 import subprocess
 from typing import Any
 
-from oiexec.errors import SandboxUnavailable
-from oiexec.protocols import Sandbox
-from oiexec.sandbox.base import SandboxPolicy
+from oiexec.core.errors import SandboxUnavailable
+from oiexec.core.policy import SandboxPolicy
+from oiexec.core.protocols import Sandbox
 from oiexec.sandbox.select import decide_for, get_sandbox
 
 

@@ -45,7 +45,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 
-from oiexec.errors import SandboxUnavailable
+from oiexec.core.errors import SandboxUnavailable
 
 _MAX_LINKS = 40  # as the kernel's MAXSYMLINKS
 #: How long to wait for a lock another process holds exclusively (only ever briefly).

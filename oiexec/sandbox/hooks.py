@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import os
 
-from oiexec.errors import ConfigError
+from oiexec.core.errors import ConfigError
 
 SWITCH = "OIEXEC_SANDBOX_TEST_HOOKS"
 BWRAP = "OI_SANDBOX_BWRAP"

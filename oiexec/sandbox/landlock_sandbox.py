@@ -15,8 +15,8 @@ import sys
 from pathlib import Path
 from typing import Any
 
+from oiexec.core.policy import PreparedCommand, SandboxPolicy
 from oiexec.sandbox import profiles, reaper, seccomp
-from oiexec.sandbox.base import PreparedCommand, SandboxPolicy
 from oiexec.sandbox.bwrap import sandbox_env
 from oiexec.sandbox.landlock import ChildRestrictor, Ruleset
 from oiexec.sandbox.limits import Limiter

@@ -36,7 +36,7 @@ import time
 from collections.abc import Callable
 from pathlib import Path
 
-from oiexec.sandbox.base import SandboxLimits
+from oiexec.core.policy import SandboxLimits
 
 _CGROUP_PREFIX = "oiexec-"
 _counter = itertools.count()

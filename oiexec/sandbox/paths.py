@@ -11,8 +11,8 @@ import re
 import unicodedata
 from pathlib import Path
 
+from oiexec.core.policy import SandboxPolicy
 from oiexec.sandbox import profiles
-from oiexec.sandbox.base import SandboxPolicy
 
 #: Names that stay read-only inside every writable root, and cannot be created there
 #: (from `sandbox_profiles/policy.toml`).

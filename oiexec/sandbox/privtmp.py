@@ -17,7 +17,7 @@ import threading
 from dataclasses import dataclass
 from pathlib import Path
 
-from oiexec.sandbox.base import SandboxPolicy
+from oiexec.core.policy import SandboxPolicy
 from oiexec.sandbox.paths import PROTECTED_NAMES
 
 PREFIX = "oiexec-tmp-"

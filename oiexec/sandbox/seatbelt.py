@@ -11,8 +11,8 @@ import os
 from pathlib import Path
 from typing import Any
 
+from oiexec.core.policy import PreparedCommand, SandboxPolicy
 from oiexec.sandbox import profiles
-from oiexec.sandbox.base import PreparedCommand, SandboxPolicy
 from oiexec.sandbox.bwrap import sandbox_env
 from oiexec.sandbox.paths import PROTECTED_NAMES, resolve_gitdirs
 

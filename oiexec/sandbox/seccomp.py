@@ -24,8 +24,8 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Any
 
+from oiexec.core.policy import SandboxPolicy
 from oiexec.sandbox import profiles
-from oiexec.sandbox.base import SandboxPolicy
 
 # BPF opcodes (linux/filter.h, linux/bpf_common.h).
 _LD_W_ABS = 0x20

@@ -5,11 +5,12 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from oiexec.errors import SandboxUnavailable
-from oiexec.protocols import Sandbox
+from oiexec.core.errors import SandboxUnavailable
+from oiexec.core.policy import PreparedCommand, SandboxPolicy
+from oiexec.core.protocols import Sandbox
 from oiexec.sandbox import hooks
-from oiexec.sandbox.base import NoSandbox, PreparedCommand, SandboxPolicy
 from oiexec.sandbox.diagnosis import Decision, decide
+from oiexec.sandbox.nosandbox import NoSandbox
 from oiexec.sandbox.paths import real_writable_roots
 from oiexec.sandbox.preflight import run_preflight
 

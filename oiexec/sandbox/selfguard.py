@@ -22,7 +22,7 @@ import ctypes
 import os
 from collections.abc import Iterable
 
-from oiexec.redact import looks_secret
+from oiexec.core.redact import looks_secret
 
 _PR_SET_DUMPABLE = 4
 _PR_GET_DUMPABLE = 3

@@ -21,9 +21,9 @@ import threading
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from oiexec.core.policy import SandboxPolicy
 from oiexec.sandbox import beneath, profiles
 from oiexec.sandbox import tripwire_fs as fs
-from oiexec.sandbox.base import SandboxPolicy
 from oiexec.sandbox.paths import PROTECTED_NAMES, real_writable_roots, resolve_gitdirs
 
 _NOTE = "sandbox tripwire: {} (protected path)"

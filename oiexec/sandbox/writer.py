@@ -13,8 +13,8 @@ import os
 from collections.abc import Callable
 from pathlib import Path
 
+from oiexec.core.policy import SandboxPolicy
 from oiexec.sandbox import beneath
-from oiexec.sandbox.base import SandboxPolicy
 from oiexec.sandbox.paths import resolved_write_denial, write_denial
 
 #: Why writing a path is not allowed, or None when it is (what the tools used to be given).

@@ -18,9 +18,9 @@ from typing import Any, TypeVar
 
 from pydantic import TypeAdapter, ValidationError
 
-from oiexec.errors import SessionError
-from oiexec.events import Usage
-from oiexec.types import HistoryItem, Message
+from oiexec.core.errors import SessionError
+from oiexec.core.events import Usage
+from oiexec.core.types import HistoryItem, Message
 
 __all__ = [
     "LoadedSession",

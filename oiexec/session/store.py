@@ -20,9 +20,9 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import IO, Any
 
-from oiexec.errors import SessionError
-from oiexec.gitcmd import run_git_text
-from oiexec.redact import redact
+from oiexec.core.errors import SessionError
+from oiexec.core.redact import redact
+from oiexec.git import run_git_text
 from oiexec.session.index import load_rollout, sessions_dir
 
 __all__ = ["NullStore", "RolloutStore", "fork_rollout", "new_thread_id", "uuid7"]

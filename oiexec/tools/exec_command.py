@@ -18,15 +18,15 @@ import time
 from dataclasses import dataclass, field
 from typing import Any
 
-from oiexec.errors import SandboxUnavailable
-from oiexec.events import CommandExecutionItem, CommandStatus
-from oiexec.protocols import Tool
-from oiexec.redact import redact
-from oiexec.sandbox.base import PreparedCommand
-from oiexec.tools.base import ItemEmitter, ToolContext
+from oiexec.core.context import ItemEmitter, ToolContext
+from oiexec.core.errors import SandboxUnavailable
+from oiexec.core.events import CommandExecutionItem, CommandStatus
+from oiexec.core.policy import PreparedCommand
+from oiexec.core.protocols import Tool
+from oiexec.core.redact import redact
+from oiexec.core.types import ToolCall, ToolOutput, ToolSpec
 from oiexec.tools.process import ProcessRegistry, ProcessSession, StdinClosed
 from oiexec.tools.truncate import approx_tokens, truncate_middle
-from oiexec.types import ToolCall, ToolOutput, ToolSpec
 
 DEFAULT_SHELL = "/bin/bash"
 DEFAULT_MAX_OUTPUT_TOKENS = 10_000

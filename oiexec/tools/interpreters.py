@@ -24,9 +24,9 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
-from oiexec.errors import SandboxUnavailable
-from oiexec.sandbox.base import PreparedCommand
-from oiexec.tools.base import ToolContext
+from oiexec.core.context import ToolContext
+from oiexec.core.errors import SandboxUnavailable
+from oiexec.core.policy import PreparedCommand
 from oiexec.tools.process import ProcessSession, StdinClosed
 
 __all__ = [

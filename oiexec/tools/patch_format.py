@@ -9,7 +9,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Literal
 
-from oiexec.errors import OiexecError
+from oiexec.core.errors import OiexecError
 
 BEGIN_PATCH = "*** Begin Patch"
 END_PATCH = "*** End Patch"

@@ -7,7 +7,9 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
-from oiexec.events import FileChangeItem, FileUpdateChange
+from oiexec.core.context import ToolContext
+from oiexec.core.events import FileChangeItem, FileUpdateChange
+from oiexec.core.types import ToolCall, ToolOutput, ToolSpec
 from oiexec.sandbox.writer import PolicyWriter
 from oiexec.tools.apply_patch import (
     ApplyPatchError,
@@ -17,8 +19,6 @@ from oiexec.tools.apply_patch import (
     parse_patch,
     plan_changes,
 )
-from oiexec.tools.base import ToolContext
-from oiexec.types import ToolCall, ToolOutput, ToolSpec
 
 TOOL_NAME = "apply_patch"
 

@@ -23,7 +23,7 @@ import threading
 import time
 from collections.abc import Callable
 
-from oiexec.sandbox.base import PreparedCommand
+from oiexec.core.policy import PreparedCommand
 
 #: After SIGTERM, how long the group gets before SIGKILL.
 KILL_GRACE = 1.0

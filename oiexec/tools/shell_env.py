@@ -11,7 +11,7 @@ from collections.abc import Iterable, Mapping
 from fnmatch import fnmatchcase
 
 from oiexec.config.settings import ShellEnvironmentPolicy
-from oiexec.redact import looks_secret, matches_any
+from oiexec.core.redact import looks_secret, matches_any
 
 #: Variables kept by `inherit = "core"`; `LC_*` is a glob.
 CORE_VARS: tuple[str, ...] = (
@@ -46,7 +46,7 @@ NON_INTERACTIVE_VARS: Mapping[str, str] = {
 
 class CommandEnv(dict[str, str]):
     """The command environment; `removed_secrets` holds the values of secret-looking
-    variables that were kept away from commands, for `oiexec.redact.register_secret`."""
+    variables that were kept away from commands, for `oiexec.core.redact.register_secret`."""
 
     def __init__(self, env: Mapping[str, str], removed_secrets: Iterable[str] = ()) -> None:
         super().__init__(env)

@@ -5,9 +5,9 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from oiexec.events import TodoEntry, TodoListItem
-from oiexec.tools.base import ToolContext
-from oiexec.types import ToolCall, ToolOutput, ToolSpec
+from oiexec.core.context import ToolContext
+from oiexec.core.events import TodoEntry, TodoListItem
+from oiexec.core.types import ToolCall, ToolOutput, ToolSpec
 
 TOOL_NAME = "update_plan"
 STATUSES = ("pending", "in_progress", "completed")

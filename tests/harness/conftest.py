@@ -11,13 +11,14 @@ from typing import Any
 
 import pytest
 
-from oiexec.events import ThreadEvent
+from oiexec.core.context import ItemEmitter, ToolContext
+from oiexec.core.events import ThreadEvent
+from oiexec.core.policy import SandboxPolicy
+from oiexec.core.types import ToolCall, ToolOutput
 from oiexec.harness.context import prompt_variables
 from oiexec.harness.data import load_spec
 from oiexec.harness.manifest import HarnessSetup, ManifestHarness
-from oiexec.sandbox.base import NoSandbox, SandboxPolicy
-from oiexec.tools.base import ItemEmitter, ToolContext
-from oiexec.types import ToolCall, ToolOutput
+from oiexec.sandbox.nosandbox import NoSandbox
 
 
 @dataclass

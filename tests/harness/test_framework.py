@@ -8,14 +8,14 @@ from pathlib import Path
 import pytest
 
 from oiexec.config.settings import ProviderConfig
-from oiexec.errors import ConfigError
+from oiexec.core.errors import ConfigError
+from oiexec.core.protocols import Observation
+from oiexec.core.types import Message, ModelResponse, Reasoning, ToolCall, ToolOutput
 from oiexec.harness import actions
 from oiexec.harness.data import harness_ids, load_spec, load_tool_schemas
 from oiexec.harness.manifest import FormatErrorLimit
 from oiexec.harness.select import auto_harness_id, choose_harness_id
-from oiexec.protocols import Observation
 from oiexec.tools.adapters import IMPLS
-from oiexec.types import Message, ModelResponse, Reasoning, ToolCall, ToolOutput
 from tests.harness.conftest import HarnessFactory, Workspace
 
 ISSUE_IDS = {
@@ -216,7 +216,7 @@ def test_swe_submit_reviews_once_then_submits(
 
 
 def test_kimi_code_history_rules(make_harness: HarnessFactory) -> None:
-    from oiexec.types import ModelRequest
+    from oiexec.core.types import ModelRequest
 
     harness = make_harness("kimi-code")
     history = (
@@ -243,7 +243,7 @@ def test_kimi_code_history_rules(make_harness: HarnessFactory) -> None:
 
 
 def test_deepseek_placeholder_only_on_tool_call_turns(make_harness: HarnessFactory) -> None:
-    from oiexec.types import ModelRequest
+    from oiexec.core.types import ModelRequest
 
     harness = make_harness("deepseek-tui")
     history = (

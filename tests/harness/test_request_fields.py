@@ -8,8 +8,8 @@ from typing import Any
 
 import pytest
 
+from oiexec.core.types import Message, ModelRequest, SamplingOptions, ThinkingOptions
 from oiexec.providers import chat, messages, responses
-from oiexec.types import Message, ModelRequest, SamplingOptions, ThinkingOptions
 from tests.harness.conftest import HarnessFactory
 
 _BUILDERS = {"chat": chat.build_body, "responses": responses.build_body}

@@ -9,7 +9,7 @@ from typing import Any
 import pytest
 
 from oiexec.harness.data import harness_ids, load_spec
-from oiexec.harness.spec import ToolEntry
+from oiexec.tools.entry import ToolEntry
 from tests.harness.conftest import HarnessFactory, Workspace, run_tool
 from tests.harness.golden import check_golden, normalise
 

@@ -2,7 +2,7 @@ from __future__ import annotations
 
 import pytest
 
-from oiexec.errors import ExitCode, UsageError
+from oiexec.core.errors import ExitCode, UsageError
 from oiexec.review.gate import (
     GatePolicy,
     blocking_findings,

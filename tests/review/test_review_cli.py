@@ -11,7 +11,7 @@ from typing import Any
 import jsonschema
 import pytest
 
-from oiexec.errors import ExitCode
+from oiexec.core.errors import ExitCode
 from oiexec.runner.review import FALLBACK_MESSAGE
 from tests.conftest import CliResult, exec_args, git, run_cli
 from tests.review.test_reports import validate_sarif

@@ -7,10 +7,10 @@ import json
 from pathlib import Path
 
 from oiexec.agent.final import Retry
-from oiexec.events import AgentMessageItem, ItemCompleted, ReviewItem, ThreadEvent
+from oiexec.core.context import ItemEmitter
+from oiexec.core.events import AgentMessageItem, ItemCompleted, ReviewItem, ThreadEvent
 from oiexec.review.targets import UncommittedTarget, changed_lines, resolve_target
 from oiexec.runner.review import ReviewAnswer
-from oiexec.tools.base import ItemEmitter
 from tests.review.conftest import finding, review
 
 

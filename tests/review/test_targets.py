@@ -4,7 +4,7 @@ from pathlib import Path
 
 import pytest
 
-from oiexec.errors import ExitCode
+from oiexec.core.errors import ExitCode
 from oiexec.review.targets import (
     BaseBranchTarget,
     CommitTarget,

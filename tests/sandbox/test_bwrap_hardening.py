@@ -24,8 +24,8 @@ from typing import Any
 
 import pytest
 
+from oiexec.core.policy import SandboxPolicy
 from oiexec.sandbox import profiles, seccomp
-from oiexec.sandbox.base import SandboxPolicy
 from oiexec.sandbox.bwrap import BwrapFeatures
 from oiexec.sandbox.diagnosis import Decision
 from oiexec.sandbox.preflight import Preflight

@@ -16,7 +16,7 @@ from pathlib import Path
 
 import pytest
 
-from oiexec.sandbox.base import PreparedCommand, SandboxPolicy
+from oiexec.core.policy import PreparedCommand, SandboxPolicy
 from oiexec.sandbox.landlock_sandbox import LandlockSandbox
 from oiexec.sandbox.limits import find_pids_cgroup
 from tests.sandbox.conftest import (

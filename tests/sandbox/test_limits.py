@@ -7,8 +7,8 @@ from pathlib import Path
 
 import pytest
 
+from oiexec.core.policy import SandboxLimits, SandboxPolicy
 from oiexec.sandbox import diagnosis, limits
-from oiexec.sandbox.base import SandboxLimits, SandboxPolicy
 from tests.sandbox.conftest import BACKENDS, PYTHON, SANDBOXED_MODES, Box
 from tests.sandbox.support import run_exec
 from tests.support.model_server import ModelServer, call, reply, tool_outputs

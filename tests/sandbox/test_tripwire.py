@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from oiexec.sandbox.base import SandboxPolicy
+from oiexec.core.policy import SandboxPolicy
 from oiexec.sandbox.tripwire import Tripwire
 from tests.sandbox.conftest import BACKENDS, Box, snapshot_tree
 from tests.sandbox.support import commit_all, run_exec

@@ -11,8 +11,8 @@ from pathlib import Path
 
 import pytest
 
+from oiexec.core.policy import SandboxPolicy
 from oiexec.sandbox import landlock, privileges, profiles, seccomp
-from oiexec.sandbox.base import SandboxPolicy
 from oiexec.sandbox.bwrap import BwrapFeatures, bwrap_args
 from oiexec.sandbox.landlock import attr_size
 from oiexec.sandbox.paths import PROTECTED_NAMES, resolve_gitdirs, write_denial

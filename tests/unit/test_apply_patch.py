@@ -10,7 +10,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from oiexec.sandbox.base import SandboxPolicy
+from oiexec.core.policy import SandboxPolicy
 from oiexec.sandbox.paths import write_denial
 from oiexec.tools.apply_patch import (
     AddFile,

@@ -15,13 +15,15 @@ from pathlib import Path, PurePosixPath
 
 import pytest
 
+from oiexec.core.context import ItemEmitter, ToolContext
+from oiexec.core.errors import ToolInputError
+from oiexec.core.policy import SandboxMode, SandboxPolicy
 from oiexec.sandbox import beneath
-from oiexec.sandbox.base import NoSandbox, SandboxMode, SandboxPolicy
+from oiexec.sandbox.nosandbox import NoSandbox
 from oiexec.sandbox.writer import PolicyWriter
 from oiexec.tools.adapters.base import Runtime
 from oiexec.tools.apply_patch import ApplyPatchError, apply_patch
-from oiexec.tools.base import ItemEmitter, ToolContext
-from oiexec.tools.fs import ToolInputError, write_file
+from oiexec.tools.fs import write_file
 from oiexec.tools.patch_tool import run_patch
 
 _LIBC = ctypes.CDLL(None, use_errno=True)

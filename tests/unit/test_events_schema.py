@@ -8,7 +8,7 @@ from pathlib import Path
 import jsonschema
 import pytest
 
-from oiexec.events import json_schema, parse_event
+from oiexec.core.events import json_schema, parse_event
 
 SCHEMA_PATH = Path(__file__).parents[2] / "oiexec" / "schemas" / "events.schema.json"
 
@@ -31,7 +31,7 @@ def test_committed_schema_matches_models() -> None:
     committed = json.loads(SCHEMA_PATH.read_text())
     assert committed == json_schema(), (
         "events.schema.json is stale: regenerate with "
-        "`python -m oiexec.events > oiexec/schemas/events.schema.json`"
+        "`python -m oiexec.core.events > oiexec/schemas/events.schema.json`"
     )
 
 

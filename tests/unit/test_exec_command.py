@@ -16,11 +16,13 @@ from typing import Any
 import pytest
 
 from oiexec.config.settings import ShellEnvironmentPolicy
-from oiexec.errors import SandboxUnavailable
-from oiexec.events import CommandExecutionItem, ItemCompleted, ItemStarted, ThreadEvent
-from oiexec.redact import clear_secrets, register_secret
-from oiexec.sandbox.base import NoSandbox, PreparedCommand, SandboxPolicy
-from oiexec.tools.base import ItemEmitter, ToolContext
+from oiexec.core.context import ItemEmitter, ToolContext
+from oiexec.core.errors import SandboxUnavailable
+from oiexec.core.events import CommandExecutionItem, ItemCompleted, ItemStarted, ThreadEvent
+from oiexec.core.policy import PreparedCommand, SandboxPolicy
+from oiexec.core.redact import clear_secrets, register_secret
+from oiexec.core.types import ToolCall, ToolOutput, ToolSpec
+from oiexec.sandbox.nosandbox import NoSandbox
 from oiexec.tools.exec_command import (
     EXEC_COMMAND_SPEC,
     WRITE_STDIN_SPEC,
@@ -30,7 +32,6 @@ from oiexec.tools.exec_command import (
 from oiexec.tools.process import ProcessRegistry
 from oiexec.tools.shell_env import build_command_env
 from oiexec.tools.truncate import approx_tokens, truncate_middle
-from oiexec.types import ToolCall, ToolOutput, ToolSpec
 
 
 def dead(pid: int, timeout: float = 3.0) -> bool:

@@ -10,9 +10,10 @@ from pathlib import Path
 
 import pytest
 
-from oiexec.errors import SandboxUnavailable
-from oiexec.sandbox.base import NoSandbox, PreparedCommand, SandboxPolicy
-from oiexec.tools.base import ItemEmitter, ToolContext
+from oiexec.core.context import ItemEmitter, ToolContext
+from oiexec.core.errors import SandboxUnavailable
+from oiexec.core.policy import PreparedCommand, SandboxPolicy
+from oiexec.sandbox.nosandbox import NoSandbox
 from oiexec.tools.interpreters import InterpreterPool
 from oiexec.tools.process import group_alive
 

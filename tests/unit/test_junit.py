@@ -5,9 +5,9 @@ from pathlib import Path
 
 import pytest
 
-from oiexec.events import Usage
+from oiexec.core.events import Usage
+from oiexec.core.redact import clear_secrets, register_secret
 from oiexec.output.junit import RunReport, write_junit
-from oiexec.redact import clear_secrets, register_secret
 
 
 def _report(**changes: object) -> RunReport:

@@ -8,12 +8,12 @@ from pathlib import Path
 import pytest
 
 from oiexec.agent.loop import AgentLoop, LoopLimits, ModelOptions
-from oiexec.errors import MaxTurnsExceeded, RunTimedOut
-from oiexec.events import ThreadEvent, Usage
-from oiexec.protocols import RetryCallback, Tool
-from oiexec.sandbox.base import NoSandbox, SandboxPolicy
-from oiexec.tools.base import ItemEmitter, ToolContext
-from oiexec.types import (
+from oiexec.core.context import ItemEmitter, ToolContext
+from oiexec.core.errors import MaxTurnsExceeded, RunTimedOut
+from oiexec.core.events import ThreadEvent, Usage
+from oiexec.core.policy import SandboxPolicy
+from oiexec.core.protocols import RetryCallback, Tool
+from oiexec.core.types import (
     HistoryItem,
     Message,
     ModelRequest,
@@ -22,6 +22,7 @@ from oiexec.types import (
     ToolOutput,
     ToolSpec,
 )
+from oiexec.sandbox.nosandbox import NoSandbox
 
 
 class ScriptedClient:

@@ -8,12 +8,13 @@ from pathlib import Path
 
 import pytest
 
-from oiexec.events import FileChangeItem, ItemCompleted, ItemStarted, ThreadEvent
-from oiexec.sandbox.base import NoSandbox, SandboxMode, SandboxPolicy
+from oiexec.core.context import ItemEmitter, ToolContext
+from oiexec.core.events import FileChangeItem, ItemCompleted, ItemStarted, ThreadEvent
+from oiexec.core.policy import SandboxMode, SandboxPolicy
+from oiexec.core.types import ToolCall, ToolOutput
+from oiexec.sandbox.nosandbox import NoSandbox
 from oiexec.tools.apply_patch import AddFile, Chunk, DeleteFile, Patch, UpdateFile, render_patch
-from oiexec.tools.base import ItemEmitter, ToolContext
 from oiexec.tools.patch_tool import PATCH_GRAMMAR, ApplyPatchTool, run_patch
-from oiexec.types import ToolCall, ToolOutput
 
 PATCH = (
     "*** Begin Patch\n"

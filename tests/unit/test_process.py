@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from oiexec.sandbox.base import PreparedCommand
+from oiexec.core.policy import PreparedCommand
 from oiexec.tools.process import (
     FIRST_SESSION_ID,
     ProcessRegistry,

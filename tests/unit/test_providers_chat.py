@@ -8,11 +8,9 @@ from typing import Any
 
 import pytest
 
-from oiexec.errors import ProviderError
-from oiexec.events import Usage
-from oiexec.providers.chat import ChatClient
-from oiexec.providers.http import RetryTiming
-from oiexec.types import (
+from oiexec.core.errors import ProviderError
+from oiexec.core.events import Usage
+from oiexec.core.types import (
     ImageInput,
     Message,
     ModelRequest,
@@ -22,6 +20,8 @@ from oiexec.types import (
     ToolOutput,
     ToolSpec,
 )
+from oiexec.providers.chat import ChatClient
+from oiexec.providers.http import RetryTiming
 from tests.support.model_server import (
     ModelServer,
     apply_patch_call,

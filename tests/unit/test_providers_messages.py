@@ -9,12 +9,9 @@ from typing import Any
 import pytest
 
 from oiexec.config.providers import BUILTIN_PROVIDERS
-from oiexec.errors import ProviderError
-from oiexec.events import Usage
-from oiexec.providers.http import RetryTiming
-from oiexec.providers.messages import MessagesClient
-from oiexec.providers.registry import create_client
-from oiexec.types import (
+from oiexec.core.errors import ProviderError
+from oiexec.core.events import Usage
+from oiexec.core.types import (
     ImageInput,
     Message,
     ModelRequest,
@@ -24,6 +21,9 @@ from oiexec.types import (
     ToolOutput,
     ToolSpec,
 )
+from oiexec.providers.http import RetryTiming
+from oiexec.providers.messages import MessagesClient
+from oiexec.providers.registry import create_client
 from tests.support.model_server import (
     ModelServer,
     apply_patch_call,

@@ -8,11 +8,9 @@ from typing import Any
 
 import pytest
 
-from oiexec.errors import ProviderError
-from oiexec.events import Usage
-from oiexec.providers.http import RetryTiming
-from oiexec.providers.responses import ResponsesClient
-from oiexec.types import (
+from oiexec.core.errors import ProviderError
+from oiexec.core.events import Usage
+from oiexec.core.types import (
     ImageInput,
     Message,
     ModelRequest,
@@ -21,6 +19,8 @@ from oiexec.types import (
     ToolOutput,
     ToolSpec,
 )
+from oiexec.providers.http import RetryTiming
+from oiexec.providers.responses import ResponsesClient
 from tests.support.model_server import (
     ModelServer,
     apply_patch_call,

@@ -10,13 +10,13 @@ import httpx
 import pytest
 
 from oiexec.config.settings import ProviderConfig
-from oiexec.errors import ConfigError, ProviderError
-from oiexec.protocols import ModelClient
+from oiexec.core.errors import ConfigError, ProviderError
+from oiexec.core.protocols import ModelClient
+from oiexec.core.types import Message, ModelRequest, ModelResponse
 from oiexec.providers.chat import ChatClient
 from oiexec.providers.http import RetryTiming, parse_retry_after
 from oiexec.providers.registry import create_client
 from oiexec.providers.responses import ResponsesClient
-from oiexec.types import Message, ModelRequest, ModelResponse
 from tests.support.model_server import (
     ModelServer,
     drop_after,

@@ -6,7 +6,7 @@ from collections.abc import Iterator
 
 import pytest
 
-from oiexec.redact import clear_secrets, looks_secret, redact, register_secret
+from oiexec.core.redact import clear_secrets, looks_secret, redact, register_secret
 
 
 @pytest.fixture(autouse=True)

@@ -12,10 +12,11 @@ from pathlib import Path
 
 import pytest
 
-from oiexec.errors import SessionError
-from oiexec.events import Usage
-from oiexec.protocols import SessionStore
-from oiexec.redact import clear_secrets, register_secret
+from oiexec.core.errors import SessionError
+from oiexec.core.events import Usage
+from oiexec.core.protocols import SessionStore
+from oiexec.core.redact import clear_secrets, register_secret
+from oiexec.core.types import Message, Reasoning, ToolCall, ToolOutput
 from oiexec.session.index import (
     find_last,
     find_rollout,
@@ -23,7 +24,6 @@ from oiexec.session.index import (
     load_rollout,
 )
 from oiexec.session.store import NullStore, RolloutStore, fork_rollout, uuid7
-from oiexec.types import Message, Reasoning, ToolCall, ToolOutput
 
 
 def _create(home: Path, cwd: Path, provider: str = "openai") -> RolloutStore:
@@ -152,7 +152,7 @@ _WRITER = textwrap.dedent(
     import sys, time
     from pathlib import Path
     from oiexec.session.store import RolloutStore
-    from oiexec.types import ToolOutput
+    from oiexec.core.types import ToolOutput
     store = RolloutStore.create(Path(sys.argv[1]), cwd=Path(sys.argv[2]),
         model_provider="openai", cli_version="t", base_instructions=None)
     print(store.path, flush=True)

@@ -11,11 +11,12 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from oiexec.events import ItemCompleted, ItemStarted, ItemUpdated, ThreadEvent, TodoListItem
-from oiexec.sandbox.base import NoSandbox, SandboxPolicy
-from oiexec.tools.base import ItemEmitter, ToolContext
+from oiexec.core.context import ItemEmitter, ToolContext
+from oiexec.core.events import ItemCompleted, ItemStarted, ItemUpdated, ThreadEvent, TodoListItem
+from oiexec.core.policy import SandboxPolicy
+from oiexec.core.types import ToolCall
+from oiexec.sandbox.nosandbox import NoSandbox
 from oiexec.tools.update_plan import PARAMETERS, PlanArgumentError, UpdatePlanTool, parse_plan
-from oiexec.types import ToolCall
 
 
 @pytest.fixture

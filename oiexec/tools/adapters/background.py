@@ -21,13 +21,12 @@ import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from oiexec.errors import SandboxUnavailable
-from oiexec.events import CommandExecutionItem, CommandStatus
-from oiexec.redact import redact
-from oiexec.sandbox.base import PreparedCommand
+from oiexec.core.context import ItemEmitter, ToolContext
+from oiexec.core.errors import SandboxUnavailable, ToolInputError
+from oiexec.core.events import CommandExecutionItem, CommandStatus
+from oiexec.core.policy import PreparedCommand
+from oiexec.core.redact import redact
 from oiexec.tools.adapters.base import Invocation, Result, Runtime, error_text, register
-from oiexec.tools.base import ItemEmitter, ToolContext
-from oiexec.tools.fs import ToolInputError
 from oiexec.tools.process import ProcessRegistry, ProcessSession
 
 __all__ = ["BackgroundTask", "BackgroundTasks", "start_background", "tasks_of"]

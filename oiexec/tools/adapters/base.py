@@ -15,14 +15,15 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from oiexec.events import FileChangeItem, FileUpdateChange, TodoEntry, TodoListItem
-from oiexec.harness.spec import ToolEntry
+from oiexec.core.context import ToolContext
+from oiexec.core.errors import ToolInputError
+from oiexec.core.events import FileChangeItem, FileUpdateChange, TodoEntry, TodoListItem
+from oiexec.core.types import ToolCall, ToolOutput, ToolSpec
 from oiexec.sandbox.writer import PolicyWriter
-from oiexec.tools.base import ToolContext
-from oiexec.tools.fs import FileStateTracker, TodoList, ToolInputError
+from oiexec.tools.entry import ToolEntry
+from oiexec.tools.fs import FileStateTracker, TodoList
 from oiexec.tools.fs.todo import FINISHED
 from oiexec.tools.process import ProcessRegistry
-from oiexec.types import ToolCall, ToolOutput, ToolSpec
 
 __all__ = [
     "IMPLS",

@@ -6,11 +6,11 @@ from __future__ import annotations
 import subprocess
 from pathlib import Path
 
-from oiexec.gitcmd import run_git_text
+from oiexec.core.errors import ToolInputError
+from oiexec.git import run_git_text
 from oiexec.tools.adapters.base import Invocation, Result, register
 from oiexec.tools.fs import (
     Edit,
-    ToolInputError,
     insert_lines,
     list_directory,
     read_window,

@@ -4,9 +4,9 @@
 
 from __future__ import annotations
 
-from oiexec.events import CommandExecutionItem
+from oiexec.core.errors import ToolInputError
+from oiexec.core.events import CommandExecutionItem
 from oiexec.tools.adapters.base import Invocation, Result, register
-from oiexec.tools.fs import ToolInputError
 from oiexec.tools.interpreters import DEFAULT_TIMEOUT, LANGUAGE_ALIASES, InterpreterPool
 
 _POOL = "interpreters"

@@ -9,12 +9,12 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any, Literal
 
+from oiexec.core.errors import ToolInputError
 from oiexec.tools.adapters.base import Invocation, Result, register
 from oiexec.tools.fs import (
     Edit,
     GrepQuery,
     ReadGate,
-    ToolInputError,
     glob_files,
     grep,
     list_directory,

@@ -15,9 +15,9 @@ import secrets
 import time
 from dataclasses import dataclass
 
-from oiexec.errors import SandboxUnavailable
-from oiexec.sandbox.base import PreparedCommand
-from oiexec.tools.base import ToolContext
+from oiexec.core.context import ToolContext
+from oiexec.core.errors import SandboxUnavailable
+from oiexec.core.policy import PreparedCommand
 from oiexec.tools.process import ProcessSession, StdinClosed
 
 __all__ = ["PersistentShell", "ShellOutcome"]

@@ -8,12 +8,11 @@ import shlex
 from dataclasses import dataclass
 from pathlib import Path
 
-from oiexec.errors import SandboxUnavailable
-from oiexec.events import CommandExecutionItem, CommandStatus
-from oiexec.redact import redact
+from oiexec.core.context import ToolContext
+from oiexec.core.errors import SandboxUnavailable, ToolInputError
+from oiexec.core.events import CommandExecutionItem, CommandStatus
+from oiexec.core.redact import redact
 from oiexec.tools.adapters.base import Invocation, Result, Runtime, register
-from oiexec.tools.base import ToolContext
-from oiexec.tools.fs import ToolInputError
 from oiexec.tools.fs.render import mini_observation
 
 __all__ = ["ShellRun", "run_command"]

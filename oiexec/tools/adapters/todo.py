@@ -8,8 +8,9 @@ import json
 from dataclasses import replace
 from typing import Any
 
+from oiexec.core.errors import ToolInputError
 from oiexec.tools.adapters.base import Invocation, Result, register
-from oiexec.tools.fs import TodoItem, ToolInputError
+from oiexec.tools.fs import TodoItem
 from oiexec.tools.fs.render import kimi_todos
 
 _STATUS_ALIASES = {"done": "completed", "complete": "completed", "cancelled": "cancelled"}

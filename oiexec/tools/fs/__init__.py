@@ -2,12 +2,11 @@
 
 Harness manifests adapt argument names onto these functions and pick a renderer from
 `oiexec.tools.fs.render` for the upstream text conventions. Bad input raises
-`ToolInputError`, whose message is meant for the model.
+`oiexec.core.errors.ToolInputError`, whose message is meant for the model.
 """
 
 from __future__ import annotations
 
-from oiexec.tools.fs.errors import ToolInputError
 from oiexec.tools.fs.glob import GlobResult, glob_files
 from oiexec.tools.fs.grep import GrepQuery, GrepResult, grep
 from oiexec.tools.fs.line_edit import LineEditResult, edit_lines, insert_lines
@@ -33,7 +32,6 @@ __all__ = [
     "ReplaceResult",
     "TodoItem",
     "TodoList",
-    "ToolInputError",
     "WriteResult",
     "apply_unified_diff",
     "edit_lines",

@@ -5,8 +5,8 @@ from __future__ import annotations
 from collections.abc import Callable
 from pathlib import Path
 
+from oiexec.core.errors import ToolInputError
 from oiexec.sandbox.writer import FileWriter, PathChanged, WriteDenied, as_writer
-from oiexec.tools.fs.errors import ToolInputError
 
 #: How much of a file is sniffed for NUL bytes to call it binary.
 BINARY_SNIFF_BYTES = 8192

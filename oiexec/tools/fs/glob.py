@@ -7,7 +7,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Literal
 
-from oiexec.tools.fs.errors import ToolInputError
+from oiexec.core.errors import ToolInputError
 from oiexec.tools.fs.globbing import glob_match
 from oiexec.tools.fs.walk import walk
 

@@ -18,8 +18,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal
 
+from oiexec.core.errors import ToolInputError
 from oiexec.tools.fs._text import is_binary
-from oiexec.tools.fs.errors import ToolInputError
 from oiexec.tools.fs.globbing import glob_match
 from oiexec.tools.fs.walk import walk
 

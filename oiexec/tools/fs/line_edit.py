@@ -7,6 +7,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Literal
 
+from oiexec.core.errors import ToolInputError
 from oiexec.tools.fs._text import (
     WriteGuard,
     load_text,
@@ -14,7 +15,6 @@ from oiexec.tools.fs._text import (
     split_keepends,
     uses_crlf,
 )
-from oiexec.tools.fs.errors import ToolInputError
 
 
 @dataclass(frozen=True)

@@ -7,7 +7,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-from oiexec.tools.fs.errors import ToolInputError
+from oiexec.core.errors import ToolInputError
 from oiexec.tools.fs.globbing import glob_match
 from oiexec.tools.fs.walk import WalkEntry, walk
 

@@ -11,8 +11,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Literal
 
+from oiexec.core.errors import ToolInputError
 from oiexec.tools.fs._text import check_existing_file, is_binary, split_lines
-from oiexec.tools.fs.errors import ToolInputError
 
 StopReason = Literal["eof", "limit", "max_lines", "max_bytes"]
 

@@ -10,7 +10,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Literal
 
-from oiexec.tools.fs.errors import ToolInputError
+from oiexec.core.errors import ToolInputError
 from oiexec.tools.fs.glob import GlobResult
 from oiexec.tools.fs.grep import GrepResult
 from oiexec.tools.fs.listing import Listing

@@ -8,8 +8,8 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
+from oiexec.core.errors import ToolInputError
 from oiexec.tools.fs._text import WriteGuard, load_text, save_text, uses_crlf
-from oiexec.tools.fs.errors import ToolInputError
 
 
 @dataclass(frozen=True)

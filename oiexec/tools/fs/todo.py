@@ -11,7 +11,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, replace
 from typing import Any
 
-from oiexec.tools.fs.errors import ToolInputError
+from oiexec.core.errors import ToolInputError
 
 DEFAULT_STATUSES: tuple[str, ...] = ("pending", "in_progress", "completed")
 #: Statuses that count as finished when deciding what still needs doing.

@@ -15,6 +15,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Literal
 
+from oiexec.core.errors import ToolInputError
 from oiexec.tools.fs._text import (
     WriteGuard,
     guard_write,
@@ -23,7 +24,6 @@ from oiexec.tools.fs._text import (
     save_text,
     split_lines,
 )
-from oiexec.tools.fs.errors import ToolInputError
 
 _HUNK = re.compile(r"^@@ -(\d+)(?:,(\d+))? \+(\d+)(?:,(\d+))? @@")
 _BARE_HUNK = re.compile(r"^@@+(?:\s.*)?$")

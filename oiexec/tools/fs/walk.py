@@ -14,7 +14,7 @@ from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-from oiexec.gitcmd import run_git, run_git_text
+from oiexec.git import run_git, run_git_text
 
 
 @dataclass(frozen=True)

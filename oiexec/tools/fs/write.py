@@ -6,8 +6,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Literal
 
+from oiexec.core.errors import ToolInputError
 from oiexec.tools.fs._text import WriteGuard, guard_write, load_text, save_text
-from oiexec.tools.fs.errors import ToolInputError
 
 WriteMode = Literal["overwrite", "append"]
 

@@ -6,8 +6,8 @@ from pathlib import Path
 
 import pytest
 
+from oiexec.core.errors import ToolInputError
 from oiexec.tools.fs import render
-from oiexec.tools.fs.errors import ToolInputError
 from oiexec.tools.fs.glob import glob_files
 from oiexec.tools.fs.globbing import expand_braces, glob_match
 from oiexec.tools.fs.listing import list_directory

@@ -6,8 +6,8 @@ from pathlib import Path
 
 import pytest
 
+from oiexec.core.errors import ToolInputError
 from oiexec.tools.fs import render
-from oiexec.tools.fs.errors import ToolInputError
 from oiexec.tools.fs.grep import GrepQuery, grep
 
 needs_rg = pytest.mark.skipif(shutil.which("rg") is None, reason="ripgrep not installed")

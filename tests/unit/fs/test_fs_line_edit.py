@@ -6,9 +6,9 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
+from oiexec.core.errors import ToolInputError
 from oiexec.tools.fs import render
 from oiexec.tools.fs._text import split_lines
-from oiexec.tools.fs.errors import ToolInputError
 from oiexec.tools.fs.line_edit import edit_lines, insert_after, insert_lines, replace_lines
 
 

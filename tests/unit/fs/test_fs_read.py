@@ -7,8 +7,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from oiexec.core.errors import ToolInputError
 from oiexec.tools.fs import render
-from oiexec.tools.fs.errors import ToolInputError
 from oiexec.tools.fs.read import read_window
 
 

@@ -2,8 +2,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from oiexec.core.errors import ToolInputError
 from oiexec.tools.fs import render
-from oiexec.tools.fs.errors import ToolInputError
 
 
 def test_mini_observation_short() -> None:

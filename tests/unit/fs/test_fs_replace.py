@@ -8,8 +8,8 @@ import pytest
 from hypothesis import assume, given, settings
 from hypothesis import strategies as st
 
+from oiexec.core.errors import ToolInputError
 from oiexec.tools.fs import render
-from oiexec.tools.fs.errors import ToolInputError
 from oiexec.tools.fs.replace import Edit, replace_in_file, replace_text
 
 

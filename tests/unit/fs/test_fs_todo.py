@@ -2,8 +2,8 @@ from __future__ import annotations
 
 import pytest
 
+from oiexec.core.errors import ToolInputError
 from oiexec.tools.fs import render
-from oiexec.tools.fs.errors import ToolInputError
 from oiexec.tools.fs.todo import TodoItem, TodoList
 
 

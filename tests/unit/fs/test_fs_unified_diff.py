@@ -8,7 +8,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from oiexec.tools.fs.errors import ToolInputError
+from oiexec.core.errors import ToolInputError
 from oiexec.tools.fs.unified_diff import apply_hunks, apply_unified_diff, parse_unified_diff
 
 

@@ -6,10 +6,10 @@ from pathlib import Path
 
 import pytest
 
-from oiexec.sandbox.base import SandboxPolicy
+from oiexec.core.errors import ToolInputError
+from oiexec.core.policy import SandboxPolicy
 from oiexec.sandbox.paths import write_denial
 from oiexec.tools.fs import render
-from oiexec.tools.fs.errors import ToolInputError
 from oiexec.tools.fs.state import FileStateTracker, ReadGate
 from oiexec.tools.fs.write import write_file
 

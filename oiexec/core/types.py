@@ -11,7 +11,7 @@ from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from oiexec.events import Usage
+from oiexec.core.events import Usage
 
 
 class _Value(BaseModel):

@@ -12,6 +12,11 @@
     └── SessionError            exit 1  (unknown or unreadable session)
     Interrupted                 exit 130 (SIGINT / SIGTERM)
 
+A second, separate tree holds what the model should see instead of the run ending:
+
+    ModelFacingError            becomes the failing call's error result (or a correction)
+    └── ToolInputError          bad arguments or a failed edit; `kind` says which
+
 Third-party errors are translated into this tree where they cross into the package, so the
 CLI only ever has to map `OiexecError.exit_code`.
 """
@@ -19,7 +24,8 @@ CLI only ever has to map `OiexecError.exit_code`.
 from __future__ import annotations
 
 from enum import IntEnum
-from typing import ClassVar
+from pathlib import Path
+from typing import ClassVar, Literal
 
 
 class ExitCode(IntEnum):
@@ -94,3 +100,56 @@ class Interrupted(BaseException):
     """Raised from the SIGINT/SIGTERM handler so cleanup runs before exiting 130."""
 
     exit_code: ClassVar[ExitCode] = ExitCode.INTERRUPTED
+
+
+# --- errors the model should see -----------------------------------------------------------
+
+
+class ModelFacingError(Exception):
+    """Something the model did wrong and can fix on its next call. Never ends the run: the
+    tool (or the review parser) turns it into text the model reads."""
+
+    def __init__(self, message: str) -> None:
+        super().__init__(message)
+        self.message = message
+
+
+ErrorKind = Literal[
+    "missing",
+    "is_directory",
+    "not_a_directory",
+    "binary",
+    "exists",
+    "not_found",
+    "ambiguous",
+    "no_change",
+    "invalid",
+    "denied",
+    "not_read",
+    "stale",
+    "patch_failed",
+    "changed",
+]
+
+
+class ToolInputError(ModelFacingError):
+    """A tool call the model must correct; the message says how.
+
+    `kind` and the optional details let a harness renderer restate it in upstream words
+    (SWE-agent, for instance, lists the line numbers of ambiguous matches).
+    """
+
+    def __init__(
+        self,
+        message: str,
+        *,
+        kind: ErrorKind = "invalid",
+        path: Path | None = None,
+        count: int | None = None,
+        lines: tuple[int, ...] = (),
+    ) -> None:
+        super().__init__(message)
+        self.kind: ErrorKind = kind
+        self.path = path
+        self.count = count
+        self.lines = lines

@@ -1,4 +1,4 @@
-"""Sandbox policy and the command a backend prepares.
+"""Sandbox policy and the command a backend prepares: the types every layer passes around.
 
 A backend turns (argv, cwd, env) into a `PreparedCommand` that the process layer spawns. The
 process layer knows nothing about namespaces or Landlock; backends know nothing about PTYs,
@@ -11,7 +11,7 @@ import os
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Literal
+from typing import Literal
 
 SandboxMode = Literal["read-only", "workspace-write", "danger-full-access"]
 SANDBOX_MODES: tuple[SandboxMode, ...] = ("read-only", "workspace-write", "danger-full-access")
@@ -122,25 +122,3 @@ class PreparedCommand:
     after: Callable[[], list[str]] = field(default=lambda: [])
     #: Exit status a launcher uses for "could not set up the sandbox" (not the command's).
     setup_failure_exit_code: int | None = None
-
-
-class NoSandbox:
-    """`danger-full-access`: the command runs as the runner does."""
-
-    backend = "none"
-
-    def __init__(self, policy: SandboxPolicy) -> None:
-        self._policy = policy
-
-    @property
-    def policy(self) -> SandboxPolicy:
-        return self._policy
-
-    def prepare(self, argv: list[str], *, cwd: Path, env: dict[str, str]) -> PreparedCommand:
-        return PreparedCommand(argv=argv, env=env, cwd=cwd)
-
-    def describe(self) -> dict[str, Any]:
-        return {"backend": "none", "mode": self._policy.mode, "degraded": [], "remediation": []}
-
-    def close(self) -> None:
-        pass

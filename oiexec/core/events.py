@@ -3,7 +3,7 @@
 Every line on stdout in JSON mode is one `ThreadEvent`, tagged by `type`, with the same names
 and fields as `codex exec --json` so the Codex SDK and existing tooling read it unchanged.
 `oiexec/schemas/events.schema.json` is generated from these models (`python -m
-oiexec.events`) and a test keeps the committed copy in sync.
+oiexec.core.events`) and a test keeps the committed copy in sync.
 """
 
 from __future__ import annotations

@@ -15,12 +15,19 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
 
-from oiexec.events import ThreadEvent
-from oiexec.types import HistoryItem, ModelRequest, ModelResponse, ToolCall, ToolOutput, ToolSpec
+from oiexec.core.events import ThreadEvent
+from oiexec.core.types import (
+    HistoryItem,
+    ModelRequest,
+    ModelResponse,
+    ToolCall,
+    ToolOutput,
+    ToolSpec,
+)
 
 if TYPE_CHECKING:
-    from oiexec.sandbox.base import PreparedCommand, SandboxPolicy
-    from oiexec.tools.base import ToolContext
+    from oiexec.core.context import ToolContext
+    from oiexec.core.policy import PreparedCommand, SandboxPolicy
 
 #: Called before each retry with (attempt, max_attempts, reason).
 RetryCallback = Callable[[int, int, str], None]

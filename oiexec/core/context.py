@@ -9,10 +9,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from oiexec.events import ItemCompleted, ItemStarted, ItemUpdated, ThreadEvent, ThreadItem
+from oiexec.core.events import ItemCompleted, ItemStarted, ItemUpdated, ThreadEvent, ThreadItem
 
 if TYPE_CHECKING:
-    from oiexec.protocols import Sandbox
+    from oiexec.core.protocols import Sandbox
 
 
 class ItemEmitter:
