@@ -33,8 +33,10 @@ from oiexec.harness import actions
 from oiexec.harness.context import fill
 from oiexec.harness.data import load_tool_schemas, read_harness_file
 from oiexec.harness.spec import HarnessSpec
+from oiexec.harness.styles import STYLES, style_for
 from oiexec.tools.adapters import ManifestTool, Runtime
 from oiexec.tools.fs.render import swe_observation
+from oiexec.tools.style import Style
 from oiexec.tools.update_plan import UpdatePlanTool
 
 __all__ = ["FormatErrorLimit", "HarnessSetup", "ManifestHarness"]
@@ -92,7 +94,7 @@ class ManifestHarness:
         self.spec = spec
         self.setup = setup
         self.id = spec.id
-        self.runtime = Runtime(style=spec.style, env=dict(spec.env))
+        self.runtime = Runtime(style=style_for(spec.style), env=dict(spec.env))
         self._state = _State()
         self._native_plan: UpdatePlanTool | None = None
         self._tools = self._build_tools()
@@ -119,7 +121,10 @@ class ManifestHarness:
             }
             return [available[entry.impl] for entry in self.spec.tools]
         schemas = load_tool_schemas(self.id)
-        return [ManifestTool(e, schemas[e.name], self.runtime) for e in self.spec.tools]
+        return [
+            ManifestTool(e, schemas[e.name], self.runtime, _entry_style(e.render))
+            for e in self.spec.tools
+        ]
 
     def _render_prompt(self) -> str:
         body = fill(read_harness_file(self.id, self.spec.prompt.system), self.setup.variables)
@@ -426,6 +431,12 @@ class ManifestHarness:
         if template == "swe":
             return swe_observation(output)
         return fill(template, {"output": output})
+
+
+def _entry_style(render: str) -> Style:
+    """A tool entry's `render`: a product style, else the plain wording (entries without
+    one, and the renders still chosen inside the tools)."""
+    return STYLES[render]() if render in STYLES else Style()
 
 
 def _assistant_side(item: HistoryItem) -> bool:

@@ -11,6 +11,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
+from oiexec.harness.styles import StyleName
 from oiexec.tools.entry import ToolEntry
 
 Wire = Literal["responses", "chat", "messages"]
@@ -130,7 +131,7 @@ class HarnessSpec(_Table):
     #: Text harnesses advertise no tools on the wire: their actions are parsed from text.
     advertise_tools: bool = True
     #: Which upstream's words results and errors are rendered in (claude, kimi-cli, ...).
-    style: str = "plain"
+    style: StyleName = "plain"
     #: Environment added to every command the harness runs.
     env: dict[str, str] = Field(default_factory=dict)
     #: Native only: the Codex tool classes, not manifest adapters.

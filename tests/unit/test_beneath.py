@@ -25,6 +25,7 @@ from oiexec.tools.adapters.base import Runtime
 from oiexec.tools.apply_patch import ApplyPatchError, apply_patch
 from oiexec.tools.fs import write_file
 from oiexec.tools.patch_tool import run_patch
+from oiexec.tools.style import Style
 
 _LIBC = ctypes.CDLL(None, use_errno=True)
 _RENAME_EXCHANGE = 2
@@ -212,7 +213,7 @@ def test_a_racing_swap_never_lets_a_write_out(
     """Through the tools' real entry points: the apply_patch tool and the fs write tool with
     the runtime's guard. (Before the fix, about 2% of such writes landed in `out`.)"""
     ctx = tree.ctx()
-    guard = Runtime(style="claude-code").can_write(ctx)
+    guard = Runtime(style=Style()).can_write(ctx)
     written = 0
     for i in range(400):
         if i % 2:

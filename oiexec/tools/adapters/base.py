@@ -24,6 +24,7 @@ from oiexec.tools.entry import ToolEntry
 from oiexec.tools.fs import FileStateTracker, TodoList
 from oiexec.tools.fs.todo import FINISHED
 from oiexec.tools.process import ProcessRegistry
+from oiexec.tools.style import Style
 
 __all__ = [
     "IMPLS",
@@ -48,7 +49,8 @@ class Result:
 class Runtime:
     """State the tools of one harness share for a run."""
 
-    style: str
+    #: The harness's wording of failures (`Style.error`).
+    style: Style
     files: FileStateTracker = field(default_factory=FileStateTracker)
     todos: TodoList = field(default_factory=TodoList)
     processes: ProcessRegistry = field(default_factory=ProcessRegistry)
@@ -114,6 +116,8 @@ class Invocation:
     entry: ToolEntry
     ctx: ToolContext
     rt: Runtime
+    #: The wording of this tool's results (the entry's `render`, else plain).
+    style: Style = field(default_factory=Style)
 
     @property
     def render(self) -> str:
@@ -171,26 +175,27 @@ def register(name: str) -> Callable[[Impl], Impl]:
     return wrap
 
 
-def error_text(style: str, message: str) -> str:
+def error_text(style: Style, message: str) -> str:
     """A failure in the harness's convention."""
-    if style == "claude":
-        return f"<tool_use_error>{message}</tool_use_error>"
-    if style in ("kimi-cli", "kimi-code"):
-        return f"<system>ERROR: {message}</system>"
-    if style == "opencode":
-        return f"Error: {message}"
-    return message
+    return style.error(message)
 
 
 class ManifestTool:
     """`Tool` for one `[[tools]]` entry of a manifest."""
 
-    def __init__(self, entry: ToolEntry, schema: Mapping[str, Any], runtime: Runtime) -> None:
+    def __init__(
+        self,
+        entry: ToolEntry,
+        schema: Mapping[str, Any],
+        runtime: Runtime,
+        style: Style | None = None,
+    ) -> None:
         if entry.impl not in IMPLS:
             raise KeyError(f"no tool implementation `{entry.impl}` (tool `{entry.name}`)")
         self.entry = entry
         self._impl = IMPLS[entry.impl]
         self._rt = runtime
+        self._style = style or Style()
         parameters = dict(schema.get("parameters") or {"type": "object", "properties": {}})
         self._spec = ToolSpec(
             name=entry.name, description=str(schema.get("description", "")), parameters=parameters
@@ -230,7 +235,7 @@ class ManifestTool:
             )
         args = {self.entry.args.get(str(key), str(key)): value for key, value in raw.items()}
         try:
-            return self._impl(Invocation(args, self.entry, ctx, self._rt))
+            return self._impl(Invocation(args, self.entry, ctx, self._rt, self._style))
         except ToolInputError as exc:
             return Result(error_text(style, exc.message), True)
         except OSError as exc:
