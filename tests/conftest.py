@@ -16,7 +16,25 @@ import pytest
 
 from tests.support.model_server import ModelServer, model_server  # noqa: F401
 
-_SCRUBBED_PREFIXES = ("OPENAI_", "CODEX_", "OPENINTERPRETER_", "ANTHROPIC_", "GITHUB_")
+_SCRUBBED_PREFIXES = (
+    "OPENAI_",
+    "CODEX_",
+    "OPENINTERPRETER_",
+    "OIEXEC_",
+    "ANTHROPIC_",
+    "GITHUB_",
+)
+
+
+@pytest.hookimpl(tryfirst=True)
+def pytest_cmdline_main(config: pytest.Config) -> None:
+    """Parallel (`-n auto`) when pytest-xdist is installed, plain sequential pytest when it is
+    not (so `addopts` cannot name its options); an explicit `-n` wins."""
+    if not config.pluginmanager.hasplugin("xdist") or hasattr(config, "workerinput"):
+        return
+    if getattr(config.option, "numprocesses", None) is None:
+        config.option.numprocesses = "auto"
+
 
 
 @pytest.fixture(autouse=True)
