@@ -1,4 +1,4 @@
-"""Every git command the runner itself runs on a workspace goes through here.
+"""Every git command the runner itself runs goes through here, with one policy.
 
 The workspace is the model's: a sandboxed command may have written `.git/config`, a
 `.git/commondir` leading to a config of its own, `~/.gitconfig` when HOME lies in a writable
@@ -13,11 +13,20 @@ root, or the worktree's `.gitattributes`. Git runs programs named in config in m
   (`git config --get-regexp`, which only reads) and blanks each driver's `process`, `clean` and
   `smudge` with `required=false`: driver names cannot be known in advance, so they are asked;
 * gives diff-producing subcommands `--no-ext-diff --no-textconv`;
-* sets `GIT_ATTR_NOSYSTEM=1`, `GIT_TERMINAL_PROMPT=0`, `GIT_OPTIONAL_LOCKS=0`, a `cat` pager,
-  and drops `GIT_EXTERNAL_DIFF`.
+* sets `GIT_ATTR_NOSYSTEM=1`, `GIT_TERMINAL_PROMPT=0`, `GIT_OPTIONAL_LOCKS=0` (reading never
+  rewrites the user's index), a `cat` pager and `LC_ALL=C` (callers parse git's messages), and
+  drops `GIT_EXTERNAL_DIFF` and the variables that point git at another repository or index
+  (`GIT_DIR`, `GIT_INDEX_FILE`, ...: set when the runner is started from a git hook), so the
+  repository is always the one `cwd` (or an explicit `--git-dir`) names;
+* has a timeout (`TIMEOUT`, or `QUICK_TIMEOUT` for lookups that only decorate a prompt or a
+  record), and reports a git that cannot start or overruns as `GitError`, as it does a
+  non-zero exit when the caller asks for `check=True`.
 
 The system config is kept (`GIT_CONFIG_NOSYSTEM` is not set): it is root's and outside every
 writable root, and containers commonly put `safe.directory` there.
+
+Repository discovery by marker (`find_project_root`) lives here too, since config and harness
+both need it and this module sits below both.
 """
 
 from __future__ import annotations
@@ -27,7 +36,20 @@ import subprocess
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 
-__all__ = ["git_argv", "git_env", "run_git", "run_git_text"]
+__all__ = [
+    "QUICK_TIMEOUT",
+    "TIMEOUT",
+    "GitError",
+    "find_project_root",
+    "is_git_marker",
+    "run_git",
+    "run_git_text",
+]
+
+#: Seconds for commands whose cost grows with the worktree (snapshots, diffs, reviews).
+TIMEOUT = 300.0
+#: Seconds for metadata lookups whose answer is optional (prompt variables, session records).
+QUICK_TIMEOUT = 10.0
 
 SAFE_CONFIG = (
     "core.fsmonitor=false",
@@ -50,10 +72,35 @@ _NO_FILTERS = frozenset(
 _DIFFING = frozenset({"diff", "diff-files", "diff-index", "diff-tree", "show", "log"})
 #: Global options that take their value as the next argument.
 _VALUED = frozenset({"-c", "-C", "--git-dir", "--work-tree", "--namespace", "--exec-path"})
+#: Inherited variables that would point git at some other repository or index than `cwd`'s.
+_LOCATION_VARS = (
+    "GIT_DIR",
+    "GIT_WORK_TREE",
+    "GIT_INDEX_FILE",
+    "GIT_OBJECT_DIRECTORY",
+    "GIT_ALTERNATE_OBJECT_DIRECTORIES",
+    "GIT_COMMON_DIR",
+    "GIT_NAMESPACE",
+    "GIT_PREFIX",
+)
 
 
-def git_env(base: Mapping[str, str] | None = None) -> dict[str, str]:
-    env = dict(os.environ if base is None else base)
+class GitError(RuntimeError):
+    """A git command could not run, overran its timeout, or (with `check=True`) failed."""
+
+    def __init__(
+        self, message: str, *, cwd: Path, returncode: int | None = None, stderr: str = ""
+    ) -> None:
+        super().__init__(message)
+        self.cwd = cwd
+        self.returncode = returncode
+        self.stderr = stderr
+
+
+def _env(extra: Mapping[str, str] | None = None) -> dict[str, str]:
+    """The environment every git command gets: the runner's, hardened, then `extra` (e.g. a
+    private `GIT_INDEX_FILE`)."""
+    env = {k: v for k, v in os.environ.items() if k not in _LOCATION_VARS}
     env.pop("GIT_EXTERNAL_DIFF", None)
     env.update(
         GIT_ATTR_NOSYSTEM="1",
@@ -61,7 +108,9 @@ def git_env(base: Mapping[str, str] | None = None) -> dict[str, str]:
         GIT_OPTIONAL_LOCKS="0",
         GIT_PAGER="cat",
         PAGER="cat",
+        LC_ALL="C",
     )
+    env.update(extra or {})
     return env
 
 
@@ -79,17 +128,20 @@ def _split(args: Sequence[str]) -> tuple[list[str], str | None, list[str]]:
     return list(args), None, []
 
 
-def _filter_drivers(globals_: list[str], cwd: Path, env: Mapping[str, str]) -> list[str]:
+def _filter_drivers(
+    globals_: list[str], cwd: Path, env: Mapping[str, str], timeout: float
+) -> list[str]:
     try:
         done = subprocess.run(
             ["git", *globals_, "config", "-z", "--name-only", "--get-regexp", r"^filter\."],
             cwd=cwd,
             env=dict(env),
             capture_output=True,
+            timeout=timeout,
             check=False,
         )
-    except OSError:
-        return []
+    except (OSError, subprocess.TimeoutExpired):
+        return []  # the command itself will then fail or time out, and say so
     drivers: list[str] = []
     for raw in done.stdout.split(b"\0"):
         name = raw.decode("utf-8", "surrogateescape")
@@ -99,12 +151,14 @@ def _filter_drivers(globals_: list[str], cwd: Path, env: Mapping[str, str]) -> l
     return drivers
 
 
-def git_argv(args: Sequence[str], *, cwd: Path, env: Mapping[str, str]) -> list[str]:
+def _argv(
+    args: Sequence[str], *, cwd: Path, env: Mapping[str, str], timeout: float = QUICK_TIMEOUT
+) -> list[str]:
     """The full, hardened argv for `git <args>` (may run `git config` once to list filters)."""
     globals_, sub, rest = _split(args)
     safe = list(SAFE_CONFIG)
     if sub is not None and sub not in _NO_FILTERS:
-        for driver in _filter_drivers(globals_, cwd, env):
+        for driver in _filter_drivers(globals_, cwd, env, timeout):
             safe += [f"filter.{driver}.{key}=" for key in ("process", "clean", "smudge")]
             safe.append(f"filter.{driver}.required=false")
     config = [part for item in safe for part in ("-c", item)]
@@ -118,40 +172,60 @@ def run_git(
     args: Sequence[str],
     *,
     cwd: Path,
-    env: Mapping[str, str] | None = None,
+    extra_env: Mapping[str, str] | None = None,
     input: bytes | None = None,
-    timeout: float | None = None,
+    timeout: float = TIMEOUT,
+    check: bool = False,
 ) -> subprocess.CompletedProcess[bytes]:
-    """`git <args>` hardened as described above, output captured, never raising on exit
-    status (OSError when git cannot be started, TimeoutExpired past `timeout`)."""
-    full_env = git_env(env)
-    return subprocess.run(
-        git_argv(args, cwd=cwd, env=full_env),
-        cwd=cwd,
-        env=full_env,
-        input=input,
-        capture_output=True,
-        timeout=timeout,
-        check=False,
-    )
+    """`git <args>` hardened as described above, output captured.
+
+    Raises `GitError` when git cannot start or overruns `timeout`, and on a non-zero exit
+    only with `check=True` (many callers read the status as an answer)."""
+    env = _env(extra_env)
+    sub = _split(args)[1] or "git"
+    try:
+        done = subprocess.run(
+            _argv(args, cwd=cwd, env=env, timeout=timeout),
+            cwd=cwd,
+            env=env,
+            input=input,
+            capture_output=True,
+            timeout=timeout,
+            check=False,
+        )
+    except OSError as exc:
+        raise GitError(f"cannot run git in {cwd}: {exc}", cwd=cwd) from exc
+    except subprocess.TimeoutExpired as exc:
+        raise GitError(f"git {sub} timed out after {timeout:g}s in {cwd}", cwd=cwd) from exc
+    if check and done.returncode != 0:
+        stderr = _text(done.stderr, "replace").strip()
+        raise GitError(
+            f"git {sub} failed in {cwd}: {stderr or f'exit status {done.returncode}'}",
+            cwd=cwd,
+            returncode=done.returncode,
+            stderr=stderr,
+        )
+    return done
 
 
 def run_git_text(
     args: Sequence[str],
     *,
     cwd: Path,
-    env: Mapping[str, str] | None = None,
+    extra_env: Mapping[str, str] | None = None,
     input: str | None = None,
-    timeout: float | None = None,
+    timeout: float = TIMEOUT,
+    check: bool = False,
     errors: str = "replace",
 ) -> subprocess.CompletedProcess[str]:
     """`run_git` with text in and out (UTF-8, newlines translated as in text mode)."""
     done = run_git(
         args,
         cwd=cwd,
-        env=env,
+        extra_env=extra_env,
         input=None if input is None else input.encode("utf-8"),
         timeout=timeout,
+        check=check,
     )
     return subprocess.CompletedProcess(
         done.args, done.returncode, _text(done.stdout, errors), _text(done.stderr, errors)
@@ -161,3 +235,31 @@ def run_git_text(
 def _text(data: bytes, errors: str) -> str:
     # What subprocess's text mode gives: universal newlines.
     return data.decode("utf-8", errors).replace("\r\n", "\n").replace("\r", "\n")
+
+
+# --- repository discovery (no git process: it runs before anything is trusted) ------------
+
+
+def is_git_marker(dot_git: Path) -> bool:
+    """A real `.git`: a directory with HEAD, or a worktree's `gitdir:` file. An empty `.git`
+    directory (e.g. a sandbox mount point left in /tmp) does not make a repository."""
+    if dot_git.is_dir():
+        return (dot_git / "HEAD").is_file()
+    try:
+        return dot_git.is_file() and dot_git.read_text(errors="replace").startswith("gitdir:")
+    except OSError:
+        return False
+
+
+def find_project_root(cwd: Path, markers: Sequence[str] = (".git",)) -> Path | None:
+    """The nearest ancestor of `cwd` (itself included) holding one of `markers`; a `.git`
+    counts only when it is a real repository (see `is_git_marker`)."""
+
+    def holds(directory: Path, marker: str) -> bool:
+        path = directory / marker
+        return is_git_marker(path) if marker == ".git" else path.exists()
+
+    for directory in (cwd, *cwd.parents):
+        if any(holds(directory, marker) for marker in markers):
+            return directory
+    return None

@@ -1,53 +1,36 @@
-"""Layered configuration: which file sets what, merged deeply, with the origin of every key.
+"""Layered configuration: which source sets what, merged deeply, with the origin of every key.
 
 Layers, lowest first: built-in defaults, `$OPENINTERPRETER_HOME/config.toml`, the profile
 (`[profiles.NAME]` in the user config, then `NAME.config.toml` in the home), the project's
-`.openinterpreter/config.toml` (only when the project is trusted), `-c` overrides, dedicated
-flags, then the values exec forces (`approval_policy = "never"`).
+`.openinterpreter/config.toml` (only when the project is trusted), the environment
+(`OPENINTERPRETER_<KEY>`, then `OIEXEC_<KEY>`; see `oiexec.config.environment`), `-c`
+overrides, dedicated flags, then the values exec forces (`approval_policy = "never"`).
+
+The profile is chosen by `--profile`, else `OIEXEC_PROFILE` / `OPENINTERPRETER_PROFILE`, else
+the user config's `profile`. Trust is read from the user config only: the project cannot
+vouch for itself, and the other layers come too late to decide which files are read.
 """
 
 from __future__ import annotations
 
 import os
-import re
-import tomllib
 import types
 import typing
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from pydantic import BaseModel, ValidationError
 
+from oiexec.config.environment import default_home, environment_layers
+from oiexec.config.layers import Layer, deep_merge, leaf_paths, nest_dotted, read_toml_layer
 from oiexec.config.overrides import nest, parse_override
 from oiexec.config.settings import Settings
 from oiexec.core.errors import ConfigError
+from oiexec.git import find_project_root
 
-HOME_ENV = "OPENINTERPRETER_HOME"
 PROJECT_DIR = ".openinterpreter"
-
-
-def default_home() -> Path:
-    env = os.environ.get(HOME_ENV)
-    return Path(env).expanduser() if env else Path.home() / ".openinterpreter"
-
-
-@dataclass(frozen=True)
-class Layer:
-    """One source of settings. `path` is set for files, so errors can name file and line."""
-
-    name: str
-    data: dict[str, Any]
-    path: Path | None = None
-    text: str | None = None
-    #: Where this layer's keys sit inside `text` (a `[profiles.NAME]` table).
-    key_prefix: tuple[str, ...] = ()
-
-    def where(self, key_path: list[str]) -> str:
-        if self.path is None:
-            return self.name
-        line = _find_line(self.text or "", [*self.key_prefix, *key_path])
-        return f"{self.path}:{line}" if line else str(self.path)
 
 
 @dataclass
@@ -74,24 +57,30 @@ class ConfigInputs:
     strict: bool = False
 
 
-def load_config(inputs: ConfigInputs, home: Path | None = None) -> LoadedConfig:
-    home = home or default_home()
+def load_config(
+    inputs: ConfigInputs, home: Path | None = None, environ: Mapping[str, str] | None = None
+) -> LoadedConfig:
+    """The effective settings; `home` and `environ` default to the process's own."""
+    environ = os.environ if environ is None else environ
+    home = home or default_home(environ)
     warnings: list[str] = []
     layers: list[Layer] = []
 
-    user = _read_toml_layer("user", home / "config.toml")
+    user = read_toml_layer("user", home / "config.toml")
     if user:
         layers.append(user)
     user_data = user.data if user else {}
 
-    profile_name = inputs.profile or user_data.get("profile")
+    env_layers = environment_layers(environ)
+    env_profiles = [layer.data["profile"] for layer in env_layers if "profile" in layer.data]
+    profile_name = inputs.profile or (env_profiles or [None])[-1] or user_data.get("profile")
     if profile_name:
         layers.extend(_profile_layers(str(profile_name), home, user))
 
-    project_root = find_project_root(inputs.cwd)
+    project_root = find_project_root(inputs.cwd) or inputs.cwd
     trusted = _is_trusted(user_data, project_root, inputs.cwd)
     project_file = project_root / PROJECT_DIR / "config.toml"
-    project = _read_toml_layer("project", project_file)
+    project = read_toml_layer("project", project_file)
     if project and _through_symlink(project_root, project_file):
         # The sandbox guards `.openinterpreter` itself, not where a link sends it: a linked
         # project config may have been (re)written by a previous run's commands.
@@ -107,6 +96,7 @@ def load_config(inputs: ConfigInputs, home: Path | None = None) -> LoadedConfig:
             f"ignored {project.path}: the project is not trusted. Trust it by adding "
             f'[projects."{project_root}"] trust_level = "trusted" to {home / "config.toml"}'
         )
+    layers.extend(env_layers)
 
     cli: dict[str, Any] = {}
     for text in inputs.overrides:
@@ -116,25 +106,22 @@ def load_config(inputs: ConfigInputs, home: Path | None = None) -> LoadedConfig:
         layers.append(Layer("-c override", cli))
     flags = {k: v for k, v in inputs.flags.items() if v is not None}
     if flags:
-        layers.append(Layer("command-line flag", _nest_dotted(flags)))
+        layers.append(Layer("command-line flag", nest_dotted(flags)))
     if inputs.forced:
-        layers.append(Layer("forced by exec", _nest_dotted(inputs.forced)))
+        layers.append(Layer("forced by exec", nest_dotted(inputs.forced)))
 
     merged: dict[str, Any] = {}
     origins: dict[str, str] = {}
     for layer in layers:
         merged = deep_merge(merged, layer.data)
-        for key_path in _leaf_paths(layer.data):
-            origins[".".join(key_path)] = (
-                layer.name if layer.path is None else f"{layer.name} ({layer.where(key_path)})"
-            )
+        for key_path in leaf_paths(layer.data):
+            origins[".".join(key_path)] = layer.origin(key_path)
 
     for key_path in unknown_keys(Settings, merged):
         dotted = ".".join(key_path)
         owner = _layer_of(layers, key_path)
         where = owner.where(key_path) if owner else "?"
-        in_file = owner is not None and owner.path is not None
-        if inputs.strict and in_file:
+        if inputs.strict and owner is not None and owner.persistent:
             raise ConfigError(
                 f"unknown config key `{dotted}` in {where}",
                 hint="Remove it, or drop --strict-config to only warn about unknown keys.",
@@ -159,23 +146,6 @@ def _through_symlink(root: Path, path: Path) -> bool:
     return False
 
 
-def _read_toml_layer(name: str, path: Path) -> Layer | None:
-    try:
-        text = path.read_text(encoding="utf-8")
-    except FileNotFoundError:
-        return None
-    except (OSError, UnicodeDecodeError) as exc:
-        raise ConfigError(f"cannot read config file {path}: {exc}") from exc
-    try:
-        data = tomllib.loads(text)
-    except tomllib.TOMLDecodeError as exc:
-        raise ConfigError(
-            f"invalid TOML in {path}: {exc}",
-            hint="Fix the syntax at the line shown (see https://toml.io).",
-        ) from exc
-    return Layer(name, data, path, text)
-
-
 def _profile_layers(name: str, home: Path, user: Layer | None) -> list[Layer]:
     layers: list[Layer] = []
     table = (user.data.get("profiles") or {}).get(name) if user else None
@@ -191,7 +161,7 @@ def _profile_layers(name: str, home: Path, user: Layer | None) -> list[Layer]:
                 ("profiles", name),
             )
         )
-    file_layer = _read_toml_layer(f"profile {name}", home / f"{name}.config.toml")
+    file_layer = read_toml_layer(f"profile {name}", home / f"{name}.config.toml")
     if file_layer:
         layers.append(file_layer)
     if not layers:
@@ -201,25 +171,6 @@ def _profile_layers(name: str, home: Path, user: Layer | None) -> list[Layer]:
             f"{home / f'{name}.config.toml'}.",
         )
     return layers
-
-
-def is_git_marker(dot_git: Path) -> bool:
-    """A real `.git`: a directory with HEAD, or a worktree's `gitdir:` file. An empty `.git`
-    directory (e.g. a sandbox mount point left in /tmp) does not make a repository."""
-    if dot_git.is_dir():
-        return (dot_git / "HEAD").is_file()
-    try:
-        return dot_git.is_file() and dot_git.read_text(errors="replace").startswith("gitdir:")
-    except OSError:
-        return False
-
-
-def find_project_root(cwd: Path) -> Path:
-    """The git root above `cwd`, else `cwd` itself."""
-    for candidate in (cwd, *cwd.parents):
-        if is_git_marker(candidate / ".git"):
-            return candidate
-    return cwd
 
 
 def _is_trusted(user_data: dict[str, Any], project_root: Path, cwd: Path) -> bool:
@@ -234,34 +185,6 @@ def _is_trusted(user_data: dict[str, Any], project_root: Path, cwd: Path) -> boo
 
 
 # --- merging -----------------------------------------------------------------------------
-
-
-def deep_merge(base: dict[str, Any], top: dict[str, Any]) -> dict[str, Any]:
-    """Tables merge key by key; any other value in `top` replaces the one in `base`."""
-    result = dict(base)
-    for key, value in top.items():
-        if isinstance(value, dict) and isinstance(result.get(key), dict):
-            result[key] = deep_merge(result[key], value)
-        else:
-            result[key] = value
-    return result
-
-
-def _nest_dotted(flat: dict[str, Any]) -> dict[str, Any]:
-    result: dict[str, Any] = {}
-    for key, value in flat.items():
-        result = deep_merge(result, nest(key.split("."), value))
-    return result
-
-
-def _leaf_paths(data: dict[str, Any], prefix: tuple[str, ...] = ()) -> list[list[str]]:
-    paths: list[list[str]] = []
-    for key, value in data.items():
-        if isinstance(value, dict) and value:
-            paths.extend(_leaf_paths(value, (*prefix, key)))
-        else:
-            paths.append([*prefix, key])
-    return paths
 
 
 def _layer_of(layers: list[Layer], key_path: list[str]) -> Layer | None:
@@ -338,26 +261,3 @@ def _validate(merged: dict[str, Any], layers: list[Layer]) -> Settings:
             "invalid configuration:\n  " + "\n  ".join(problems),
             hint="Fix the value(s) above; `interpreter config show --origins` shows every layer.",
         ) from None
-
-
-_HEADER = re.compile(r"^\s*\[\[?\s*([^\]]+?)\s*\]\]?\s*(#.*)?$")
-
-
-def _find_line(text: str, key_path: list[str]) -> int | None:
-    """Best-effort line number of a key in TOML text (tomllib keeps no positions)."""
-    table: list[str] = []
-    leaf = key_path[-1]
-    for number, line in enumerate(text.splitlines(), start=1):
-        header = _HEADER.match(line)
-        if header:
-            table = [p.strip().strip('"').strip("'") for p in header.group(1).split(".")]
-            continue
-        key, sep, _ = line.partition("=")
-        if not sep:
-            continue
-        parts = [p.strip().strip('"').strip("'") for p in key.strip().split(".")]
-        if [*table, *parts] == key_path or (table == key_path[:-1] and parts == [leaf]):
-            return number
-        if [*table, *parts] == key_path[: len(table) + len(parts)] and parts:
-            return number
-    return None

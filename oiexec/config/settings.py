@@ -135,6 +135,7 @@ class Settings(BaseSettings):
         dotenv_settings: PydanticBaseSettingsSource,
         file_secret_settings: PydanticBaseSettingsSource,
     ) -> tuple[PydanticBaseSettingsSource, ...]:
-        # The loader merges every layer itself (deep merge, with origins for each key), so
-        # the only source is the merged mapping passed to the constructor.
+        # The loader merges every layer itself (deep merge, with the origin of each key): the
+        # environment is read by its own layer (`oiexec.config.environment`, pydantic-settings'
+        # env source per prefix), so here the only source is the merged mapping passed in.
         return (init_settings,)

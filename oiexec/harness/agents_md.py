@@ -15,12 +15,13 @@ from datetime import datetime
 from pathlib import Path
 from xml.sax.saxutils import escape
 
+from oiexec.git import find_project_root
+
 __all__ = [
     "DEFAULT_FILENAME",
     "OVERRIDE_FILENAME",
     "discover_user_instructions",
     "environment_context",
-    "find_project_root",
     "project_doc_paths",
     "read_global_doc",
     "read_project_docs",
@@ -49,21 +50,6 @@ def read_global_doc(home: Path) -> str | None:
         path = home / name
         if path.is_file():
             return _read_text(path)
-    return None
-
-
-def find_project_root(cwd: Path, markers: Sequence[str] = (".git",)) -> Path | None:
-    """The nearest ancestor of `cwd` (itself included) holding one of `markers`; a `.git`
-    counts only when it is a real repository (see `is_git_marker`)."""
-    from oiexec.config.loader import is_git_marker
-
-    def holds(directory: Path, marker: str) -> bool:
-        path = directory / marker
-        return is_git_marker(path) if marker == ".git" else path.exists()
-
-    for directory in (cwd, *cwd.parents):
-        if any(holds(directory, marker) for marker in markers):
-            return directory
     return None
 
 

@@ -3,14 +3,13 @@
 from __future__ import annotations
 
 import platform
-import subprocess
 from collections.abc import Mapping
 from datetime import UTC, datetime
 from pathlib import Path
 from string import Template
 
 from oiexec.core.errors import ToolInputError
-from oiexec.git import run_git_text
+from oiexec.git import QUICK_TIMEOUT, GitError, run_git_text
 from oiexec.tools.fs import list_directory
 from oiexec.tools.fs.render import tree
 
@@ -19,9 +18,9 @@ __all__ = ["fill", "prompt_variables"]
 
 def _git(cwd: Path, *args: str) -> str | None:
     try:
-        done = run_git_text(args, cwd=cwd, timeout=5)
-    except (OSError, subprocess.TimeoutExpired):
-        return None
+        done = run_git_text(args, cwd=cwd, timeout=QUICK_TIMEOUT)
+    except GitError:
+        return None  # the prompt says "not a git repository" rather than the run failing
     return done.stdout.strip() if done.returncode == 0 else None
 
 

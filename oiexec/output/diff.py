@@ -7,14 +7,13 @@ harmless and eventually pruned. Outside a repository a throwaway git dir in a te
 plays the same role.
 
 The patch comes from `git diff --binary --full-index` between two such trees, so `git apply`
-accepts it on a clean copy of the start state, binary files and renames included.
+accepts it on a clean copy of the start state, binary files and renames included. Git runs
+through `oiexec.git` (hardened, with timeouts); its failures surface as `GitError`.
 """
 
 from __future__ import annotations
 
-import os
 import shutil
-import subprocess
 import tempfile
 import weakref
 from pathlib import Path
@@ -22,19 +21,7 @@ from pathlib import Path
 from oiexec.git import run_git
 from oiexec.output.reportfile import write_report
 
-__all__ = ["Baseline", "DiffError"]
-
-# Variables that would point git at some other repository or index than the one we chose.
-_GIT_LOCATION_VARS = (
-    "GIT_DIR",
-    "GIT_WORK_TREE",
-    "GIT_INDEX_FILE",
-    "GIT_OBJECT_DIRECTORY",
-    "GIT_ALTERNATE_OBJECT_DIRECTORIES",
-    "GIT_COMMON_DIR",
-    "GIT_NAMESPACE",
-    "GIT_PREFIX",
-)
+__all__ = ["Baseline"]
 
 # User config that would change what the patch looks like or make it unappliable.
 _STABLE_CONFIG = (
@@ -45,45 +32,16 @@ _STABLE_CONFIG = (
     "diff.renames=true",
     "advice.addEmbeddedRepo=false",
     "core.safecrlf=false",
-    "gc.auto=0",
 )
 
 
-class DiffError(RuntimeError):
-    """git could not snapshot or diff the workspace."""
-
-
-def _git_env(index_file: Path | None = None) -> dict[str, str]:
-    env = {k: v for k, v in os.environ.items() if k not in _GIT_LOCATION_VARS}
-    env["GIT_TERMINAL_PROMPT"] = "0"
-    env["GIT_OPTIONAL_LOCKS"] = "0"
-    if index_file is not None:
-        env["GIT_INDEX_FILE"] = str(index_file)
-    return env
-
-
-def _run(
-    args: list[str], *, cwd: Path, env: dict[str, str], check: bool = True
-) -> subprocess.CompletedProcess[bytes]:
-    try:
-        # Hardened: the workspace's config may have been planted by a sandboxed command.
-        done = run_git(args, cwd=cwd, env=env)
-    except OSError as exc:
-        raise DiffError(f"cannot run git: {exc}") from exc
-    if check and done.returncode != 0:
-        message = done.stderr.decode("utf-8", "replace").strip()
-        raise DiffError(f"git {args[-1] if args else ''} failed: {message}")
-    return done
+def _index_env(index: Path) -> dict[str, str]:
+    return {"GIT_INDEX_FILE": str(index)}
 
 
 def _find_repository(workspace: Path) -> tuple[Path, Path] | None:
     """(work tree root, git dir) of the repository containing `workspace`, if any."""
-    done = _run(
-        ["rev-parse", "--show-toplevel", "--absolute-git-dir"],
-        cwd=workspace,
-        env=_git_env(),
-        check=False,
-    )
+    done = run_git(["rev-parse", "--show-toplevel", "--absolute-git-dir"], cwd=workspace)
     lines = done.stdout.decode("utf-8", "surrogateescape").splitlines()
     if done.returncode != 0 or len(lines) != 2 or not lines[0]:
         return None
@@ -114,11 +72,7 @@ class Baseline:
                 _seed_index(git_dir, work_tree, tmp / "index")
             else:
                 work_tree, git_dir = workspace, tmp / "git"
-                _run(
-                    ["init", "-q", "--bare", str(git_dir)],
-                    cwd=tmp,
-                    env=_git_env(),
-                )
+                run_git(["init", "-q", "--bare", str(git_dir)], cwd=tmp, check=True)
             tree = _snapshot(work_tree, git_dir, tmp / "index")
         except BaseException:
             shutil.rmtree(tmp, ignore_errors=True)
@@ -135,7 +89,7 @@ class Baseline:
         now = self.snapshot()
         if now == self.tree:
             return b""
-        done = _run(
+        done = run_git(
             [
                 *_git_prefix(self.work_tree, self.git_dir),
                 "diff",
@@ -151,7 +105,8 @@ class Baseline:
                 now,
             ],
             cwd=self.work_tree,
-            env=_git_env(self._index),
+            extra_env=_index_env(self._index),
+            check=True,
         )
         return done.stdout
 
@@ -174,7 +129,7 @@ class Baseline:
 
     def _check_open(self) -> None:
         if not self._finalizer.alive:
-            raise DiffError("baseline is closed")
+            raise RuntimeError("baseline is closed")
 
 
 def _git_prefix(work_tree: Path, git_dir: Path) -> list[str]:
@@ -190,23 +145,22 @@ def _seed_index(git_dir: Path, work_tree: Path, index: Path) -> None:
         shutil.copyfile(real, index)
         return
     # No index yet (fresh clone without checkout, or an unborn branch): start from HEAD.
-    env = _git_env(index)
-    head = _run(["rev-parse", "--verify", "-q", "HEAD^{tree}"], cwd=work_tree, env=env, check=False)
+    env = _index_env(index)
+    head = run_git(["rev-parse", "--verify", "-q", "HEAD^{tree}"], cwd=work_tree, extra_env=env)
     if head.returncode == 0:
-        _run(
+        run_git(
             [*_git_prefix(work_tree, git_dir), "read-tree", head.stdout.decode().strip()],
             cwd=work_tree,
-            env=env,
+            extra_env=env,
+            check=True,
         )
 
 
 def _snapshot(work_tree: Path, git_dir: Path, index: Path) -> str:
     prefix = _git_prefix(work_tree, git_dir)
-    env = _git_env(index)
+    env = _index_env(index)
     # An unreadable file must not cost the whole patch: git adds everything else and exits
     # non-zero, and the tree is still written.
-    _run(
-        [*prefix, "add", "--all", "--ignore-errors", "--", "."], cwd=work_tree, env=env, check=False
-    )
-    done = _run([*prefix, "write-tree"], cwd=work_tree, env=env)
+    run_git([*prefix, "add", "--all", "--ignore-errors", "--", "."], cwd=work_tree, extra_env=env)
+    done = run_git([*prefix, "write-tree"], cwd=work_tree, extra_env=env, check=True)
     return done.stdout.decode().strip()

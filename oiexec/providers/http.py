@@ -22,6 +22,7 @@ from httpx_sse import EventSource, ServerSentEvent, SSEError
 from tenacity import RetryCallState, Retrying, retry_if_exception_type, stop_after_attempt
 
 from oiexec import __version__
+from oiexec.config.environment import RETRY_BASE_DELAY_ENV
 from oiexec.config.settings import ProviderConfig
 from oiexec.core.errors import ProviderError
 from oiexec.core.protocols import RetryCallback
@@ -46,7 +47,6 @@ _RETRYABLE_STATUS = frozenset({408, 409, 429})
 # OpenAI answers 429 for an exhausted quota too; waiting does not help there.
 _NON_RETRYABLE_CODES = frozenset({"insufficient_quota"})
 _MAX_BODY_IN_MESSAGE = 500
-_BASE_DELAY_ENV = "OIEXEC_RETRY_BASE_DELAY_MS"
 
 
 @dataclass(frozen=True)
@@ -64,7 +64,7 @@ class RetryTiming:
     def from_env(cls) -> RetryTiming:
         """Defaults, with the base delay overridable by `OIEXEC_RETRY_BASE_DELAY_MS`
         (end-to-end tests drive the CLI as a subprocess and cannot pass objects)."""
-        raw = os.environ.get(_BASE_DELAY_ENV, "").strip()
+        raw = os.environ.get(RETRY_BASE_DELAY_ENV, "").strip()
         try:
             return cls(base_delay=max(0.0, float(raw) / 1000)) if raw else cls()
         except ValueError:

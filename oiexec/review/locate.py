@@ -10,7 +10,7 @@ import os
 from collections.abc import Callable
 from pathlib import Path, PurePosixPath
 
-from oiexec.git import run_git
+from oiexec.git import GitError, run_git
 from oiexec.review.model import LocationStatus, ReviewFinding, ReviewOutput
 
 __all__ = ["FileReader", "git_revision_reader", "locate_findings", "working_tree_reader"]
@@ -34,7 +34,10 @@ def git_revision_reader(root: Path, revision: str) -> FileReader:
     """Read files as they are in `revision` (for `--commit`, whose lines may have moved since)."""
 
     def read(relative: str) -> bytes | None:
-        done = run_git(["cat-file", "blob", f"{revision}:{relative}"], cwd=root)
+        try:
+            done = run_git(["cat-file", "blob", f"{revision}:{relative}"], cwd=root)
+        except GitError:
+            return None  # unreadable counts as missing: the finding is kept, marked so
         return done.stdout if done.returncode == 0 else None
 
     return read

@@ -8,14 +8,13 @@ first parent. Custom instructions have no diff of their own (`changed_lines` giv
 
 from __future__ import annotations
 
-import os
 import re
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from oiexec.core.errors import UsageError
-from oiexec.git import run_git_text
+from oiexec.git import GitError, run_git_text
 
 __all__ = [
     "BaseBranchTarget",
@@ -243,19 +242,15 @@ def _empty_tree(root: Path) -> str:
 
 
 def _git(cwd: Path, *args: str, check: bool = True, stdin: str | None = None) -> str:
-    # Reviews run read-only: don't let status-like commands rewrite the index as a side effect.
-    env = {**os.environ, "GIT_OPTIONAL_LOCKS": "0", "LC_ALL": "C"}
     try:
         done = run_git_text(
             ["-c", "core.quotepath=off", *args],
             cwd=cwd,
-            env=env,
             input=stdin if stdin is not None else "",
+            check=check,
             errors="surrogateescape",
         )
-    except OSError as exc:
-        raise ReviewTargetError(f"cannot run git in {cwd}: {exc}") from exc
-    if check and done.returncode != 0:
-        message = done.stderr.strip() or f"git {args[0]} failed"
-        raise ReviewTargetError(f"git {args[0]} failed in {cwd}: {message}")
+    except GitError as exc:
+        # Not a repository, an unknown revision, no git at all: the target is unusable here.
+        raise ReviewTargetError(str(exc)) from exc
     return done.stdout

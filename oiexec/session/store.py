@@ -12,7 +12,6 @@ from __future__ import annotations
 import json
 import os
 import secrets
-import subprocess
 import threading
 import time
 import uuid
@@ -22,7 +21,7 @@ from typing import IO, Any
 
 from oiexec.core.errors import SessionError
 from oiexec.core.redact import redact
-from oiexec.git import run_git_text
+from oiexec.git import QUICK_TIMEOUT, GitError, run_git_text
 from oiexec.session.index import load_rollout, sessions_dir
 
 __all__ = ["NullStore", "RolloutStore", "fork_rollout", "new_thread_id", "uuid7"]
@@ -80,9 +79,9 @@ def _git_info(cwd: Path) -> dict[str, str] | None:
         ("branch", ["symbolic-ref", "-q", "--short", "HEAD"]),
     ):
         try:
-            done = run_git_text(["-C", str(cwd), *args], cwd=cwd, timeout=10)
-        except (OSError, subprocess.SubprocessError):
-            return None
+            done = run_git_text(args, cwd=cwd, timeout=QUICK_TIMEOUT)
+        except GitError:
+            return None  # the record simply has no `git` block
         if done.returncode == 0 and done.stdout.strip():
             info[key] = done.stdout.strip()
     return info or None

@@ -9,12 +9,11 @@ and the global excludes file behave exactly as git reads them), one call per tre
 from __future__ import annotations
 
 import os
-import shutil
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-from oiexec.git import run_git, run_git_text
+from oiexec.git import QUICK_TIMEOUT, GitError, run_git, run_git_text
 
 
 @dataclass(frozen=True)
@@ -29,12 +28,10 @@ class WalkEntry:
 
 def git_work_tree(path: Path) -> Path | None:
     """The top of the git work tree holding `path`, or None outside one (or without git)."""
-    if shutil.which("git") is None:
-        return None
     start = path if path.is_dir() else path.parent
     try:
-        proc = run_git_text(["-C", str(start), "rev-parse", "--show-toplevel"], cwd=start)
-    except OSError:
+        proc = run_git_text(["rev-parse", "--show-toplevel"], cwd=start, timeout=QUICK_TIMEOUT)
+    except GitError:
         return None
     if proc.returncode != 0 or not proc.stdout.strip():
         return None
@@ -49,11 +46,14 @@ def ignored_by_git(top: Path, entries: Sequence[WalkEntry]) -> set[Path]:
     for entry in entries:
         rel = os.path.relpath(entry.path, top).replace(os.sep, "/")
         names[rel + ("/" if entry.is_dir else "")] = entry.path
-    proc = run_git(
-        ["-C", str(top), "check-ignore", "--no-index", "-z", "--stdin"],
-        cwd=top,
-        input="\0".join(names).encode("utf-8") + b"\0",
-    )
+    try:
+        proc = run_git(
+            ["check-ignore", "--no-index", "-z", "--stdin"],
+            cwd=top,
+            input="\0".join(names).encode("utf-8") + b"\0",
+        )
+    except GitError:
+        return set()  # as when nothing is ignored: the listing shows more, never less
     out = proc.stdout.decode("utf-8", errors="replace").split("\0")
     return {names[name] for name in out if name in names}
 

@@ -1,0 +1,135 @@
+"""The environment layer of configuration, and the other variables the runner reads.
+
+Any config key can be set as `OIEXEC_<KEY>`, or `OPENINTERPRETER_<KEY>` (the Open
+Interpreter family's prefix); when both name the same key, `OIEXEC_` wins. A nested key joins
+its parts with `__` (`OIEXEC_SANDBOX_WORKSPACE_WRITE__NETWORK_ACCESS=true`); a table or list
+may also be given whole as JSON (`OIEXEC_SANDBOX_WORKSPACE_WRITE__WRITABLE_ROOTS='["/data"]'`).
+Names are matched without regard to case after the prefix, and an empty variable counts as
+unset (CI systems expand missing variables to empty strings). The layer sits between the
+project's config file and `-c` overrides; `oiexec.config.loader` places it.
+
+Parsing is pydantic-settings' own environment source, pointed at one prefix and at the
+variables left after `NOT_CONFIG` is taken out.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any
+
+from pydantic.fields import FieldInfo
+from pydantic_settings import EnvSettingsSource
+
+from oiexec.config.layers import Layer
+from oiexec.config.settings import Settings
+from oiexec.core.errors import ConfigError
+
+__all__ = [
+    "HOME_ENV",
+    "NOT_CONFIG",
+    "PREFIXES",
+    "RETRY_BASE_DELAY_ENV",
+    "default_home",
+    "environment_layers",
+]
+
+#: Lowest precedence first: `OIEXEC_` is applied last, so it wins.
+PREFIXES = ("OPENINTERPRETER_", "OIEXEC_")
+
+#: Where config, sessions and AGENTS.md live; it decides where the other layers are read
+#: from, so it cannot be one of them.
+HOME_ENV = "OPENINTERPRETER_HOME"
+#: Test knob: the first retry's backoff in milliseconds (read by `providers.http`).
+RETRY_BASE_DELAY_ENV = "OIEXEC_RETRY_BASE_DELAY_MS"
+
+#: Variables carrying a config prefix that are not config keys. They are never read as
+#: settings, even if a key of that name is added one day.
+NOT_CONFIG = frozenset(
+    {
+        HOME_ENV,
+        RETRY_BASE_DELAY_ENV,
+        "OIEXEC_DEBUG",  # the CLI prints tracebacks (oiexec.cli)
+        "OIEXEC_SANDBOX_TEST_HOOKS",  # the sandbox's test hooks (oiexec.sandbox.hooks)
+        "OIEXEC_CI_VENV",  # where .ci/run makes its virtualenv
+        "OIEXEC_UPDATE_GOLDEN",  # the harness tests rewrite their golden fixtures
+        # Set by the runner for the commands it runs, so a nested run sees them.
+        "OPENINTERPRETER_SANDBOX",
+        "OPENINTERPRETER_SANDBOX_NETWORK_DISABLED",
+        "OPENINTERPRETER_THREAD_ID",
+    }
+)
+
+
+def default_home(environ: Mapping[str, str] | None = None) -> Path:
+    value = (os.environ if environ is None else environ).get(HOME_ENV)
+    return Path(value).expanduser() if value else Path.home() / ".openinterpreter"
+
+
+def environment_layers(environ: Mapping[str, str]) -> list[Layer]:
+    """One layer per prefix that sets anything, lowest precedence first."""
+    layers: list[Layer] = []
+    for prefix in PREFIXES:
+        chosen = {
+            name: value
+            for name, value in environ.items()
+            if name.startswith(prefix) and name not in NOT_CONFIG and value != ""
+        }
+        data = _PrefixSource(prefix, chosen)()
+        if data:
+            layers.append(Layer("environment", data, variables=_key_paths(prefix, chosen)))
+    return layers
+
+
+def _key_paths(prefix: str, variables: Mapping[str, str]) -> dict[tuple[str, ...], str]:
+    """The key path each variable names -> the variable, for origins and error messages."""
+    paths: dict[tuple[str, ...], str] = {}
+    for name in variables:
+        path = tuple(name[len(prefix) :].lower().split(_DELIMITER))
+        if path[0] in Settings.model_fields:
+            paths[path] = name
+    return paths
+
+
+_DELIMITER = "__"
+
+
+class _PrefixSource(EnvSettingsSource):
+    """pydantic-settings' environment source for one prefix, over chosen variables only."""
+
+    def __init__(self, prefix: str, variables: Mapping[str, str]) -> None:
+        self._variables = variables
+        super().__init__(
+            Settings,
+            case_sensitive=False,
+            env_prefix=prefix,
+            env_nested_delimiter=_DELIMITER,
+        )
+
+    def _load_env_vars(self) -> Mapping[str, str | None]:
+        # The base class reads all of os.environ; this layer reads what it was given.
+        return {name.lower(): value for name, value in self._variables.items()}
+
+    def prepare_field_value(
+        self, field_name: str, field: FieldInfo, value: Any, value_is_complex: bool
+    ) -> Any:
+        try:
+            return super().prepare_field_value(field_name, field, value, value_is_complex)
+        except ValueError as exc:
+            # A table or list that is not valid JSON; say which variable, as for a file line.
+            own = f"{self.env_prefix}{field_name}".lower()
+            names = sorted(
+                name
+                for name in self._variables
+                if name.lower() == own or name.lower().startswith(own + _DELIMITER)
+            )
+            key = field_name
+            if len(names) == 1:
+                key = ".".join(names[0][len(self.env_prefix) :].lower().split(_DELIMITER))
+            raise ConfigError(
+                f"invalid configuration: `{key}` in environment variable "
+                f"{' or '.join(names)}: not valid JSON ({exc})",
+                hint="Give a table or a list as JSON, e.g. "
+                f"{self.env_prefix}SANDBOX_WORKSPACE_WRITE__WRITABLE_ROOTS='[\"/data\"]'.",
+            ) from None
