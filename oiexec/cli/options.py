@@ -11,9 +11,9 @@ from typing import Any, TypeVar
 
 import click
 
-F = TypeVar("F", bound=Callable[..., Any])
+from oiexec.core.policy import SANDBOX_MODES
 
-SANDBOX_CHOICES = ("read-only", "workspace-write", "danger-full-access")
+F = TypeVar("F", bound=Callable[..., Any])
 
 _EXEC_OPTIONS: list[Callable[[Any], Any]] = [
     click.option(
@@ -56,7 +56,7 @@ _EXEC_OPTIONS: list[Callable[[Any], Any]] = [
         "-s",
         "--sandbox",
         "sandbox_mode",
-        type=click.Choice(SANDBOX_CHOICES),
+        type=click.Choice(SANDBOX_MODES),
         help="Sandbox for model-run commands.",
     ),
     click.option(

@@ -10,6 +10,7 @@ from typing import Any, TypeVar
 import click
 
 from oiexec.cli.options import exec_options, merged_params
+from oiexec.cli.request import build_request
 
 F = TypeVar("F", bound=Callable[..., Any])
 
@@ -90,7 +91,6 @@ review_command = _review_command("review", _DOC)
 
 
 def run_review_command(ctx: click.Context) -> None:
-    from oiexec.cli.exec_cmd import build_request
     from oiexec.review.gate import GatePolicy, parse_fail_on, parse_min_confidence
     from oiexec.runner.review import ReviewRequest, run_review
 

@@ -3,7 +3,8 @@
     interpreter sandbox [-s MODE] [--backend B] [--add-dir DIR] [-C DIR] [--network] -- CMD ARGS...
     interpreter sandbox doctor [-s MODE] [--backend B] [--require auto|full|any] [--json]
 
-Only click is imported at module level so `--help` stays fast.
+Only click and the policy types are imported at module level, so `--help` stays fast; the
+runner builds the policy and supervises the command.
 """
 
 from __future__ import annotations
@@ -12,13 +13,11 @@ import json
 import os
 import sys
 from pathlib import Path
-from typing import Any
+from typing import get_args
 
 import click
 
-_MODES = ("read-only", "workspace-write", "danger-full-access")
-_REQUIRE = ("auto", "any", "full")
-_BACKENDS = ("auto", "bwrap", "landlock")
+from oiexec.core.policy import SANDBOX_MODES, BackendChoice, RequireChoice, SandboxMode
 
 
 class _SandboxGroup(click.Group):
@@ -32,39 +31,16 @@ class _SandboxGroup(click.Group):
         return super().parse_args(ctx, args)
 
 
-def _policy(
-    mode: str,
-    cwd: Path,
-    add_dirs: tuple[str, ...],
-    network: bool,
-    require: str,
-    backend: str,
-    limits: tuple[int, int, int] | None = None,
-) -> Any:
-    from oiexec.core.policy import SandboxLimits, SandboxPolicy, resolve_require
-
-    # click.Choice guarantees the literal types below.
-    return SandboxPolicy(
-        mode=mode,  # type: ignore[arg-type]
-        cwd=cwd,
-        extra_roots=tuple(Path(d).resolve() for d in add_dirs),
-        network_access=network,
-        require=resolve_require(require),  # type: ignore[arg-type]
-        backend=backend,  # type: ignore[arg-type]
-        limits=SandboxLimits.from_config(*limits) if limits else SandboxLimits(),
-    )
-
-
 _backend_option = click.option(
     "--backend",
-    type=click.Choice(_BACKENDS),
+    type=click.Choice(get_args(BackendChoice)),
     default="auto",
     show_default=True,
     help="Linux backend (as sandbox_backend): bwrap when it works, else Landlock.",
 )
 _require_option = click.option(
     "--require",
-    type=click.Choice(_REQUIRE),
+    type=click.Choice(get_args(RequireChoice)),
     default="auto",
     show_default=True,
     help='"full" refuses the degraded Landlock backend; "auto" is "full" as root.',
@@ -81,7 +57,7 @@ _require_option = click.option(
     "-s",
     "--sandbox",
     "mode",
-    type=click.Choice(_MODES),
+    type=click.Choice(SANDBOX_MODES),
     default="read-only",
     show_default=True,
     help="Sandbox mode for the command.",
@@ -127,12 +103,12 @@ _require_option = click.option(
 @click.pass_context
 def sandbox_group(
     ctx: click.Context,
-    mode: str,
+    mode: SandboxMode,
     add_dirs: tuple[str, ...],
     cwd: str | None,
     network: bool,
-    require: str,
-    backend: str,
+    require: RequireChoice,
+    backend: BackendChoice,
     max_processes: int,
     max_file_size_mb: int,
     max_cpu_seconds: int,
@@ -143,16 +119,19 @@ def sandbox_group(
     command: list[str] = ctx.meta.get("sandbox_command") or []
     if not command:
         raise click.UsageError("give the command after `--`, e.g. `interpreter sandbox -- ls`")
-    workdir = Path(cwd or os.getcwd()).resolve()
-    limits = (max_processes, max_file_size_mb, max_cpu_seconds)
-    policy = _policy(mode, workdir, add_dirs, network, require, backend, limits)
-    ctx.exit(_run(policy, command))
+    from oiexec.core.policy import SandboxLimits
+    from oiexec.runner.sandboxed import flag_policy, run_sandboxed
 
-
-def _run(policy: Any, command: list[str]) -> int:
-    from oiexec.runner.sandboxed import run_sandboxed
-
-    return run_sandboxed(policy, command, lambda text: click.echo(text, err=True))
+    policy = flag_policy(
+        mode,
+        Path(cwd or os.getcwd()).resolve(),
+        add_dirs=add_dirs,
+        network=network,
+        require=require,
+        backend=backend,
+        limits=SandboxLimits.from_config(max_processes, max_file_size_mb, max_cpu_seconds),
+    )
+    ctx.exit(run_sandboxed(policy, command, lambda text: click.echo(text, err=True)))
 
 
 @sandbox_group.command("doctor")
@@ -160,7 +139,7 @@ def _run(policy: Any, command: list[str]) -> int:
     "-s",
     "--sandbox",
     "mode",
-    type=click.Choice(_MODES),
+    type=click.Choice(SANDBOX_MODES),
     default="workspace-write",
     show_default=True,
     help="The mode to check.",
@@ -171,15 +150,22 @@ def _run(policy: Any, command: list[str]) -> int:
 @click.option("--json", "as_json", is_flag=True, help="Print the report as JSON on stdout.")
 @click.option("-C", "--cd", "cwd", type=click.Path(file_okay=False, exists=True))
 def doctor_command(
-    mode: str, require: str, backend: str, network: bool, as_json: bool, cwd: str | None
+    mode: SandboxMode,
+    require: RequireChoice,
+    backend: BackendChoice,
+    network: bool,
+    as_json: bool,
+    cwd: str | None,
 ) -> None:
     """Which backend would be used and why, what it enforces, what is degraded, how to fix."""
     from oiexec.core.errors import OiexecError
+    from oiexec.runner.sandboxed import flag_policy
     from oiexec.sandbox.doctor import render_report, run_doctor
 
     workdir = Path(cwd or os.getcwd()).resolve()
+    policy = flag_policy(mode, workdir, network=network, require=require, backend=backend)
     try:
-        report = run_doctor(_policy(mode, workdir, (), network, require, backend))
+        report = run_doctor(policy)
     except OiexecError as exc:
         click.echo(exc.render(), err=True)
         sys.exit(int(exc.exit_code))

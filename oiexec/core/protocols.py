@@ -5,6 +5,7 @@ Tool          one model-facing tool backed by a shared implementation
 Harness       the prompt, tools and completion rule a model family was tuned with
 Sandbox       how a command is confined (none, bubblewrap, Landlock, Seatbelt)
 EventSink     where events go (stdout JSONL, stderr transcript, session rollout)
+EventProcessor  how a run is shown to its caller (the transcript or JSONL); one per run
 SessionStore  the append-only rollout of one thread
 """
 
@@ -26,7 +27,7 @@ from oiexec.core.types import (
 )
 
 if TYPE_CHECKING:
-    from oiexec.core.context import ToolContext
+    from oiexec.core.context import ItemEmitter, ToolContext
     from oiexec.core.policy import PreparedCommand, SandboxPolicy
 
 #: Called before each retry with (attempt, max_attempts, reason).
@@ -147,3 +148,30 @@ class SessionStore(Protocol):
     def append(self, record_type: str, payload: dict[str, Any]) -> None: ...
 
     def close(self) -> None: ...
+
+
+class EventProcessor(EventSink, Protocol):
+    """How one run is shown to whoever started it: a transcript for people or JSONL events
+    for programs (codex-rs/exec's `EventProcessor`). The runner picks one when it starts and
+    talks only to this seam, so the output mode is decided in exactly one place."""
+
+    def header(self, title: str, fields: Sequence[tuple[str, str]]) -> None:
+        """The settings the run starts with, before `thread.started`."""
+        ...
+
+    def warning(self, text: str) -> None:
+        """Something the caller should know that does not fail the run."""
+        ...
+
+    def startup_warning(self, text: str, items: ItemEmitter) -> None:
+        """A config or flag warning before `turn.started`; `items` reaches every sink, for
+        the modes that also report it as an item."""
+        ...
+
+    def step(self, number: int) -> None:
+        """A model step begins (numbered from 1)."""
+        ...
+
+    def final_output(self, message: str) -> None:
+        """The accepted final answer of a run that succeeded."""
+        ...

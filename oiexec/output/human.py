@@ -1,4 +1,5 @@
-"""The readable transcript on stderr: header, commands, patches, messages, token use.
+"""The readable transcript on stderr (header, commands, patches, messages, token use) and
+only the final message on stdout: the event processor of a run without `--json`.
 
 Colour only when asked (a TTY or `--color always`). Inside GitHub Actions each model step is
 folded into a `::group::` so long runs stay readable in the job log.
@@ -7,10 +8,12 @@ folded into a `::group::` so long runs stay readable in the job log.
 from __future__ import annotations
 
 import os
-from typing import TextIO, assert_never
+from collections.abc import Sequence
+from typing import Literal, TextIO, assert_never
 
 import click
 
+from oiexec.core.context import ItemEmitter
 from oiexec.core.events import (
     AgentMessageItem,
     CommandExecutionItem,
@@ -38,9 +41,20 @@ def in_github_actions() -> bool:
     return os.environ.get("GITHUB_ACTIONS") == "true"
 
 
-class HumanSink:
-    def __init__(self, stream: TextIO, *, color: bool, show_reasoning: bool = True) -> None:
+def use_color(choice: Literal["always", "never", "auto"], stream: TextIO) -> bool:
+    if choice == "always":
+        return True
+    if choice == "never":
+        return False
+    return stream.isatty()
+
+
+class HumanProcessor:
+    def __init__(
+        self, stream: TextIO, answer: TextIO, *, color: bool, show_reasoning: bool = True
+    ) -> None:
         self._stream = stream
+        self._answer = answer
         self._color = color
         self._show_reasoning = show_reasoning
         self._groups = in_github_actions()
@@ -55,18 +69,24 @@ class HumanSink:
     def _style(self, text: str, **styles: object) -> str:
         return click.style(text, **styles) if self._color else text  # type: ignore[arg-type]
 
-    def header(self, title: str, fields: list[tuple[str, str]]) -> None:
+    def header(self, title: str, fields: Sequence[tuple[str, str]]) -> None:
         self._write(title)
         self._write("--------")
         for name, value in fields:
             self._write(f"{self._style(name + ':', bold=True)} {value}")
         self._write("--------")
 
-    def note(self, text: str) -> None:
-        self._write(text)
-
     def warning(self, text: str) -> None:
         self._write(self._style("warning: ", fg="yellow", bold=True) + text)
+
+    def startup_warning(self, text: str, items: ItemEmitter) -> None:
+        # Only the warning line: an `error` item would be shown a second time.
+        self.warning(text)
+
+    def final_output(self, message: str) -> None:
+        # stdout carries the answer alone, so `$(interpreter exec ...)` captures just that.
+        self._answer.write(message + "\n")
+        self._answer.flush()
 
     def step(self, number: int) -> None:
         if not self._groups:

@@ -9,17 +9,15 @@ from __future__ import annotations
 
 import contextlib
 import dataclasses
-import json
 import sys
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
-from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from oiexec import __version__
 from oiexec.agent.final import FinalAnswerPolicy, PlainAnswer, SchemaAnswer
-from oiexec.config.loader import LoadedConfig, is_git_marker, load_config
+from oiexec.config.loader import LoadedConfig, load_config
 from oiexec.config.providers import resolve_api_key, resolve_provider
 from oiexec.config.settings import ProviderConfig
 from oiexec.core.context import ItemEmitter
@@ -32,10 +30,7 @@ from oiexec.core.errors import (
     UsageError,
 )
 from oiexec.core.events import (
-    CommandExecutionItem,
-    ItemCompleted,
     ThreadError,
-    ThreadEvent,
     ThreadStarted,
     TurnCompleted,
     TurnFailed,
@@ -43,18 +38,19 @@ from oiexec.core.events import (
     Usage,
 )
 from oiexec.core.policy import SandboxMode, SandboxPolicy
-from oiexec.core.protocols import EventSink, Harness, SessionStore
+from oiexec.core.protocols import EventProcessor, EventSink, Harness
 from oiexec.core.redact import redact, register_secret
 from oiexec.core.types import HistoryItem, ImageInput, Message
+from oiexec.git import is_git_marker
 from oiexec.output.dispatch import Dispatcher
-from oiexec.output.human import HumanSink
-from oiexec.output.jsonl import JsonlSink
-from oiexec.runner.context import read_images
-from oiexec.runner.reports import capture_baseline, write_reports
+from oiexec.output.human import HumanProcessor, use_color
+from oiexec.output.jsonl import JsonlProcessor
+from oiexec.runner.inputs import read_images, read_output_schema
+from oiexec.runner.reports import CommandCollector, capture_baseline, write_reports
 from oiexec.runner.request import ExecRequest
 from oiexec.runner.result import RunResult
 from oiexec.runner.sandboxing import RefusalTracker, build_policy, command_env
-from oiexec.runner.sessions import OpenedSession, open_session
+from oiexec.runner.sessions import OpenedSession, SessionSink, open_session
 from oiexec.runner.signals import deadline_alarm, terminate_as_interrupt
 from oiexec.sandbox.selfguard import protect_runner
 
@@ -63,8 +59,6 @@ if TYPE_CHECKING:
     from oiexec.output.runlog import RunLogSink
 
 GIT_CHECK_MESSAGE = "Not inside a trusted directory and --skip-git-repo-check was not specified."
-
-Warn = Callable[[str], None]
 
 
 @dataclass(frozen=True)
@@ -99,19 +93,25 @@ def run_exec(request: ExecRequest, hooks: RunHooks | None = None) -> RunResult:
     """Runs one exec invocation end to end and returns its outcome (never raises after
     `thread.started`)."""
     prepared = _prepare(request, hooks or RunHooks())
-    human = None if request.json else HumanSink(sys.stderr, color=_use_color(request.color))
-    warn: Warn = human.warning if human else _stderr_warning
+    # The one place the output mode is looked at.
+    processor: EventProcessor = (
+        JsonlProcessor(sys.stdout, sys.stderr)
+        if request.json
+        else HumanProcessor(sys.stderr, sys.stdout, color=use_color(request.color, sys.stderr))
+    )
     session = open_session(request, prepared.config, prepared.provider_id)
     with contextlib.ExitStack() as stack:
         stack.callback(session.store.close)
-        return _Run(prepared, session, human, warn, stack).execute()
+        return _Run(prepared, session, processor, stack).execute()
 
 
 def _prepare(request: ExecRequest, hooks: RunHooks) -> _Prepared:
     started = time.monotonic()
     config = load_config(request.config)
     _check_git(request, config)
-    output_schema = _read_output_schema(request.output_schema)
+    output_schema = request.output_schema
+    if request.output_schema_file is not None:
+        output_schema = read_output_schema(request.output_schema_file)
     provider_id, provider = resolve_provider(config.settings)
     api_key = resolve_api_key(provider_id, provider)
     register_secret(api_key)
@@ -127,33 +127,6 @@ def _prepare(request: ExecRequest, hooks: RunHooks) -> _Prepared:
     )  # fmt: skip
 
 
-class _CommandCollector:
-    """Remembers completed commands for the JUnit report."""
-
-    def __init__(self) -> None:
-        self.commands: list[CommandExecutionItem] = []
-
-    def emit(self, event: ThreadEvent) -> None:
-        if isinstance(event, ItemCompleted) and isinstance(event.item, CommandExecutionItem):
-            self.commands.append(event.item)
-
-    def close(self) -> None:
-        pass
-
-
-class _SessionSink:
-    """Mirrors public events into the rollout, so a killed run still shows what happened."""
-
-    def __init__(self, store: SessionStore) -> None:
-        self._store = store
-
-    def emit(self, event: ThreadEvent) -> None:
-        self._store.append("event_msg", {"type": "thread_event", "event": event.model_dump()})
-
-    def close(self) -> None:
-        pass
-
-
 class _Run:
     """One thread's turn, from `thread.started` to the last report."""
 
@@ -161,24 +134,19 @@ class _Run:
         self,
         prepared: _Prepared,
         session: OpenedSession,
-        human: HumanSink | None,
-        warn: Warn,
+        processor: EventProcessor,
         stack: contextlib.ExitStack,
     ) -> None:
         self.p = prepared
         self.request = prepared.request
         self.session = session
         self.store = session.store
-        self.human = human
-        self.warn = warn
+        self.processor = processor
+        self.warn = processor.warning
         self.stack = stack
-        self.collector = _CommandCollector()
-        sinks: list[EventSink] = [
-            human or JsonlSink(sys.stdout),
-            self.collector,
-            _SessionSink(self.store),
-        ]
-        self.runlog = _open_runlog(prepared, warn)
+        self.collector = CommandCollector()
+        sinks: list[EventSink] = [processor, self.collector, SessionSink(self.store)]
+        self.runlog = _open_runlog(prepared, self.warn)
         if self.runlog is not None:
             sinks.append(self.runlog)
         self.dispatcher = Dispatcher(sinks)
@@ -259,20 +227,14 @@ class _Run:
         write_reports(
             self.request, self.result, baseline, model=self.p.config.settings.model, warn=self.warn
         )
-        if self.human and self.result.final_message is not None and self._ok():
-            sys.stdout.write(self.result.final_message + "\n")
-            sys.stdout.flush()
+        if self.result.final_message is not None and self._ok():
+            self.processor.final_output(self.result.final_message)
         return self.result
 
     def _warnings(self) -> None:
-        """Config and flag warnings: on stderr for people and, in JSON mode, as Codex does,
-        also as `error` items before `turn.started`, so SDK users see them."""
-        from oiexec.core.events import ErrorItem
-
+        """Config and flag warnings, before `turn.started`."""
         for text in (*self.request.warnings, *self.p.config.warnings, *self._sandbox_warnings()):
-            self.warn(text)
-            if not self.human:
-                self.items.completed(ErrorItem(id=self.items.next_id(), message=text))
+            self.processor.startup_warning(text, self.items)
 
     def _sandbox_summary(self) -> str:
         summary = self.p.policy.summary()
@@ -312,10 +274,8 @@ class _Run:
     # -- set-up ---------------------------------------------------------------------------
 
     def _header(self) -> None:
-        if not self.human:
-            return
         settings = self.p.config.settings
-        self.human.header(
+        self.processor.header(
             f"oiexec v{__version__}",
             [
                 ("workdir", str(self.request.cwd)),
@@ -398,7 +358,7 @@ class _Run:
                 prompt_cache_key=thread_id,
             ),
             limits=LoopLimits(max_turns=request.max_turns, deadline=self.deadline),
-            on_step=self.human.step if self.human else (lambda _n: None),
+            on_step=self.processor.step,
             final=final,
             instructions=p.hooks.instructions,
         )
@@ -426,7 +386,7 @@ class _Run:
         )
 
 
-def _open_runlog(prepared: _Prepared, warn: Warn) -> RunLogSink | None:
+def _open_runlog(prepared: _Prepared, warn: Callable[[str], None]) -> RunLogSink | None:
     from oiexec.output.runlog import RunLogSink
 
     try:
@@ -450,34 +410,3 @@ def _check_git(request: ExecRequest, config: LoadedConfig) -> None:
             GIT_CHECK_MESSAGE,
             hint="Run inside a git repository, or pass --skip-git-repo-check.",
         )
-
-
-def _read_output_schema(path: Path | None) -> dict[str, Any] | None:
-    if path is None:
-        return None
-    try:
-        schema = json.loads(path.read_text(encoding="utf-8"))
-    except (OSError, ValueError) as exc:
-        raise UsageError(f"Failed to read output schema file {path}: {exc}") from exc
-    if not isinstance(schema, dict):
-        raise UsageError(f"Failed to read output schema file {path}: not a JSON object")
-    import jsonschema
-
-    try:
-        jsonschema.validators.validator_for(schema).check_schema(schema)
-    except jsonschema.SchemaError as exc:
-        raise UsageError(f"Invalid output schema in {path}: {exc.message}") from exc
-    return schema
-
-
-def _use_color(choice: str) -> bool:
-    if choice == "always":
-        return True
-    if choice == "never":
-        return False
-    return sys.stderr.isatty()
-
-
-def _stderr_warning(text: str) -> None:
-    sys.stderr.write(redact(f"warning: {text}") + "\n")
-    sys.stderr.flush()

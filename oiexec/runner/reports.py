@@ -11,6 +11,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from oiexec.core.errors import ExitCode
+from oiexec.core.events import CommandExecutionItem, ItemCompleted, ThreadEvent
 from oiexec.core.redact import redact
 from oiexec.output.reportfile import write_report
 from oiexec.runner.request import ExecRequest
@@ -20,6 +21,20 @@ if TYPE_CHECKING:
     from oiexec.output.diff import Baseline
 
 Warn = Callable[[str], None]
+
+
+class CommandCollector:
+    """Remembers completed commands for the JUnit report."""
+
+    def __init__(self) -> None:
+        self.commands: list[CommandExecutionItem] = []
+
+    def emit(self, event: ThreadEvent) -> None:
+        if isinstance(event, ItemCompleted) and isinstance(event.item, CommandExecutionItem):
+            self.commands.append(event.item)
+
+    def close(self) -> None:
+        pass
 
 
 def capture_baseline(

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Literal
+from typing import Any, Literal
 
 from oiexec.config.loader import ConfigInputs
 
@@ -28,7 +28,10 @@ class ExecRequest:
     json: bool = False
     color: Literal["always", "never", "auto"] = "auto"
     output_last_message: Path | None = None
-    output_schema: Path | None = None
+    #: `--output-schema FILE`: read and checked before the thread starts.
+    output_schema_file: Path | None = None
+    #: A schema handed over as data by a caller (the review); a schema file replaces it.
+    output_schema: dict[str, Any] | None = None
     junit: Path | None = None
     diff: Path | None = None
     max_turns: int | None = None

@@ -9,9 +9,7 @@ blocks, else 0.
 
 from __future__ import annotations
 
-import json
 import sys
-import tempfile
 from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 from pathlib import Path
@@ -130,18 +128,17 @@ def run_review(request: ReviewRequest, warn: Warn | None = None) -> ReviewResult
         final=policy,
         sandbox_mode="read-only",
     )
-    if base.output_schema is not None:
+    if base.output_schema_file is not None:
         warn("review answers in its own format; ignoring --output-schema")
-    with tempfile.TemporaryDirectory(prefix="oiexec-review-") as scratch:
-        schema_path = None
-        if request.structured_output:
-            schema_path = Path(scratch) / "review.schema.json"
-            schema_path.write_text(json.dumps(review_output_json_schema()), encoding="utf-8")
-        # The review's own JUnit (one case per finding) replaces exec's run report.
-        exec_request = replace(
-            base, prompt=resolved.user_message, output_schema=schema_path, junit=None
-        )
-        run = run_exec(exec_request, hooks)
+    # The review's own JUnit (one case per finding) replaces exec's run report.
+    exec_request = replace(
+        base,
+        prompt=resolved.user_message,
+        output_schema_file=None,
+        output_schema=review_output_json_schema() if request.structured_output else None,
+        junit=None,
+    )
+    run = run_exec(exec_request, hooks)
     result = ReviewResult(exit_code=run.exit_code, run=run, fell_back=policy.fell_back)
     if run.exit_code != ExitCode.SUCCESS or policy.review is None:
         if run.exit_code == ExitCode.SUCCESS:

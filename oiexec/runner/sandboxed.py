@@ -15,13 +15,42 @@ from pathlib import Path
 from oiexec.config.loader import ConfigInputs, load_config
 from oiexec.config.providers import resolve_provider
 from oiexec.core.errors import OiexecError, SandboxUnavailable
-from oiexec.core.policy import SandboxPolicy
+from oiexec.core.policy import (
+    BackendChoice,
+    RequireChoice,
+    SandboxLimits,
+    SandboxMode,
+    SandboxPolicy,
+    resolve_require,
+)
 from oiexec.core.protocols import Sandbox
 from oiexec.runner.sandboxing import command_env
 from oiexec.sandbox import get_sandbox
 from oiexec.sandbox.selfguard import protect_runner
 
 Say = Callable[[str], None]
+
+
+def flag_policy(
+    mode: SandboxMode,
+    cwd: Path,
+    *,
+    add_dirs: tuple[str, ...] = (),
+    network: bool = False,
+    require: RequireChoice = "auto",
+    backend: BackendChoice = "auto",
+    limits: SandboxLimits | None = None,
+) -> SandboxPolicy:
+    """The policy `interpreter sandbox` flags describe; unlike exec's, no config is read."""
+    return SandboxPolicy(
+        mode=mode,
+        cwd=cwd,
+        extra_roots=tuple(Path(d).resolve() for d in add_dirs),
+        network_access=network,
+        require=resolve_require(require),
+        backend=backend,
+        limits=limits or SandboxLimits(),
+    )
 
 
 def sandbox_command_env(policy: SandboxPolicy) -> dict[str, str]:

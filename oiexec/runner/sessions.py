@@ -1,4 +1,5 @@
-"""New, resumed or forked threads: which rollout to write and what history to start from."""
+"""New, resumed or forked threads: which rollout to write, what history to start from, and
+the sink that mirrors the run's events into it."""
 
 from __future__ import annotations
 
@@ -8,7 +9,7 @@ from dataclasses import dataclass, field
 from oiexec import __version__
 from oiexec.config.loader import LoadedConfig
 from oiexec.core.errors import SessionError
-from oiexec.core.events import Usage
+from oiexec.core.events import ThreadEvent, Usage
 from oiexec.core.protocols import SessionStore
 from oiexec.core.types import HistoryItem
 from oiexec.runner.request import ExecRequest
@@ -74,3 +75,16 @@ def open_session(request: ExecRequest, config: LoadedConfig, provider_id: str) -
             base_instructions=None,
         )
     )
+
+
+class SessionSink:
+    """Mirrors public events into the rollout, so a killed run still shows what happened."""
+
+    def __init__(self, store: SessionStore) -> None:
+        self._store = store
+
+    def emit(self, event: ThreadEvent) -> None:
+        self._store.append("event_msg", {"type": "thread_event", "event": event.model_dump()})
+
+    def close(self) -> None:
+        pass

@@ -1,0 +1,76 @@
+"""From the parsed exec options to the `ExecRequest` the runner executes; shared by exec and
+review, which take the same options."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from oiexec.runner.request import ExecRequest
+
+
+def build_request(params: dict[str, Any], prompt: str, **extra: Any) -> ExecRequest:
+    """The request for `prompt` from the parsed exec options; `extra` sets the session fields
+    (`resume`, `fork_from`)."""
+    from oiexec.config.loader import ConfigInputs
+    from oiexec.core.errors import UsageError
+    from oiexec.runner.request import ExecRequest
+
+    cwd = Path(params["cd"]).expanduser() if params.get("cd") else Path.cwd()
+    if not cwd.is_dir():
+        raise UsageError(f"--cd {cwd}: no such directory")
+    cwd = Path(os.path.abspath(cwd))
+    warnings: list[str] = []
+    if params.get("approval") and params["approval"] != "never":
+        warnings.append(
+            f"exec always runs with approval policy `never`; ignoring -a {params['approval']}"
+        )
+    overrides = [
+        *(f"features.{f}=true" for f in params.get("enable_features", ())),
+        *(f"features.{f}=false" for f in params.get("disable_features", ())),
+        *params.get("config_overrides", ()),
+    ]
+    flags: dict[str, Any] = {
+        "model": params.get("model"),
+        "sandbox_mode": params.get("sandbox_mode"),
+    }
+    if params.get("oss") or params.get("local_provider"):
+        flags["model_provider"] = params.get("local_provider") or "ollama"
+    if params.get("chat_completions"):
+        flags["chat_completions"] = True
+
+    def path_of(key: str) -> Path | None:
+        value = params.get(key)
+        return Path(value).expanduser() if value else None
+
+    return ExecRequest(
+        prompt=prompt,
+        cwd=cwd,
+        config=ConfigInputs(
+            cwd=cwd,
+            profile=params.get("profile"),
+            overrides=tuple(overrides),
+            flags=flags,
+            forced={"approval_policy": "never"},
+            strict=bool(params.get("strict_config")),
+        ),
+        images=tuple(Path(p).expanduser() for p in params.get("images", ())),
+        add_dirs=tuple(
+            Path(os.path.abspath(Path(p).expanduser())) for p in params.get("add_dirs", ())
+        ),
+        skip_git_repo_check=bool(params.get("skip_git_repo_check")),
+        ephemeral=bool(params.get("ephemeral")),
+        json=bool(params.get("json_mode") or params.get("experimental_json")),
+        color=params.get("color") or "auto",
+        output_last_message=path_of("last_message_file"),
+        output_schema_file=path_of("output_schema"),
+        junit=path_of("junit_file"),
+        diff=path_of("diff_file"),
+        max_turns=params.get("max_turns"),
+        timeout=params.get("timeout_s"),
+        dangerously_bypass=bool(params.get("bypass")),
+        warnings=tuple(warnings),
+        **extra,
+    )

@@ -1,0 +1,45 @@
+"""What the run reads from files named on the command line, before the thread starts:
+attached images and the `--output-schema` JSON Schema."""
+
+from __future__ import annotations
+
+import base64
+import json
+import mimetypes
+from pathlib import Path
+from typing import Any
+
+from oiexec.core.errors import UsageError
+from oiexec.core.types import ImageInput
+
+
+def read_images(paths: tuple[Path, ...]) -> tuple[ImageInput, ...]:
+    images = []
+    for path in paths:
+        mime, _ = mimetypes.guess_type(path.name)
+        if not mime or not mime.startswith("image/"):
+            raise UsageError(f"--image {path}: not an image file (png, jpeg, gif or webp)")
+        try:
+            data = path.read_bytes()
+        except OSError as exc:
+            raise UsageError(f"--image {path}: {exc.strerror or exc}") from exc
+        encoded = base64.b64encode(data).decode("ascii")
+        images.append(ImageInput(path=str(path), data_url=f"data:{mime};base64,{encoded}"))
+    return tuple(images)
+
+
+def read_output_schema(path: Path) -> dict[str, Any]:
+    """The schema in `path`, checked to be a valid JSON Schema; a `UsageError` otherwise."""
+    try:
+        schema = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, ValueError) as exc:
+        raise UsageError(f"Failed to read output schema file {path}: {exc}") from exc
+    if not isinstance(schema, dict):
+        raise UsageError(f"Failed to read output schema file {path}: not a JSON object")
+    import jsonschema
+
+    try:
+        jsonschema.validators.validator_for(schema).check_schema(schema)
+    except jsonschema.SchemaError as exc:
+        raise UsageError(f"Invalid output schema in {path}: {exc.message}") from exc
+    return schema
