@@ -72,8 +72,7 @@ def load_config(
     user_data = user.data if user else {}
 
     env_layers = environment_layers(environ)
-    env_profiles = [layer.data["profile"] for layer in env_layers if "profile" in layer.data]
-    profile_name = inputs.profile or (env_profiles or [None])[-1] or user_data.get("profile")
+    profile_name = inputs.profile or _env_profile(env_layers) or user_data.get("profile")
     if profile_name:
         layers.extend(_profile_layers(str(profile_name), home, user))
 
@@ -134,6 +133,12 @@ def load_config(
 
 
 # --- layers ------------------------------------------------------------------------------
+
+
+def _env_profile(env_layers: list[Layer]) -> str | None:
+    """`OIEXEC_PROFILE`, else `OPENINTERPRETER_PROFILE` (the layers come lowest first)."""
+    named = [str(layer.data["profile"]) for layer in env_layers if "profile" in layer.data]
+    return named[-1] if named else None
 
 
 def _through_symlink(root: Path, path: Path) -> bool:
