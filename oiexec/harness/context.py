@@ -11,7 +11,7 @@ from string import Template
 from oiexec.core.errors import ToolInputError
 from oiexec.git import QUICK_TIMEOUT, GitError, run_git_text
 from oiexec.tools.fs import list_directory
-from oiexec.tools.fs.render import tree
+from oiexec.tools.layout import tree
 
 __all__ = ["fill", "prompt_variables"]
 

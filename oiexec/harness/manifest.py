@@ -34,8 +34,8 @@ from oiexec.harness.context import fill
 from oiexec.harness.data import load_tool_schemas, read_harness_file
 from oiexec.harness.spec import HarnessSpec
 from oiexec.harness.styles import STYLES, style_for
+from oiexec.harness.styles.swe import swe_observation
 from oiexec.tools.adapters import ManifestTool, Runtime
-from oiexec.tools.fs.render import swe_observation
 from oiexec.tools.style import Style
 from oiexec.tools.update_plan import UpdatePlanTool
 

@@ -7,7 +7,7 @@ the request shaping of `ManifestHarness`, `[completion]` onto its completion rul
 
 from __future__ import annotations
 
-from typing import Any, Literal
+from typing import Any, Literal, get_args
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
@@ -18,6 +18,10 @@ Wire = Literal["responses", "chat", "messages"]
 ActionFormat = Literal["function_calls", "fenced_block", "discussion_command", "markdown_code"]
 CompletionMode = Literal["no_tool_calls", "submit_command", "output_marker"]
 ReasoningPolicy = Literal["keep", "every_assistant", "tool_call_turns", "none"]
+
+#: A tool entry's `render`: a style name, or "default" (the entry's results in the plain
+#: wording, its failures in the harness's `style`, as for every tool).
+RENDERS: tuple[str, ...] = ("default", *get_args(StyleName))
 
 
 class _Table(BaseModel):
@@ -144,6 +148,16 @@ class HarnessSpec(_Table):
     guidance: str | None = None
     fence_language: str = ""
     notes: str = ""
+
+    @model_validator(mode="after")
+    def _known_renders(self) -> HarnessSpec:
+        for entry in self.tools:
+            if entry.render not in RENDERS:
+                raise ValueError(
+                    f"harness `{self.id}`, tool `{entry.name}`: render `{entry.render}` is not "
+                    f"a style; use one of {', '.join(RENDERS)}"
+                )
+        return self
 
     def tool(self, name: str) -> ToolEntry:
         for entry in self.tools:

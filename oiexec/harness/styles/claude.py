@@ -2,7 +2,17 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from oiexec.tools.layout import cat_n, rg_lines
 from oiexec.tools.style import Style
+
+if TYPE_CHECKING:
+    from oiexec.tools.fs import Edit, GlobResult, GrepResult, ReadResult, ReplaceResult, WriteResult
+
+NO_FILES = "No files found"
 
 
 class ClaudeStyle(Style):
@@ -14,3 +24,77 @@ class ClaudeStyle(Style):
     # --- commands ----------------------------------------------------------------------------
 
     # --- files -------------------------------------------------------------------------------
+
+    def read(self, result: ReadResult) -> str:
+        """`Read`: `cat -n` with a tab, or a reminder for an empty or too-short file."""
+        if result.past_end:
+            return (
+                "<system-reminder>Warning: the file exists but is shorter than the provided "
+                f"offset ({result.start_line}). The file has {result.total_lines} lines."
+                "</system-reminder>"
+            )
+        if result.is_empty_file:
+            return (
+                "<system-reminder>Warning: the file exists but its contents are empty."
+                "</system-reminder>"
+            )
+        return cat_n(result.lines, result.start_line)
+
+    def read_unchanged(self, path: Path) -> str:
+        return (
+            f"File unchanged since last read: {path}. The earlier Read result in this "
+            "conversation is still current; refer to it instead of reading again."
+        )
+
+    def not_read(self, path: Path) -> str:
+        return "File has not been read yet. Read it first before writing to it."
+
+    def changed_since_read(self, path: Path) -> str:
+        return (
+            "File has been modified since read, either by the user or by a linter. "
+            "Read it again before attempting to write it."
+        )
+
+    def written(self, result: WriteResult, *, appended: bool = False) -> str:
+        if result.created:
+            return f"File created successfully at: {result.path}"
+        return f"The file {result.path} has been updated successfully."
+
+    def replaced(self, result: ReplaceResult, edits: Sequence[Edit]) -> str:
+        edit = edits[0]
+        if edit.replace_all:
+            return (
+                f"The file {result.path} has been updated. All occurrences of '{edit.old}' were "
+                f"successfully replaced with '{edit.new}'."
+            )
+        return f"The file {result.path} has been updated successfully."
+
+    def globbed(self, result: GlobResult, *, pattern: str, root: Path) -> str:
+        if not result.paths:
+            return NO_FILES
+        text = "\n".join(str(p) for p in result.paths)
+        if result.truncated:
+            text += "\n(Results are truncated. Consider using a more specific path or pattern.)"
+        return text
+
+    def grepped(self, result: GrepResult, *, line_numbers: bool = True) -> str:
+        """`Grep` in each output mode."""
+        mode = result.query.output_mode
+        if mode == "files_with_matches":
+            if not result.files:
+                return NO_FILES
+            noun = "file" if result.total == 1 else "files"
+            return f"Found {result.total} {noun}\n" + "\n".join(str(p) for p in result.files)
+        if mode == "count":
+            if not result.counts:
+                return "No matches found"
+            total = sum(c.count for c in result.counts)
+            body = "\n".join(f"{c.path}:{c.count}" for c in result.counts)
+            files = len(result.counts)
+            return (
+                f"{body}\n\nFound {total} total {'occurrence' if total == 1 else 'occurrences'} "
+                f"across {files} {'file' if files == 1 else 'files'}."
+            )
+        if not result.lines:
+            return "No matches found"
+        return rg_lines(result, line_numbers=line_numbers)

@@ -2,7 +2,16 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+from typing import TYPE_CHECKING
+
+from oiexec.harness.styles.claude import ClaudeStyle
+from oiexec.harness.styles.kimi_cli import KimiCliStyle, read_message
+from oiexec.tools.layout import cat_n
 from oiexec.tools.style import Style
+
+if TYPE_CHECKING:
+    from oiexec.tools.fs import Edit, ReadResult, ReplaceResult
 
 
 class KimiCodeStyle(Style):
@@ -14,3 +23,23 @@ class KimiCodeStyle(Style):
     # --- commands ----------------------------------------------------------------------------
 
     # --- files -------------------------------------------------------------------------------
+
+    def read(self, result: ReadResult) -> str:
+        """`Read`: the numbered lines with Kimi's status sentence as a `<system>` footer."""
+        message = read_message(result)
+        footer = f"<system>{message}</system>"
+        output = cat_n(result.lines, result.start_line)
+        return f"{output}\n{footer}" if output else footer
+
+    def replaced(self, result: ReplaceResult, edits: Sequence[Edit]) -> str:
+        return (
+            f"Edited {result.path}: {result.replacements} replacement(s) made. Read the file "
+            "again before further edits only if you need its new content."
+        )
+
+    # Writes and todo lists read as in Kimi CLI; the read-before-edit refusal as in Claude Code.
+    written = KimiCliStyle.written
+    todos_updated = KimiCliStyle.todos_updated
+    todos_current = KimiCliStyle.todos_current
+    not_read = ClaudeStyle.not_read
+    changed_since_read = ClaudeStyle.changed_since_read

@@ -4,9 +4,45 @@ from __future__ import annotations
 
 from oiexec.tools.style import Style
 
+#: Outputs this long or longer are shown as head and tail with the middle elided.
+LIMIT = 10_000
+WARNING = (
+    "The output of your last command was too long.\n"
+    "Run a command that prints less: view parts of files with head, tail or sed -n, narrow "
+    "grep or find patterns, or send the output to a file and search that file."
+)
+
 
 class MiniStyle(Style):
     name = "mini"
+
+    def observation(
+        self,
+        returncode: int,
+        output: str,
+        *,
+        exception: str | None = None,
+        limit: int = LIMIT,
+        head: int = 5_000,
+        tail: int = 5_000,
+    ) -> str:
+        """A command's observation: return code and output, or head/tail with the elided
+        character count when the output reaches `limit` characters."""
+        parts: list[str] = []
+        if exception:
+            parts.append(f"<exception>{exception}</exception>")
+        parts.append(f"<returncode>{returncode}</returncode>")
+        if len(output) < limit:
+            parts.append(f"<output>\n{output}</output>")
+        else:
+            elided = len(output) - head - tail
+            parts.append(
+                f"<warning>\n{WARNING}\n</warning>"
+                f"<output_head>\n{output[:head]}\n</output_head>\n"
+                f"<elided_chars>\n{elided} characters elided\n</elided_chars>\n"
+                f"<output_tail>\n{output[-tail:] if tail else ''}\n</output_tail>"
+            )
+        return "\n".join(parts)
 
     # --- commands ----------------------------------------------------------------------------
 

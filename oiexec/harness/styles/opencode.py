@@ -2,7 +2,20 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from oiexec.harness.styles.claude import NO_FILES, ClaudeStyle
+from oiexec.tools.layout import todo_lines
 from oiexec.tools.style import Style
+
+if TYPE_CHECKING:
+    from oiexec.core.errors import ToolInputError
+    from oiexec.tools.fs import Edit, GrepResult, ReadResult, ReplaceResult, TodoItem, WriteResult
+
+#: How the read tool names its byte cap in the status line.
+_MAX_BYTES_LABEL = "50 KB"
 
 
 class OpencodeStyle(Style):
@@ -14,3 +27,59 @@ class OpencodeStyle(Style):
     # --- commands ----------------------------------------------------------------------------
 
     # --- files -------------------------------------------------------------------------------
+
+    def read(self, result: ReadResult) -> str:
+        """`read`: tagged, `N: text` lines, and a closing status line."""
+        body = "\n".join(f"{n}: {line}" for n, line in enumerate(result.lines, result.start_line))
+        nxt = result.end_line + 1
+        if result.stopped_by == "max_bytes":
+            status = (
+                f"(Output capped at {_MAX_BYTES_LABEL}. Showing lines {result.start_line}-"
+                f"{result.end_line}. Use offset={nxt} to continue.)"
+            )
+        elif result.end_line < result.total_lines:
+            status = (
+                f"(Showing lines {result.start_line}-{result.end_line} of {result.total_lines}. "
+                f"Use offset={nxt} to continue.)"
+            )
+        else:
+            status = f"(End of file - total {result.total_lines} lines)"
+        content = f"{body}\n\n{status}" if body else status
+        return f"<path>{result.path}</path>\n<type>file</type>\n<content>\n{content}\n</content>"
+
+    def not_read(self, path: Path) -> str:
+        return f"You must read file {path} before overwriting it. Use the Read tool first"
+
+    def changed_since_read(self, path: Path) -> str:
+        return f"File {path} has been modified since it was last read. Please read it again."
+
+    def written(self, result: WriteResult, *, appended: bool = False) -> str:
+        return "Wrote file successfully."
+
+    def replaced(self, result: ReplaceResult, edits: Sequence[Edit]) -> str:
+        return "Edit applied successfully."
+
+    def edit_failed(self, error: ToolInputError, *, old: str) -> str:
+        return "oldString not found in content" if error.kind == "not_found" else error.message
+
+    # Glob results read as in Claude Code.
+    globbed = ClaudeStyle.globbed
+
+    def grepped(self, result: GrepResult, *, line_numbers: bool = True) -> str:
+        """`grep`: a count, then the matches grouped per file."""
+        matches = [line for line in result.lines if line.is_match]
+        if not matches:
+            return NO_FILES
+        out = [f"Found {len(matches)} matches"]
+        current: Path | None = None
+        for line in matches:
+            if line.path != current:
+                out.append("")
+                out.append(f"{line.path}:")
+                current = line.path
+            out.append(f"  Line {line.line}: {line.text}")
+        return "\n".join(out)
+
+    def todos_updated(self, items: Sequence[TodoItem]) -> str:
+        unfinished = sum(1 for item in items if not item.finished)
+        return f"{unfinished} todos\n" + todo_lines(items)

@@ -1,5 +1,5 @@
-"""SWE-agent's `str_replace_editor` (view, create, str_replace, insert, undo_edit) and
-`submit`."""
+"""A stateful file editor (`view`, `create`, `str_replace`, `insert`, `undo_edit` on one tool,
+with an undo history per file) and `submit`, which ends the run with the working-tree diff."""
 
 from __future__ import annotations
 
@@ -17,10 +17,7 @@ from oiexec.tools.fs import (
     replace_in_file,
     write_file,
 )
-from oiexec.tools.fs import render as r
 from oiexec.tools.fs._text import guard_write, load_text, remove_file, save_text
-
-SUBMISSION_MARKER = "<<SWE_AGENT_SUBMISSION>>"
 
 
 def _remember(inv: Invocation, path: Path) -> None:
@@ -46,19 +43,19 @@ def str_replace_editor(inv: Invocation) -> Result:
             if text is None:
                 raise ToolInputError("Parameter `file_text` is required for command: create")
             _remember(inv, path)
-            write_file(path, text, can_write=guard, must_not_exist=True)
+            result = write_file(path, text, can_write=guard, must_not_exist=True)
             inv.rt.file_change(inv.ctx, [(path, "add")])
-            return Result(r.swe_created(path))
+            return Result(inv.style.written(result))
         if command == "str_replace":
             old = inv.string("old_str")
             if old is None:
                 raise ToolInputError("Parameter `old_str` is required for command: str_replace")
             new = inv.string("new_str") or ""
             _remember(inv, path)
-            result = replace_in_file(path, Edit(old, new), can_write=guard)
+            replaced = replace_in_file(path, Edit(old, new), can_write=guard)
             inv.rt.file_change(inv.ctx, [(path, "update")])
-            last = result.first_line + new.count("\n")
-            return Result(r.swe_edited(path, result.after, result.first_line, last))
+            last = replaced.first_line + new.count("\n")
+            return Result(inv.style.edited_region(path, replaced.after, replaced.first_line, last))
         if command == "insert":
             line = inv.integer("insert_line")
             text = inv.string("new_str")
@@ -71,7 +68,9 @@ def str_replace_editor(inv: Invocation) -> Result:
                 text += "\n"
             edited = insert_lines(path, line, text, can_write=guard, base=1)
             inv.rt.file_change(inv.ctx, [(path, "update")])
-            return Result(r.swe_edited(path, edited.after, edited.first_line, edited.last_line))
+            return Result(
+                inv.style.edited_region(path, edited.after, edited.first_line, edited.last_line)
+            )
         if command == "undo_edit":
             history = inv.rt.undo.get(path)
             if not history:
@@ -86,7 +85,7 @@ def str_replace_editor(inv: Invocation) -> Result:
             inv.rt.file_change(inv.ctx, [(path, "update")])
             return Result(f"Last edit to {path} undone successfully.")
     except ToolInputError as exc:
-        return Result(r.swe_error(exc, old=inv.string("old_str") or ""), True)
+        return Result(inv.style.edit_failed(exc, old=inv.string("old_str") or ""), True)
     raise ToolInputError(
         f"Unrecognized command {command}. The allowed commands for the str_replace_editor tool "
         "are: view, create, str_replace, insert, undo_edit"
@@ -95,7 +94,7 @@ def str_replace_editor(inv: Invocation) -> Result:
 
 def _view(inv: Invocation, path: Path) -> Result:
     if path.is_dir():
-        return Result(r.swe_view_dir(list_directory(path, depth=2)))
+        return Result(inv.style.listed(list_directory(path, depth=2)))
     window = inv.args.get("view_range")
     offset = limit = None
     if isinstance(window, list) and len(window) == 2:
@@ -104,7 +103,7 @@ def _view(inv: Invocation, path: Path) -> Result:
         limit = None if last == -1 else max(1, last - first + 1)
     result = read_window(path, offset=offset, limit=limit, default_limit=10**9)
     inv.rt.files.record_read(path)
-    return Result(r.swe_view(result))
+    return Result(inv.style.read(result))
 
 
 def working_tree_diff(cwd: Path) -> str:
@@ -125,15 +124,5 @@ def submit(inv: Invocation) -> Result:
     diff = working_tree_diff(inv.ctx.cwd)
     if inv.option("confirm_twice", False) and "submit_reviewed" not in inv.rt.flags:
         inv.rt.flags.add("submit_reviewed")
-        return Result(
-            "Before you submit, review your work:\n"
-            "1. If you wrote scripts to reproduce the issue, remove them unless the task asks "
-            "for them.\n"
-            "2. If you changed test files that the task did not ask you to change, revert "
-            "them.\n"
-            "3. Run the reproduction again and make sure the fix works.\n"
-            "Then run `submit` again to confirm. Here is the diff of your changes:\n\n"
-            f"<diff>\n{diff}\n</diff>"
-        )
-    text = f"{SUBMISSION_MARKER}\n{diff}\n{SUBMISSION_MARKER}"
-    return Result(text, submission=diff)
+        return Result(inv.style.submit_review(diff))
+    return Result(inv.style.submission(diff), submission=diff)

@@ -22,7 +22,6 @@ from oiexec.tools.fs import (
     replace_in_file,
     write_file,
 )
-from oiexec.tools.fs import render as r
 
 # --- read -------------------------------------------------------------------------------
 
@@ -35,7 +34,7 @@ def fs_read(inv: Invocation) -> Result:
     if inv.option("unchanged_note", False) and inv.rt.files.unchanged_since_read(
         path, offset=offset, limit=limit
     ):
-        return Result(r.claude_read_unchanged(path))
+        return Result(inv.style.read_unchanged(path))
     base: Literal[0, 1] = 0 if inv.option("offset_base", 1) == 0 else 1
     max_tail = inv.option("max_tail")
     result = read_window(
@@ -52,29 +51,7 @@ def fs_read(inv: Invocation) -> Result:
         max_tail=int(max_tail) if max_tail is not None else None,
     )
     inv.rt.files.record_read(path, offset=offset, limit=limit)
-    style = inv.render
-    max_lines = int(inv.option("max_lines", 1000))
-    max_bytes = int(inv.option("max_bytes", 100 * 1024))
-    if style == "kimi-code":
-        return Result(r.kimi_code_read(result, max_lines=max_lines, max_bytes=max_bytes))
-    if style == "kimi-cli":
-        message = r.kimi_read_message(result, max_lines=max_lines, max_bytes=max_bytes)
-        return Result("\n".join(r.kimi_cli_parts(message, r.kimi_read_output(result))))
-    if style == "qwen":
-        return Result(r.qwen_read(result))
-    if style == "opencode":
-        return Result(r.opencode_read(result))
-    if style == "swe":
-        return Result(r.swe_view(result))
-    if style == "deepseek":
-        body = r.cat_n(result.lines, result.start_line)
-        if result.end_line < result.total_lines:
-            body += (
-                f"\n[showing lines {result.start_line}-{result.end_line} of "
-                f"{result.total_lines}; continue with start_line={result.end_line + 1}]"
-            )
-        return Result(body or "(empty file)")
-    return Result(r.claude_read(result))
+    return Result(inv.style.read(result))
 
 
 # --- write ------------------------------------------------------------------------------
@@ -82,11 +59,10 @@ def fs_read(inv: Invocation) -> Result:
 
 def _gate(inv: Invocation, path: Path) -> Result | None:
     """The read-before-write refusal of harnesses that have one, else None."""
-    style = inv.option("require_read")
-    if not style:
+    if not inv.option("require_read", False):
         return None
     gate = inv.rt.files.check(path)
-    message = r.read_gate_message(gate, path, style)
+    message = inv.style.read_gate(gate, path)
     if message is None:
         return None
     if inv.option("gate_is_error", True):
@@ -113,24 +89,7 @@ def fs_write(inv: Invocation) -> Result:
         raise
     inv.rt.files.record_write(path)
     inv.rt.file_change(inv.ctx, [(path, "add" if result.created else "update")])
-    style = inv.render
-    if style == "kimi-cli" or style == "kimi-code":
-        verb = "appended to" if mode == "append" else "overwritten"
-        if result.created:
-            verb = "created"
-        return Result(
-            f"<system>File successfully {verb}. Current size: {result.bytes_written} bytes."
-            "</system>"
-        )
-    if style == "qwen":
-        if result.created:
-            return Result(f"Successfully created and wrote to new file: {path}.")
-        return Result(f"Successfully overwrote file: {path}.")
-    if style == "opencode":
-        return Result("Wrote file successfully.")
-    if style == "deepseek":
-        return Result(f"Wrote {result.bytes_written} bytes to {path}")
-    return Result(r.claude_write(path, created=result.created))
+    return Result(inv.style.written(result, appended=mode == "append"))
 
 
 # --- exact replace -----------------------------------------------------------------------
@@ -165,7 +124,6 @@ def fs_replace(inv: Invocation) -> Result:
     refused = _gate(inv, path)
     if refused is not None:
         return refused
-    style = inv.render
     try:
         result = replace_in_file(
             path,
@@ -174,39 +132,11 @@ def fs_replace(inv: Invocation) -> Result:
             create_if_empty_old=bool(inv.option("create_if_empty_old", False)),
         )
     except ToolInputError as exc:
-        if exc.kind == "not_found" and style == "kimi-cli":
-            return Result(
-                "<system>ERROR: No replacements were made. The old string was not found in "
-                "the file.</system>",
-                True,
-            )
-        if exc.kind == "not_found" and style == "qwen":
-            return Result(r.qwen_edit_not_found(path), True)
-        if exc.kind == "not_found" and style == "opencode":
-            raise ToolInputError("oldString not found in content", kind="not_found") from None
-        raise
+        message = inv.style.edit_failed(exc, old=edits[0].old)
+        raise ToolInputError(message, kind=exc.kind, path=exc.path) from exc
     inv.rt.files.record_write(path)
     inv.rt.file_change(inv.ctx, [(path, "add" if result.created else "update")])
-    if style == "claude-bare":
-        return Result(r.claude_bare_edit(path))
-    if style == "kimi-cli":
-        return Result(
-            f"<system>File successfully edited. Applied {len(edits)} edit(s) with "
-            f"{result.replacements} total replacement(s).</system>"
-        )
-    if style == "kimi-code":
-        return Result(
-            f"Edited {path}: {result.replacements} replacement(s) made. Read the file again "
-            "before further edits only if you need its new content."
-        )
-    if style == "qwen":
-        return Result(f"Successfully modified file: {path} ({result.replacements} replacements).")
-    if style == "opencode":
-        return Result("Edit applied successfully.")
-    if style == "deepseek":
-        return Result(f"Edited {path} ({result.replacements} replacement(s)).")
-    edit = edits[0]
-    return Result(r.claude_edit(path, replace_all=edit.replace_all, old=edit.old, new=edit.new))
+    return Result(inv.style.replaced(result, edits))
 
 
 # --- glob, grep, list --------------------------------------------------------------------
@@ -225,17 +155,7 @@ def glob_tool(inv: Invocation) -> Result:
         limit=int(limit) if limit else None,
         include_dirs=inv.boolean("include_dirs", bool(inv.option("include_dirs", False))),
     )
-    if inv.render == "qwen":
-        if not result.paths:
-            return Result(f'No files found matching pattern "{pattern}" within {root}')
-        listed = "\n".join(str(p) for p in result.paths)
-        return Result(
-            f'Found {result.total} file(s) matching "{pattern}" within {root}, sorted by '
-            f"modification time (newest first):\n{listed}"
-        )
-    if inv.render == "opencode":
-        return Result(r.opencode_glob(result))
-    return Result(r.claude_glob(result))
+    return Result(inv.style.globbed(result, pattern=pattern, root=root))
 
 
 _MODES = {
@@ -247,7 +167,6 @@ _MODES = {
 
 @register("grep")
 def grep_tool(inv: Invocation) -> Result:
-    style = inv.render
     default_mode = str(inv.option("default_output_mode", "files_with_matches"))
     mode = _MODES.get(str(inv.args.get("output_mode") or default_mode))
     if mode is None:
@@ -271,13 +190,7 @@ def grep_tool(inv: Invocation) -> Result:
         offset=inv.integer("offset", 0) or 0,
     )
     result = grep(query)
-    if style == "opencode":
-        return Result(r.opencode_grep(result))
-    if style in ("qwen", "deepseek"):
-        if not result.lines:
-            return Result(f'No matches found for pattern "{query.pattern}" in {query.path}.')
-        return Result(r.rg_lines(result))
-    return Result(r.claude_grep(result, line_numbers=inv.boolean("line_numbers", True)))
+    return Result(inv.style.grepped(result, line_numbers=inv.boolean("line_numbers", True)))
 
 
 def _head_limit(inv: Invocation) -> int | None:
@@ -297,6 +210,4 @@ def list_tool(inv: Invocation) -> Result:
     listing = list_directory(
         root, depth=int(inv.option("depth", 1)), ignore=[str(i) for i in ignore], limit=1000
     )
-    if inv.render == "qwen":
-        return Result(r.qwen_listing(listing))
-    return Result(f"{root}/\n{r.tree(listing)}" if listing.entries else f"{root}/ (empty)")
+    return Result(inv.style.listed(listing))

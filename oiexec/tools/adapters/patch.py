@@ -1,5 +1,4 @@
-"""Patch tools: the Codex `apply_patch` envelope (opencode's GPT variant) and DeepSeek TUI's
-`apply_patch` taking a unified diff or whole-file `changes`."""
+"""Patch tools: the `*** Begin Patch` envelope, and a unified diff or whole-file `changes`."""
 
 from __future__ import annotations
 
@@ -27,16 +26,13 @@ def unified_diff(inv: Invocation) -> Result:
     changes_arg = inv.args.get("changes")
     guard = inv.rt.can_write(inv.ctx)
     if patch:
-        try:
-            changes = apply_unified_diff(
-                patch,
-                root=inv.ctx.cwd,
-                can_write=guard,
-                fuzz=inv.integer("fuzz", 2) or 0,
-                create_if_missing=inv.boolean("create_if_missing"),
-            )
-        except ToolInputError:
-            raise
+        changes = apply_unified_diff(
+            patch,
+            root=inv.ctx.cwd,
+            can_write=guard,
+            fuzz=inv.integer("fuzz", 2) or 0,
+            create_if_missing=inv.boolean("create_if_missing"),
+        )
         done = [(c.path, c.kind) for c in changes]
     elif isinstance(changes_arg, list) and changes_arg:
         done = []

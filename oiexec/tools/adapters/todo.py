@@ -1,17 +1,15 @@
-"""Todo and task tools (TodoWrite-style lists, Claude Code's Task* tools, kimi TodoList,
-qwen `todo_write`, DeepSeek `checklist_write`) over one `TodoList`; each publishes the list as
-the run's `todo_list` item."""
+"""Todo and task tools over one `TodoList`: whole-list writes (`todos[]` or `plan[]`), one-task
+create/update/get/list, and a read-back; each publishes the list as the run's `todo_list`
+item."""
 
 from __future__ import annotations
 
 import json
-from dataclasses import replace
 from typing import Any
 
 from oiexec.core.errors import ToolInputError
 from oiexec.tools.adapters.base import Invocation, Result, register
 from oiexec.tools.fs import TodoItem
-from oiexec.tools.fs.render import kimi_todos
 
 _STATUS_ALIASES = {"done": "completed", "complete": "completed", "cancelled": "cancelled"}
 
@@ -43,32 +41,13 @@ def todo_write(inv: Invocation) -> Result:
     raw = inv.args.get("todos")
     if raw is None:
         if inv.option("omit_reads", False):
-            return Result(kimi_todos(inv.rt.todos.items))
+            return Result(inv.style.todos_current(inv.rt.todos.items))
         raise ToolInputError(f"`{inv.model_name('todos')}` is required.")
     if not isinstance(raw, list):
         raise ToolInputError("todos must be an array.")
     inv.rt.todos.replace([_item(inv, entry) for entry in raw])
     inv.rt.publish_todos(inv.ctx)
-    style = inv.render
-    if style in ("kimi-code", "kimi-cli"):
-        # kimi says `done` where the shared list says `completed`.
-        shown = [
-            replace(i, status="done") if i.status == "completed" else i for i in inv.rt.todos.items
-        ]
-        return Result(kimi_todos(shown))
-    if style == "opencode":
-        unfinished = len(inv.rt.todos.unfinished())
-        return Result(f"{unfinished} todos\n" + _listing(inv))
-    if style == "plan":
-        return Result("Plan updated")
-    return Result(
-        "Todos have been modified successfully. Keep using the todo list to track your "
-        "progress, and move on with the current task.\n" + _listing(inv)
-    )
-
-
-def _listing(inv: Invocation) -> str:
-    return "\n".join(f"[{i.status}] {i.content}" for i in inv.rt.todos.items)
+    return Result(inv.style.todos_updated(inv.rt.todos.items))
 
 
 @register("plan_write")

@@ -1,8 +1,8 @@
 """Shared file tools every emulated harness maps onto: pure functions returning typed results.
 
-Harness manifests adapt argument names onto these functions and pick a renderer from
-`oiexec.tools.fs.render` for the upstream text conventions. Bad input raises
-`oiexec.core.errors.ToolInputError`, whose message is meant for the model.
+Harness manifests adapt argument names onto these functions; a `Style` (`oiexec.tools.style`)
+words the results. Bad input raises `oiexec.core.errors.ToolInputError`, whose message is meant
+for the model.
 """
 
 from __future__ import annotations

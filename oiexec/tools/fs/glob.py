@@ -1,4 +1,4 @@
-"""Finding files by glob pattern (Claude Code / kimi / opencode `Glob`, qwen `glob`)."""
+"""Finding files by glob pattern, for every harness's glob tool."""
 
 from __future__ import annotations
 

@@ -1,7 +1,7 @@
 """Content search with ripgrep semantics: ripgrep itself when `rg` is on PATH, otherwise a
 Python walk giving the same results for the same query (same files skipped, same order).
 
-Results are data; `render.py` turns them into each harness's text. Both backends sort by
+Results are data; each harness's `Style` words them. Both backends sort by
 path components, then line, so output never depends on ripgrep's thread scheduling.
 """
 
@@ -190,7 +190,7 @@ def _rg_args(query: GrepQuery) -> list[str]:
 
 
 def _split_globs(raw: str) -> list[str]:
-    # Claude Code accepts "*.{ts,tsx}" and space-separated lists; braces stay intact.
+    # Globs may be brace sets ("*.{ts,tsx}") or space-separated lists; braces stay intact.
     return [part for part in re.split(r"\s+(?![^{]*\})", raw.strip()) if part]
 
 

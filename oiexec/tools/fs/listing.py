@@ -1,5 +1,5 @@
-"""Directory listings and trees (qwen `list_directory`, SWE-agent `view` on a directory,
-kimi's and qwen's working-directory overview, Claude Code 1.x `LS`)."""
+"""Directory listings: the entries under a root to a depth, for directory tools and the
+working-directory overview of the prompts."""
 
 from __future__ import annotations
 

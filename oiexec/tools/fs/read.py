@@ -1,8 +1,8 @@
 """Windowed reads of text files: which lines, numbered how, cut where.
 
-Every harness reads the same way and differs only in parameters: the base of `offset`
-(0 for qwen-code, 1 for Claude Code, kimi and opencode), negative offsets meaning "from the
-end" (kimi), the window size and the line, byte and file-size caps.
+Every harness reads the same way and differs only in parameters: the base of `offset` (0 or
+1), whether a negative offset counts from the end, the window size and the line, byte and
+file-size caps.
 """
 
 from __future__ import annotations
@@ -23,7 +23,8 @@ class ReadResult:
 
     `lines` hold the window's lines without endings, long ones already cut; `start_line` is
     the 1-based number of the first line whatever base the caller used. An offset past the
-    end gives no lines and `past_end=True`.
+    end gives no lines and `past_end=True`. `max_lines`/`max_bytes` are the caps the read ran
+    with, so a result can name the one it stopped at.
     """
 
     path: Path
@@ -35,6 +36,8 @@ class ReadResult:
     past_end: bool = False
     crlf: bool = False
     size_bytes: int = 0
+    max_lines: int | None = None
+    max_bytes: int | None = None
 
     @property
     def end_line(self) -> int:
@@ -72,7 +75,7 @@ def read_window(
     `limit` (default `default_limit`) is capped by `max_lines`. Lines longer than
     `max_line_chars` are cut and `line_cut_suffix` appended. `max_bytes` caps the UTF-8 size
     of the window (a line and its newline count in full; the first line is always given).
-    `max_file_bytes` refuses whole-file reads of bigger files, as Claude Code does.
+    `max_file_bytes` refuses whole-file reads of bigger files.
     """
     text, size = _load(path)
     if limit is not None and limit <= 0:
@@ -103,6 +106,8 @@ def read_window(
         tuple(cut),
         crlf="\r\n" in text,
         size_bytes=size,
+        max_lines=max_lines,
+        max_bytes=max_bytes,
     )
 
 

@@ -1,8 +1,8 @@
 """Read-before-write tracking: which files the model has seen, and whether they changed since.
 
-Claude Code, opencode and qwen-code refuse to edit or overwrite a file the model has not read
-(or that changed after the read); Claude Code and zcode also answer an unchanged re-read with a
-short note instead of the same text again. One tracker per run holds what that needs.
+Some harnesses refuse to edit or overwrite a file the model has not read (or that changed after
+the read), and some reply to an unchanged re-read with a short note instead of the same text
+again. One tracker per run holds what that needs.
 """
 
 from __future__ import annotations
@@ -88,7 +88,7 @@ class FileStateTracker:
         self, path: Path, *, offset: int | None = None, limit: int | None = None
     ) -> bool:
         """True when the same window of `path` was read before and the file is unchanged,
-        so a harness can answer with its "unchanged" note instead of the text."""
+        so a harness can reply with its "unchanged" note instead of the text."""
         seen = self._stamps.get(_key(path))
         if seen is None or seen.window != (offset, limit):
             return False

@@ -1,5 +1,4 @@
-"""The todo/task list state behind TodoWrite, TaskCreate/TaskUpdate, kimi SetTodoList/TodoList,
-qwen `todo_write`, opencode `todowrite` and DeepSeek `checklist_write`.
+"""The todo/task list state behind every harness's todo, task and checklist tools.
 
 One model for all of them: items with an id, text, status and optional extras; each harness
 picks the statuses it allows and how its tool maps onto `replace`/`create`/`update`.
@@ -30,6 +29,10 @@ class TodoItem:
     description: str | None = None
     blocked_by: tuple[str, ...] = ()
 
+    @property
+    def finished(self) -> bool:
+        return self.status in FINISHED
+
 
 class TodoList:
     """An ordered list of todo items for one run."""
@@ -44,7 +47,7 @@ class TodoList:
         return tuple(self._items)
 
     def unfinished(self) -> tuple[TodoItem, ...]:
-        return tuple(item for item in self._items if item.status not in FINISHED)
+        return tuple(item for item in self._items if not item.finished)
 
     def replace(self, items: Sequence[TodoItem]) -> tuple[TodoItem, ...]:
         """Swap in a whole new list (the TodoWrite style); returns the previous one.

@@ -7,7 +7,10 @@ from pathlib import Path
 import pytest
 
 from oiexec.core.errors import ToolInputError
-from oiexec.tools.fs import render
+from oiexec.harness.styles.claude import ClaudeStyle
+from oiexec.harness.styles.qwen import QwenStyle
+from oiexec.harness.styles.swe import SweStyle
+from oiexec.tools import layout
 from oiexec.tools.fs.glob import glob_files
 from oiexec.tools.fs.globbing import expand_braces, glob_match
 from oiexec.tools.fs.listing import list_directory
@@ -57,13 +60,16 @@ def test_glob_limit_dirs_and_render(tree_dir: Path) -> None:
     capped = glob_files(tree_dir, "**/*", limit=2, sort="mtime_asc")
     assert capped.truncated and capped.total == 5
     assert names(tree_dir, capped.paths) == ["a.py", "src/b.py"]
-    assert render.claude_glob(capped) == (
+    assert ClaudeStyle().globbed(capped, pattern="**/*", root=tree_dir) == (
         f"{tree_dir / 'a.py'}\n{tree_dir / 'src/b.py'}\n"
         "(Results are truncated. Consider using a more specific path or pattern.)"
     )
     dirs = glob_files(tree_dir, "src*", include_dirs=True)
     assert names(tree_dir, dirs.paths) == ["src"]
-    assert render.claude_glob(glob_files(tree_dir, "*.rs")) == "No files found"
+    assert (
+        ClaudeStyle().globbed(glob_files(tree_dir, "*.rs"), pattern="*.rs", root=tree_dir)
+        == "No files found"
+    )
     absolute = glob_files(tree_dir, str(tree_dir / "src" / "*.ts"))
     assert names(tree_dir, absolute.paths) == ["src/c.ts"]
 
@@ -80,27 +86,24 @@ def test_listing_and_renderers(tree_dir: Path) -> None:
     assert [e.rel for e in listing.entries] == [
         "a.py", "src", "z.md", "src/b.py", "src/c.ts", "src/deep", "src/deep/d.py",
     ]  # fmt: skip
-    assert render.qwen_listing(list_directory(tree_dir)) == (
+    assert QwenStyle().listed(list_directory(tree_dir)) == (
         f"Directory listing for {tree_dir}:\n[DIR] src\na.py\nz.md"
     )
-    assert render.tree(listing) == (
+    assert layout.tree(listing) == (
         "├── a.py\n├── src/\n│   ├── b.py\n│   ├── c.ts\n│   └── deep/\n│       └── d.py\n└── z.md"
     )
     two = list_directory(tree_dir, depth=2, ignore=["deep"])
-    assert render.swe_view_dir(two) == (
+    assert SweStyle().listed(two) == (
         f"Here's the files and directories up to 2 levels deep in {tree_dir}, excluding hidden "
         f"items:\n{tree_dir}\n{tree_dir}/a.py\n{tree_dir}/src\n{tree_dir}/src/b.py\n"
         f"{tree_dir}/src/c.ts\n{tree_dir}/z.md\n"
-    )
-    assert render.claude_ls(list_directory(tree_dir, depth=2, ignore=["*.ts", "deep"])) == (
-        f"- {tree_dir}/\n  - a.py\n  - src/\n    - b.py\n  - z.md"
     )
 
 
 def test_listing_limit_hidden_and_errors(tree_dir: Path) -> None:
     capped = list_directory(tree_dir, depth=2, limit=2)
     assert capped.truncated and len(capped.entries) == 2
-    assert render.tree(capped).endswith("more entries)")
+    assert layout.tree(capped).endswith("more entries)")
     hidden = list_directory(tree_dir, include_hidden=True, respect_gitignore=False)
     assert {".cfg", ".gitignore", "node_modules"} <= {e.rel for e in hidden.entries}
     assert ".git" not in {e.rel for e in hidden.entries}

@@ -7,7 +7,9 @@ from pathlib import Path
 import pytest
 
 from oiexec.core.errors import ToolInputError
-from oiexec.tools.fs import render
+from oiexec.harness.styles.claude import ClaudeStyle
+from oiexec.harness.styles.opencode import OpencodeStyle
+from oiexec.tools import layout
 from oiexec.tools.fs.grep import GrepQuery, grep
 
 needs_rg = pytest.mark.skipif(shutil.which("rg") is None, reason="ripgrep not installed")
@@ -61,14 +63,14 @@ def test_python_fallback_files_mode(repo: Path) -> None:
     assert rel(repo, result.files) == [
         "docs/readme.md", "pkg/kept.py", "src/a/b.py", "src/a.py", "src/app.py",
     ]  # fmt: skip
-    assert render.claude_grep(result).startswith("Found 5 files\n")
+    assert ClaudeStyle().grepped(result).startswith("Found 5 files\n")
 
 
 def test_python_fallback_content_with_context(repo: Path) -> None:
     q = GrepQuery("getcwd", repo / "src", output_mode="content", context=1)
     result = grep(q, use_rg=False)
     app = repo / "src" / "app.py"
-    assert render.rg_lines(result) == (
+    assert layout.rg_lines(result) == (
         f"{app}-3-def main():\n{app}:4:    return os.getcwd()  # TODO fix"
     )
 
@@ -135,12 +137,12 @@ def test_ripgrep_errors_become_input_errors(repo: Path) -> None:
 def test_grep_renderers(repo: Path) -> None:
     content = grep(GrepQuery("TODO", repo / "src", output_mode="content"), use_rg=False)
     app, a = repo / "src" / "app.py", repo / "src" / "a.py"
-    opencode = render.opencode_grep(content)
+    opencode = OpencodeStyle().grepped(content)
     assert opencode.startswith("Found 3 matches\n\n")
     assert f"{a}:\n  Line 1: TODO first" in opencode
     assert f"{app}:\n  Line 4:     return os.getcwd()  # TODO fix" in opencode
     counts = grep(GrepQuery("o", repo / "src", output_mode="count"), use_rg=False)
-    assert render.claude_grep(counts).endswith("Found 3 total occurrences across 2 files.")
+    assert ClaudeStyle().grepped(counts).endswith("Found 3 total occurrences across 2 files.")
     none = grep(GrepQuery("zzz", repo), use_rg=False)
-    assert render.claude_grep(none) == "No files found"
-    assert render.opencode_grep(none) == "No files found"
+    assert ClaudeStyle().grepped(none) == "No files found"
+    assert OpencodeStyle().grepped(none) == "No files found"

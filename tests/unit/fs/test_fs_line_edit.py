@@ -7,7 +7,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from oiexec.core.errors import ToolInputError
-from oiexec.tools.fs import render
+from oiexec.harness.styles.swe import SweStyle
 from oiexec.tools.fs._text import split_lines
 from oiexec.tools.fs.line_edit import edit_lines, insert_after, insert_lines, replace_lines
 
@@ -22,7 +22,7 @@ def test_replace_range_in_file(tmp_path: Path) -> None:
     result = edit_lines(path, 2, 3, "two\nthree\nextra", can_write=allow_all)
     assert path.read_text() == "1\ntwo\nthree\nextra\n4\n"
     assert (result.first_line, result.last_line) == (2, 4)
-    assert render.swe_edited(path, result.after, result.first_line, result.last_line) == (
+    assert SweStyle().edited_region(path, result.after, result.first_line, result.last_line) == (
         f"The file {path} has been edited. Here's the result of running `cat -n` on a snippet "
         f"of {path}:\n     1\t1\n     2\ttwo\n     3\tthree\n     4\textra\n     5\t4\n"
         "     6\t\nReview the changes and make sure they are as expected. Edit the file again "

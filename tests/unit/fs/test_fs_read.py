@@ -8,7 +8,13 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from oiexec.core.errors import ToolInputError
-from oiexec.tools.fs import render
+from oiexec.harness.styles import kimi_cli
+from oiexec.harness.styles.claude import ClaudeStyle
+from oiexec.harness.styles.kimi_code import KimiCodeStyle
+from oiexec.harness.styles.opencode import OpencodeStyle
+from oiexec.harness.styles.qwen import QwenStyle
+from oiexec.harness.styles.swe import SweStyle
+from oiexec.tools import layout
 from oiexec.tools.fs.read import read_window
 
 
@@ -21,7 +27,7 @@ def make(tmp_path: Path, text: str, name: str = "f.txt") -> Path:
 def test_whole_file_claude_style(tmp_path: Path) -> None:
     path = make(tmp_path, "alpha\nbeta\n")
     result = read_window(path)
-    assert render.claude_read(result) == "     1\talpha\n     2\tbeta"
+    assert ClaudeStyle().read(result) == "     1\talpha\n     2\tbeta"
     assert result.is_complete and result.stopped_by == "eof"
 
 
@@ -87,12 +93,12 @@ def test_caps_and_stop_reasons(tmp_path: Path) -> None:
 
 def test_claude_empty_and_past_end_reminders(tmp_path: Path) -> None:
     empty = read_window(make(tmp_path, "", "empty.txt"))
-    assert render.claude_read(empty) == (
+    assert ClaudeStyle().read(empty) == (
         "<system-reminder>Warning: the file exists but its contents are empty.</system-reminder>"
     )
     short = read_window(make(tmp_path, "a\nb\n"), offset=9)
     assert short.past_end and short.lines == ()
-    assert render.claude_read(short) == (
+    assert ClaudeStyle().read(short) == (
         "<system-reminder>Warning: the file exists but is shorter than the provided offset (9)."
         " The file has 2 lines.</system-reminder>"
     )
@@ -101,36 +107,34 @@ def test_claude_empty_and_past_end_reminders(tmp_path: Path) -> None:
 def test_kimi_parts_and_footer(tmp_path: Path) -> None:
     path = make(tmp_path, "one\ntwo\nthree\n")
     result = read_window(path, offset=2, max_lines=1000)
-    message = render.kimi_read_message(result)
+    message = kimi_cli.read_message(result)
     assert message == (
         "2 lines read from file starting from line 2. Total lines in file: 3. End of file reached."
     )
-    assert render.kimi_cli_parts(message, render.kimi_read_output(result)) == [
+    assert kimi_cli.result_parts(message, layout.cat_n(result.lines, result.start_line)) == [
         f"<system>{message}</system>",
         "     2\ttwo\n     3\tthree",
     ]
-    assert (
-        render.kimi_code_read(result) == f"     2\ttwo\n     3\tthree\n<system>{message}</system>"
-    )
-    assert render.kimi_cli_parts(None, "") == ["<system>Tool output is empty.</system>"]
-    assert render.kimi_cli_parts("bad path", "", error=True) == ["<system>ERROR: bad path</system>"]
+    assert KimiCodeStyle().read(result) == f"     2\ttwo\n     3\tthree\n<system>{message}</system>"
+    assert kimi_cli.result_parts(None, "") == ["<system>Tool output is empty.</system>"]
+    assert kimi_cli.result_parts("bad path", "", error=True) == ["<system>ERROR: bad path</system>"]
 
 
 def test_kimi_limit_messages(tmp_path: Path) -> None:
     path = make(tmp_path, "".join(f"{i}\n" for i in range(10)) + "y" * 30 + "\n")
     capped = read_window(path, limit=5000, max_lines=4)
-    assert render.kimi_read_message(capped, max_lines=4).endswith("Max 4 lines reached.")
+    assert kimi_cli.read_message(capped).endswith("Max 4 lines reached.")
     cut = read_window(path, offset=11, max_line_chars=20, line_cut_suffix="...")
-    assert "Lines [11] were truncated." in render.kimi_read_message(cut)
+    assert "Lines [11] were truncated." in kimi_cli.read_message(cut)
 
 
 def test_opencode_read(tmp_path: Path) -> None:
     path = make(tmp_path, "a\nb\nc\n")
-    assert render.opencode_read(read_window(path)) == (
+    assert OpencodeStyle().read(read_window(path)) == (
         f"<path>{path}</path>\n<type>file</type>\n<content>\n1: a\n2: b\n3: c\n\n"
         "(End of file - total 3 lines)\n</content>"
     )
-    partial = render.opencode_read(read_window(path, limit=2))
+    partial = OpencodeStyle().read(read_window(path, limit=2))
     assert partial.endswith(
         "1: a\n2: b\n\n(Showing lines 1-2 of 3. Use offset=3 to continue.)\n</content>"
     )
@@ -138,14 +142,14 @@ def test_opencode_read(tmp_path: Path) -> None:
 
 def test_qwen_read_raw_and_partial(tmp_path: Path) -> None:
     path = make(tmp_path, "a\nb\nc\nd\n")
-    assert render.qwen_read(read_window(path, base=0)) == "a\nb\nc\nd"
+    assert QwenStyle().read(read_window(path, base=0)) == "a\nb\nc\nd"
     partial = read_window(path, offset=1, limit=2, base=0)
-    assert render.qwen_read(partial) == "Showing lines 2-3 of 4 total lines.\n---\nb\nc"
+    assert QwenStyle().read(partial) == "Showing lines 2-3 of 4 total lines.\n---\nb\nc"
 
 
 def test_swe_view(tmp_path: Path) -> None:
     path = make(tmp_path, "x = 1\n")
-    assert render.swe_view(read_window(path)) == (
+    assert SweStyle().read(read_window(path)) == (
         f"Here's the result of running `cat -n` on {path}:\n     1\tx = 1\n"
     )
 
@@ -210,6 +214,6 @@ def test_every_window_is_a_slice_of_the_file(
         assert sum(len(line.encode()) + 1 for line in result.lines) <= max_bytes
     if result.stopped_by == "eof":
         assert first + len(result.lines) == len(lines) or result.past_end
-    numbered = render.cat_n(result.lines, result.start_line).split("\n") if result.lines else []
+    numbered = layout.cat_n(result.lines, result.start_line).split("\n") if result.lines else []
     for n, row in enumerate(numbered, start=result.start_line):
         assert row.split("\t", 1)[0].strip() == str(n)

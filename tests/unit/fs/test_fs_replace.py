@@ -9,7 +9,7 @@ from hypothesis import assume, given, settings
 from hypothesis import strategies as st
 
 from oiexec.core.errors import ToolInputError
-from oiexec.tools.fs import render
+from oiexec.harness.styles.swe import SweStyle
 from oiexec.tools.fs.replace import Edit, replace_in_file, replace_text
 
 
@@ -39,7 +39,7 @@ def test_ambiguous_names_count_and_lines(tmp_path: Path) -> None:
     assert err.kind == "ambiguous" and err.count == 2 and err.lines == (1, 3)
     assert "Found 2 occurrences" in err.message and "replace_all" in err.message
     assert path.read_text() == "x = 1\ny = 2\nx = 1\n"
-    assert render.swe_error(err, old="x = 1") == (
+    assert SweStyle().edit_failed(err, old="x = 1") == (
         "No replacement was performed. Multiple occurrences of old_str `x = 1` in lines [1, 3]. "
         "Please ensure it is unique"
     )
@@ -52,7 +52,7 @@ def test_not_found_and_identical(tmp_path: Path) -> None:
     path.write_text("a\n")
     with pytest.raises(ToolInputError, match="not found") as info:
         replace_in_file(path, Edit("b", "c"), can_write=allow_all)
-    assert render.swe_error(info.value, old="b") == (
+    assert SweStyle().edit_failed(info.value, old="b") == (
         f"No replacement was performed, old_str `b` did not appear verbatim in {path}."
     )
     with pytest.raises(ToolInputError, match="identical") as same:

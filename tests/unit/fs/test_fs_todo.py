@@ -3,7 +3,7 @@ from __future__ import annotations
 import pytest
 
 from oiexec.core.errors import ToolInputError
-from oiexec.tools.fs import render
+from oiexec.harness.styles.kimi_cli import todo_text
 from oiexec.tools.fs.todo import TodoItem, TodoList
 
 
@@ -50,8 +50,8 @@ def test_task_style_create_update_delete() -> None:
 def test_kimi_rendering() -> None:
     todos = TodoList(("pending", "in_progress", "done"))
     todos.replace([TodoItem("Read code", "done"), TodoItem("Patch", "in_progress")])
-    assert render.kimi_todos(todos.items) == (
+    assert todo_text(todos.items) == (
         "Todo list updated.\nCurrent todo list:\n  [done] Read code\n  [in_progress] Patch"
     )
     todos.clear()
-    assert render.kimi_todos(todos.items) == "Todo list cleared."
+    assert todo_text(todos.items) == "Todo list cleared."

@@ -8,8 +8,9 @@ import pytest
 
 from oiexec.core.errors import ToolInputError
 from oiexec.core.policy import SandboxPolicy
+from oiexec.harness.styles.claude import ClaudeStyle
+from oiexec.harness.styles.opencode import OpencodeStyle
 from oiexec.sandbox.paths import write_denial
-from oiexec.tools.fs import render
 from oiexec.tools.fs.state import FileStateTracker, ReadGate
 from oiexec.tools.fs.write import write_file
 
@@ -26,7 +27,7 @@ def test_create_overwrite_append(tmp_path: Path) -> None:
     path = tmp_path / "sub" / "dir" / "a.txt"
     created = write_file(path, "one", can_write=allow_all)
     assert created.created and path.read_text() == "one"
-    assert render.claude_write(path, created=True) == f"File created successfully at: {path}"
+    assert ClaudeStyle().written(created) == f"File created successfully at: {path}"
     over = write_file(path, "two\r\n", can_write=allow_all)
     assert not over.created and over.before == "one" and path.read_bytes() == b"two\r\n"
     write_file(path, "three", can_write=allow_all, mode="append")
@@ -76,12 +77,12 @@ def test_tracker_read_before_write(tmp_path: Path) -> None:
     assert tracker.check(path) is ReadGate.NEW_FILE
     path.write_text("v1")
     assert tracker.check(path) is ReadGate.NOT_READ
-    assert render.read_gate_message(ReadGate.NOT_READ, path) == (
+    assert ClaudeStyle().read_gate(ReadGate.NOT_READ, path) == (
         "File has not been read yet. Read it first before writing to it."
     )
     tracker.record_read(path)
     assert tracker.check(path) is ReadGate.OK
-    assert render.read_gate_message(ReadGate.OK, path) is None
+    assert ClaudeStyle().read_gate(ReadGate.OK, path) is None
     # Same bytes with a new mtime is not stale; new content is.
     later = time.time() + 5
     os.utime(path, (later, later))
@@ -89,7 +90,7 @@ def test_tracker_read_before_write(tmp_path: Path) -> None:
     path.write_text("v2")
     os.utime(path, (later + 5, later + 5))
     assert tracker.check(path) is ReadGate.STALE
-    assert "modified since" in (render.read_gate_message(ReadGate.STALE, path, "opencode") or "")
+    assert "modified since" in (OpencodeStyle().read_gate(ReadGate.STALE, path) or "")
     tracker.record_write(path)
     assert tracker.check(path) is ReadGate.OK
 
