@@ -38,7 +38,9 @@ __all__ = [
     "open_beneath",
     "open_root",
     "openat2_available",
+    "readlink_beneath",
     "rename_beneath",
+    "symlink_beneath",
     "unlink_beneath",
     "writable_root_of",
     "write_beneath",
@@ -241,28 +243,30 @@ def makedirs_beneath(root: Root, relative: str | os.PathLike[str], mode: int = 0
 
 
 def write_beneath(
-    root: Root,
-    relative: str | os.PathLike[str],
-    data: bytes,
-    *,
-    in_place: bool,
-    make_parents: bool = True,
+    root: Root, relative: str | os.PathLike[str], data: bytes, *, make_parents: bool = True
 ) -> None:
-    """Write `data` to `root/relative`.
+    """Write `data` to `root/relative` through a temp file renamed over it, so a failure never
+    leaves half a file; an existing file's permission bits and owner are copied onto it.
 
-    `in_place` truncates and rewrites an existing file, so its permissions, owner and hard
-    links stay; otherwise the data goes to a temp file renamed over the target, so a failure
-    never leaves half a file (an existing file's permission bits are copied). A new file gets
-    0o666 less the umask either way.
+    A file with other hard links, or whose owner cannot be copied, is rewritten in place
+    instead, so every link sees the change and the owner stays (as editors do). Anything but a
+    regular file at the target is refused (a FIFO fails with ENXIO instead of hanging the
+    runner). A new file gets 0o666 less the umask.
     """
     dirs, name = _leaf(relative)
     with _root_fd(root) as rootfd:
         parent = _dir_fd(rootfd, dirs, create=make_parents)
         try:
-            if in_place:
+            try:
+                old = os.stat(name, dir_fd=parent, follow_symlinks=False)
+            except FileNotFoundError:
+                old = None
+            if old is not None and stat.S_ISLNK(old.st_mode):
+                raise OSError(errno.ELOOP, os.strerror(errno.ELOOP), name)
+            # Anything but a lone regular file goes in place (where all but a file fails).
+            in_place = old is not None and (not stat.S_ISREG(old.st_mode) or old.st_nlink > 1)
+            if in_place or not _replace(parent, name, data, old):
                 _rewrite(parent, name, data)
-            else:
-                _replace(parent, name, data)
         finally:
             os.close(parent)
 
@@ -286,23 +290,20 @@ def _rewrite(parent: int, name: str, data: bytes) -> None:
         os.close(fd)
 
 
-def _replace(parent: int, name: str, data: bytes) -> None:
-    try:
-        old = os.stat(name, dir_fd=parent, follow_symlinks=False)
-    except FileNotFoundError:
-        old = None
-    if old is not None and stat.S_ISLNK(old.st_mode):
-        raise OSError(errno.ELOOP, os.strerror(errno.ELOOP), name)
+def _replace(parent: int, name: str, data: bytes, old: os.stat_result | None) -> bool:
+    """Write a temp file and rename it over `name`; False (nothing changed) when the old
+    file's owner cannot be given to the new one."""
     tmp = f".{name}.{secrets.token_hex(4)}.tmp"
     # A new file is created 0o666 so the kernel applies the umask (reading it races threads);
-    # a replacement starts private and gets the old bits before it becomes visible.
+    # a replacement starts private and gets the old owner and bits before it becomes visible.
     flags = os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC
     fd = os.open(tmp, flags, 0o666 if old is None else 0o600, dir_fd=parent)
     try:
         try:
+            if old is not None and not _take_over(fd, old):
+                os.unlink(tmp, dir_fd=parent)
+                return False
             _write_all(fd, data)
-            if old is not None:
-                os.fchmod(fd, stat.S_IMODE(old.st_mode))
         finally:
             os.close(fd)
         os.rename(tmp, name, src_dir_fd=parent, dst_dir_fd=parent)
@@ -310,6 +311,19 @@ def _replace(parent: int, name: str, data: bytes) -> None:
         with contextlib.suppress(FileNotFoundError):
             os.unlink(tmp, dir_fd=parent)
         raise
+    return True
+
+
+def _take_over(fd: int, old: os.stat_result) -> bool:
+    """Give the open file `old`'s owner and permission bits; False if the owner cannot be."""
+    mine = os.fstat(fd)
+    if (mine.st_uid, mine.st_gid) != (old.st_uid, old.st_gid):
+        try:
+            os.fchown(fd, old.st_uid, old.st_gid)  # first: it clears set-id bits
+        except PermissionError:
+            return False
+    os.fchmod(fd, stat.S_IMODE(old.st_mode))
+    return True
 
 
 def unlink_beneath(root: Root, relative: str | os.PathLike[str]) -> None:
@@ -319,6 +333,37 @@ def unlink_beneath(root: Root, relative: str | os.PathLike[str]) -> None:
         parent = _dir_fd(rootfd, dirs, create=False)
         try:
             os.unlink(name, dir_fd=parent)
+        finally:
+            os.close(parent)
+
+
+def readlink_beneath(root: Root, relative: str | os.PathLike[str]) -> str | None:
+    """What the symlink `root/relative` points to; None when there is no symlink there."""
+    dirs, name = _leaf(relative)
+    with _root_fd(root) as rootfd:
+        try:
+            parent = _dir_fd(rootfd, dirs, create=False)
+        except FileNotFoundError:
+            return None
+        try:
+            return os.readlink(name, dir_fd=parent)
+        except (FileNotFoundError, NotADirectoryError):
+            return None
+        except OSError as exc:
+            if exc.errno == errno.EINVAL:  # not a symlink
+                return None
+            raise
+        finally:
+            os.close(parent)
+
+
+def symlink_beneath(root: Root, relative: str | os.PathLike[str], points_to: str) -> None:
+    """Create the symlink `root/relative` pointing to `points_to` (which is not followed)."""
+    dirs, name = _leaf(relative)
+    with _root_fd(root) as rootfd:
+        parent = _dir_fd(rootfd, dirs, create=True)
+        try:
+            os.symlink(points_to, name, dir_fd=parent)
         finally:
             os.close(parent)
 

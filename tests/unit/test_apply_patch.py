@@ -12,10 +12,10 @@ from hypothesis import strategies as st
 
 from oiexec.core.policy import SandboxPolicy
 from oiexec.sandbox.paths import write_denial
+from oiexec.sandbox.writer import WriteGuard
 from oiexec.tools.apply_patch import (
     AddFile,
     ApplyPatchError,
-    CanWrite,
     Chunk,
     DeleteFile,
     FileChange,
@@ -34,7 +34,7 @@ def patch(*body: str) -> str:
     return "\n".join(["*** Begin Patch", *body, "*** End Patch"]) + "\n"
 
 
-def workspace_write(cwd: Path) -> CanWrite:
+def workspace_write(cwd: Path) -> WriteGuard:
     # /tmp and $TMPDIR are excluded: pytest's tmp_path lives under /tmp.
     policy = SandboxPolicy(
         mode="workspace-write", cwd=cwd, exclude_slash_tmp=True, exclude_tmpdir_env_var=True

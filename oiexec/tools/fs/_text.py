@@ -6,13 +6,10 @@ from collections.abc import Callable
 from pathlib import Path
 
 from oiexec.core.errors import ToolInputError
-from oiexec.sandbox.writer import FileWriter, PathChanged, WriteDenied, as_writer
+from oiexec.sandbox.writer import FileWriter, PathChanged, WriteDenied, WriteGuard, as_writer
 
 #: How much of a file is sniffed for NUL bytes to call it binary.
 BINARY_SNIFF_BYTES = 8192
-
-#: Why writing a path is refused, or None: a bare callback (direct IO) or a `FileWriter`.
-WriteGuard = Callable[[Path], "str | None"]
 
 
 def check_existing_file(path: Path) -> None:
@@ -92,16 +89,16 @@ def guard_write(can_write: WriteGuard, path: Path) -> None:
 
 
 def save_text(path: Path, text: str, *, can_write: WriteGuard) -> None:
-    """Write `text` as UTF-8 through a temp file and a rename, so a failure mid-write never
-    leaves a half-written file; an existing file keeps its permission bits, and a symlink
-    keeps pointing where it did (its target is rewritten). `can_write` judges the path; given
-    a `FileWriter` (the runtime's `PolicyWriter`), it also does the IO, following no symlink
-    it did not judge."""
+    """Write `text` as UTF-8 through the writer (a temp file renamed over the target: a
+    failure never leaves half a file, and the file keeps its mode); a symlink keeps pointing
+    where it did (its target is rewritten). `can_write` judges the path; given a `FileWriter`
+    (the runtime's `PolicyWriter`), it also does the IO, following no symlink it did not
+    judge."""
     writer = as_writer(can_write)
     target, reason = _resolve(writer, path, link_itself=False)
     if reason is not None:
         raise ToolInputError(reason, kind="denied", path=path)
-    _io(path, lambda: writer.write(target, text.encode("utf-8"), in_place=False))
+    _io(path, lambda: writer.write(target, text.encode("utf-8")))
 
 
 def remove_file(path: Path, *, can_write: WriteGuard) -> None:

@@ -8,13 +8,8 @@ from pathlib import Path
 from typing import Literal
 
 from oiexec.core.errors import ToolInputError
-from oiexec.tools.fs._text import (
-    WriteGuard,
-    load_text,
-    save_text,
-    split_keepends,
-    uses_crlf,
-)
+from oiexec.sandbox.writer import WriteGuard
+from oiexec.tools.fs._text import load_text, save_text, split_keepends, uses_crlf
 
 
 @dataclass(frozen=True)

@@ -9,7 +9,8 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from oiexec.core.errors import ToolInputError
-from oiexec.tools.fs._text import WriteGuard, load_text, save_text, uses_crlf
+from oiexec.sandbox.writer import WriteGuard
+from oiexec.tools.fs._text import load_text, save_text, uses_crlf
 
 
 @dataclass(frozen=True)

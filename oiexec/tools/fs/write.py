@@ -7,7 +7,8 @@ from pathlib import Path
 from typing import Literal
 
 from oiexec.core.errors import ToolInputError
-from oiexec.tools.fs._text import WriteGuard, guard_write, load_text, save_text
+from oiexec.sandbox.writer import WriteGuard
+from oiexec.tools.fs._text import guard_write, load_text, save_text
 
 WriteMode = Literal["overwrite", "append"]
 

@@ -9,7 +9,13 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from oiexec.core.errors import ToolInputError
-from oiexec.tools.fs.unified_diff import apply_hunks, apply_unified_diff, parse_unified_diff
+from oiexec.tools.apply_patch import (
+    Chunk,
+    UpdateFile,
+    apply_hunks,
+    apply_unified_diff,
+    parse_unified_diff,
+)
 
 
 def allow_all(path: Path) -> str | None:
@@ -18,6 +24,13 @@ def allow_all(path: Path) -> str | None:
 
 def deny_b(path: Path) -> str | None:
     return "b.txt is protected" if path.name == "b.txt" else None
+
+
+def chunks(diff: str) -> tuple[Chunk, ...]:
+    """The hunks of the first (updated) file of `diff`."""
+    section = parse_unified_diff(diff).hunks[0]
+    assert isinstance(section, UpdateFile)
+    return section.chunks
 
 
 def udiff(before: str, after: str, name: str = "f.txt", n: int = 3) -> str:
@@ -63,7 +76,7 @@ def test_all_or_nothing_when_a_hunk_misfits_or_guard_refuses(tmp_path: Path) -> 
 def test_offset_and_fuzz(tmp_path: Path) -> None:
     base = "".join(f"l{i}\n" for i in range(20))
     changed = base.replace("l10\n", "TEN\n")
-    hunks = parse_unified_diff(udiff(base, changed))[0].hunks
+    hunks = chunks(udiff(base, changed))
     shifted = "new0\nnew1\nnew2\n" + base
     out, reports = apply_hunks(shifted, hunks)
     assert out == "new0\nnew1\nnew2\n" + changed and reports[0].offset == 3
@@ -76,7 +89,7 @@ def test_offset_and_fuzz(tmp_path: Path) -> None:
 
 
 def test_whitespace_relaxed_with_fuzz() -> None:
-    hunks = parse_unified_diff("--- a/x\n+++ b/x\n@@ -1,2 +1,2 @@\n a  \n-b\n+c\n")[0].hunks
+    hunks = chunks("--- a/x\n+++ b/x\n@@ -1,2 +1,2 @@\n a  \n-b\n+c\n")
     assert apply_hunks("a\nb\n", hunks, fuzz=1)[0] == "a\nc\n"
 
 
@@ -85,18 +98,18 @@ def test_no_newline_markers_and_crlf() -> None:
         "--- a/x\n+++ b/x\n@@ -1,2 +1,2 @@\n a\n-b\n\\ No newline at end of file\n+c\n"
         "\\ No newline at end of file\n"
     )
-    assert apply_hunks("a\nb", parse_unified_diff(diff)[0].hunks)[0] == "a\nc"
+    assert apply_hunks("a\nb", chunks(diff))[0] == "a\nc"
     add_newline = "--- a/x\n+++ b/x\n@@ -1 +1 @@\n-b\n\\ No newline at end of file\n+b\n"
-    assert apply_hunks("b", parse_unified_diff(add_newline)[0].hunks)[0] == "b\n"
-    crlf = parse_unified_diff("--- a/x\n+++ b/x\n@@ -1,2 +1,2 @@\n a\n-b\n+c\n")[0].hunks
+    assert apply_hunks("b", chunks(add_newline))[0] == "b\n"
+    crlf = chunks("--- a/x\n+++ b/x\n@@ -1,2 +1,2 @@\n a\n-b\n+c\n")
     assert apply_hunks("a\r\nb\r\n", crlf)[0] == "a\r\nc\r\n"
 
 
 def test_wrong_counts_and_bare_hunk_headers() -> None:
     wrong = "--- a/x\n+++ b/x\n@@ -1,1 +1,1 @@\n a\n-b\n+c\n d\n"
-    assert apply_hunks("a\nb\nd\n", parse_unified_diff(wrong)[0].hunks)[0] == "a\nc\nd\n"
+    assert apply_hunks("a\nb\nd\n", chunks(wrong))[0] == "a\nc\nd\n"
     bare = "--- x\n+++ x\n@@ @@\n b\n-c\n+C\n"
-    assert apply_hunks("a\nb\nc\n", parse_unified_diff(bare)[0].hunks)[0] == "a\nb\nC\n"
+    assert apply_hunks("a\nb\nc\n", chunks(bare))[0] == "a\nb\nC\n"
 
 
 def test_malformed_input_is_explained() -> None:
@@ -117,7 +130,7 @@ def test_rename_with_edit(tmp_path: Path) -> None:
     (tmp_path / "old.txt").write_text("a\nb\n")
     diff = "--- a/old.txt\n+++ b/new.txt\n@@ -1,2 +1,2 @@\n a\n-b\n+B\n"
     [change] = apply_unified_diff(diff, root=tmp_path, can_write=allow_all)
-    assert change.moved_from == tmp_path / "old.txt"
+    assert change.path == tmp_path / "old.txt" and change.move_path == tmp_path / "new.txt"
     assert not (tmp_path / "old.txt").exists() and (tmp_path / "new.txt").read_text() == "a\nB\n"
 
 

@@ -1,15 +1,41 @@
-"""Codex's `*** Begin Patch` language: its model, parser and renderer, and the recognition of
-`apply_patch <<'EOF'` shell commands. Applying a patch to files is `apply_patch.py`."""
+"""Codex's `*** Begin Patch` language: parsing it into the change model, rendering it back,
+and how its chunks are matched and their misses explained.
+
+    *** Begin Patch
+    *** Update File: src/app.py
+    *** Move to: src/main.py          (optional)
+    @@ def main():                    (a chunk; the text after @@ is an anchor line)
+     context
+    -removed
+    +added
+    *** End of File                   (optional: the chunk ends the file)
+    *** Add File: new.txt
+    +every line prefixed with +
+    *** Delete File: old.txt
+    *** End Patch
+"""
 
 from __future__ import annotations
 
 import re
-import shlex
-from dataclasses import dataclass
+from collections.abc import Iterable
 from pathlib import Path
-from typing import Literal
 
-from oiexec.core.errors import OiexecError
+from oiexec.sandbox.writer import WriteGuard, as_writer
+from oiexec.tools.apply_patch.match import LADDER, Miss, Rules, fold, seek
+from oiexec.tools.apply_patch.model import (
+    NOTHING_WRITTEN,
+    AddFile,
+    ApplyPatchError,
+    Chunk,
+    DeleteFile,
+    Hunk,
+    LineOp,
+    Patch,
+    PatchResult,
+    UpdateFile,
+)
+from oiexec.tools.apply_patch.plan import apply
 
 BEGIN_PATCH = "*** Begin Patch"
 END_PATCH = "*** End Patch"
@@ -21,95 +47,6 @@ END_OF_FILE = "*** End of File"
 
 _FILE_HEADERS = (ADD_FILE, DELETE_FILE, UPDATE_FILE)
 _VALID_HEADERS = "'*** Add File: <path>', '*** Delete File: <path>', '*** Update File: <path>'"
-NOTHING_WRITTEN = "No files were changed."
-
-ErrorKind = Literal["parse", "verify", "denied", "io"]
-ChangeKind = Literal["add", "delete", "update"]
-
-
-class ApplyPatchError(OiexecError):
-    """A patch that cannot be applied. The message is meant for the model: it names the file,
-    quotes what did not match and says that nothing was written."""
-
-    def __init__(self, message: str, *, kind: ErrorKind, path: str | None = None) -> None:
-        super().__init__(message)
-        self.kind: ErrorKind = kind
-        self.path = path
-
-
-# --- the patch model -----------------------------------------------------------------------
-
-LineOp = Literal[" ", "-", "+"]
-
-
-@dataclass(frozen=True)
-class Chunk:
-    """One `@@` section of an Update File: context (` `), removed (`-`) and added (`+`) lines."""
-
-    lines: tuple[tuple[LineOp, str], ...]
-    anchor: str | None = None
-    end_of_file: bool = False
-
-    @property
-    def old_lines(self) -> list[str]:
-        return [text for op, text in self.lines if op != "+"]
-
-    @property
-    def new_lines(self) -> list[str]:
-        return [text for op, text in self.lines if op != "-"]
-
-
-@dataclass(frozen=True)
-class AddFile:
-    path: str
-    lines: tuple[str, ...] = ()
-
-    @property
-    def content(self) -> str:
-        return "".join(f"{line}\n" for line in self.lines)
-
-
-@dataclass(frozen=True)
-class DeleteFile:
-    path: str
-
-
-@dataclass(frozen=True)
-class UpdateFile:
-    path: str
-    chunks: tuple[Chunk, ...] = ()
-    move_to: str | None = None
-
-
-Hunk = AddFile | DeleteFile | UpdateFile
-
-
-@dataclass(frozen=True)
-class Patch:
-    hunks: tuple[Hunk, ...]
-
-
-@dataclass(frozen=True)
-class FileChange:
-    """One file a patch touches. A move is reported as an update of the source path, as
-    Codex's JSONL does, with the destination in `move_path`."""
-
-    path: Path
-    kind: ChangeKind
-    move_path: Path | None = None
-
-
-@dataclass(frozen=True)
-class PatchResult:
-    changes: tuple[FileChange, ...]
-    #: Codex's `Success. Updated the following files:` block, one `A`/`M`/`D` line per path.
-    summary: str
-    added: tuple[str, ...] = ()
-    modified: tuple[str, ...] = ()
-    deleted: tuple[str, ...] = ()
-
-
-# --- parsing -------------------------------------------------------------------------------
 
 _HEREDOC_OPEN = re.compile(
     r"^(?:(?:apply_patch|applypatch)\s+)?<<(-?)\s*(['\"]?)([A-Za-z_][A-Za-z0-9_]*)\2$"
@@ -320,64 +257,69 @@ def render_patch(patch: Patch) -> str:
     return "\n".join(out) + "\n"
 
 
-# --- shell interception --------------------------------------------------------------------
+# --- matching ------------------------------------------------------------------------------
 
 
-@dataclass(frozen=True)
-class HeredocInvocation:
-    """`apply_patch <<'EOF' … EOF` run through the shell, optionally after `cd dir &&`."""
-
-    patch: str
-    workdir: str | None = None
+def _quote(lines: Iterable[tuple[LineOp, str]]) -> str:
+    return "\n".join(f"{op}{text}" for op, text in lines)
 
 
-_SHELL_HEAD = re.compile(
-    r"^\s*(?:cd\s+(?P<dir>'[^']*'|\"[^\"]*\"|[^\s;&|'\"]+)\s*&&\s*)?"
-    r"(?:apply_patch|applypatch)\s*<<(?P<dash>-?)\s*(?P<q>['\"]?)"
-    r"(?P<delim>[A-Za-z_][A-Za-z0-9_]*)(?P=q)\s*$"
-)
-_PATCH_COMMANDS = ("apply_patch", "applypatch")
+def _closest(lines: list[str] | tuple[str, ...], pattern: list[str]) -> str:
+    """A hint naming where the expected lines come closest to matching."""
+    wanted = [fold(p) for p in pattern]
+    best_at, best_len = -1, 0
+    for i in range(len(lines)):
+        n = 0
+        while n < len(wanted) and i + n < len(lines) and fold(lines[i + n]) == wanted[n]:
+            n += 1
+        if n > best_len:
+            best_at, best_len = i, n
+    if best_len == 0:
+        return "None of these lines' start was found in the file; re-read it before retrying."
+    if best_at + best_len >= len(lines):
+        return (
+            f"The first {best_len} of {len(wanted)} lines match at line {best_at + 1}, "
+            "but the file ends there."
+        )
+    return (
+        f"The first {best_len} of {len(wanted)} lines match at line {best_at + 1}; line "
+        f"{best_at + best_len + 1} of the file is {lines[best_at + best_len]!r}, expected "
+        f"{pattern[best_len]!r}."
+    )
 
 
-def _unquote(word: str) -> str:
-    return shlex.split(word)[0] if word[:1] in "'\"" else word
+def _explain(miss: Miss) -> ApplyPatchError:
+    chunk = miss.chunk
+    where = f"{miss.path} (chunk {miss.number} of {miss.total})"
+    if miss.anchor:
+        after = " after the previous chunk" if miss.floor else ""
+        return ApplyPatchError.verify(
+            miss.path, f"Failed to find context '@@ {chunk.anchor}' in {where}{after}"
+        )
+    old = chunk.old_lines
+    lines = list(miss.lines)
+    if miss.floor and seek(lines, old, floor=0, ladder=LADDER, eof=chunk.end_of_file) is not None:
+        hint = "They occur only before the previous chunk; chunks must be in file order."
+    else:
+        hint = _closest(lines, old)
+    place = " at the end of the file" if chunk.end_of_file else ""
+    expected = _quote((op, t) for op, t in chunk.lines if op != "+")
+    return ApplyPatchError.verify(
+        miss.path, f"Failed to find expected lines{place} in {where}:\n{expected}\n{hint}"
+    )
 
 
-def parse_heredoc_invocation(command: str) -> HeredocInvocation | None:
-    """Recognise a shell command that only runs `apply_patch` on a patch (heredoc or a single
-    quoted argument); None for anything else, so the command runs normally."""
-    lines = command.split("\n")
-    head = _SHELL_HEAD.match(lines[0])
-    if head:
-        delim, dash = head.group("delim"), bool(head.group("dash"))
-        body = [line.lstrip("\t") if dash else line for line in lines[1:]]
-        # As in the shell, the first line that is the delimiter ends the document (so a
-        # context line ` EOF` does not), and anything after it would be another command.
-        end = next((i for i, line in enumerate(body) if line.rstrip() == delim), None)
-        if end is None or not all(_is_blank(line) for line in body[end + 1 :]):
-            return None
-        text = "\n".join(body[:end]) + "\n"
-        if BEGIN_PATCH not in text:
-            return None
-        workdir = head.group("dir")
-        return HeredocInvocation(text, _unquote(workdir) if workdir else None)
-    try:
-        words = shlex.split(command)
-    except ValueError:
-        return None
-    workdir = None
-    if len(words) >= 3 and words[0] == "cd" and words[2] == "&&":
-        workdir, words = words[1], words[3:]
-    if (
-        len(words) == 2
-        and words[0] in _PATCH_COMMANDS
-        and words[1].lstrip().startswith(BEGIN_PATCH)
-    ):
-        return HeredocInvocation(words[1], workdir)
-    return None
+#: Every comparison, chunks in file order after their anchor, a stray blank line forgiven.
+RULES = Rules(ladder=LADDER, explain=_explain, stray_blank=True)
 
 
-def extract_heredoc_patch(command: str) -> str | None:
-    """The patch text of an `apply_patch <<'EOF' … EOF` shell command, or None."""
-    invocation = parse_heredoc_invocation(command)
-    return invocation.patch if invocation else None
+def apply_parsed_patch(patch: Patch, cwd: Path, can_write: WriteGuard | None = None) -> PatchResult:
+    """Verify every section of `patch` against the files (and `can_write`, which given a
+    `FileWriter` also does the IO), then write them all; raises `ApplyPatchError`, in which
+    case no file was changed."""
+    return apply(patch, cwd, as_writer(can_write), RULES)
+
+
+def apply_patch(patch_text: str, cwd: Path, can_write: WriteGuard | None = None) -> PatchResult:
+    """Parse and apply `patch_text` relative to `cwd` (see `apply_parsed_patch`)."""
+    return apply_parsed_patch(parse_patch(patch_text), cwd, can_write)
