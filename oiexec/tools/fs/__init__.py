@@ -7,6 +7,7 @@ for the model.
 
 from __future__ import annotations
 
+from oiexec.tools.apply_patch import FileChange, apply_unified_diff
 from oiexec.tools.fs.glob import GlobResult, glob_files
 from oiexec.tools.fs.grep import GrepQuery, GrepResult, grep
 from oiexec.tools.fs.line_edit import LineEditResult, edit_lines, insert_lines
@@ -15,7 +16,6 @@ from oiexec.tools.fs.read import ReadResult, read_window
 from oiexec.tools.fs.replace import Edit, ReplaceResult, replace_in_file
 from oiexec.tools.fs.state import FileStateTracker, ReadGate
 from oiexec.tools.fs.todo import TodoItem, TodoList
-from oiexec.tools.fs.unified_diff import FileChange, apply_unified_diff
 from oiexec.tools.fs.write import WriteResult, write_file
 
 __all__ = [
