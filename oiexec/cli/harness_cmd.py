@@ -16,38 +16,25 @@ def harness_group() -> None:
 
 
 def _tool_specs(harness_id: str) -> list[dict[str, Any]]:
+    """Each tool as its `tools.json` declares it; a freeform tool's grammar is left out."""
     from oiexec.harness.data import load_spec, load_tool_schemas
 
-    spec = load_spec(harness_id)
-    if spec.native_tools:
-        from oiexec.harness.native import NativeHarness
-
-        native = NativeHarness(user_instructions=None, environment_context="")
-        try:
-            by_name = {t.spec.name: t.spec for t in native.tools()}
-        finally:
-            native.close()
-        out: list[dict[str, Any]] = []
-        for entry in spec.tools:
-            s = by_name[entry.impl]
-            item: dict[str, Any] = {"name": entry.name, "impl": entry.impl, "type": s.type}
-            if s.parameters is not None:
-                item["parameters"] = s.parameters
-            if s.format is not None:
-                item["format"] = {k: v for k, v in s.format.items() if k != "definition"}
-            out.append(item)
-        return out
     schemas = load_tool_schemas(harness_id)
-    return [
-        {
+    out: list[dict[str, Any]] = []
+    for entry in load_spec(harness_id).tools:
+        schema = schemas[entry.name]
+        item: dict[str, Any] = {
             "name": entry.name,
             "impl": entry.impl,
-            "type": "function",
-            "description": schemas[entry.name].get("description", ""),
-            "parameters": schemas[entry.name].get("parameters", {}),
+            "type": schema.get("type", "function"),
+            "description": schema.get("description", ""),
         }
-        for entry in spec.tools
-    ]
+        if "format" in schema:
+            item["format"] = {k: v for k, v in schema["format"].items() if k != "definition"}
+        else:
+            item["parameters"] = schema.get("parameters", {})
+        out.append(item)
+    return out
 
 
 @harness_group.command("list")

@@ -10,8 +10,6 @@ from string import Template
 
 from oiexec.core.errors import ToolInputError
 from oiexec.git import QUICK_TIMEOUT, GitError, run_git_text
-from oiexec.tools.fs import list_directory
-from oiexec.tools.layout import tree
 
 __all__ = ["fill", "prompt_variables"]
 
@@ -25,6 +23,11 @@ def _git(cwd: Path, *args: str) -> str | None:
 
 
 def _tree(cwd: Path, depth: int, limit: int) -> str:
+    # Imported here: `fill` is on every run's path, the file tools only on runs whose prompt
+    # uses variables (native's does not, and must not pay for them at start-up).
+    from oiexec.tools.fs import list_directory
+    from oiexec.tools.layout import tree
+
     try:
         listing = list_directory(cwd, depth=depth, limit=limit)
     except ToolInputError:

@@ -77,13 +77,12 @@ def load_spec(harness_id: str) -> HarnessSpec:
         raise ConfigError(f"harness `{harness_id}` has an invalid manifest: {exc}") from exc
     if spec.id != harness_id:
         raise ConfigError(f"harness folder `{harness_id}` declares id `{spec.id}`")
-    if not spec.native_tools:
-        schemas = load_tool_schemas(harness_id)
-        missing = [t.name for t in spec.tools if t.name not in schemas]
-        if missing:
-            raise ConfigError(
-                f"harness `{harness_id}`: no schema in tools.json for {', '.join(missing)}"
-            )
+    schemas = load_tool_schemas(harness_id)
+    missing = [t.name for t in spec.tools if t.name not in schemas]
+    if missing:
+        raise ConfigError(
+            f"harness `{harness_id}`: no schema in tools.json for {', '.join(missing)}"
+        )
     return spec
 
 

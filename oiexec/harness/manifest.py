@@ -1,16 +1,17 @@
 """`ManifestHarness`: a harness built from its `harness.toml`.
 
-It supplies the prompt, the tools (manifest adapters, or Codex's own tool classes for
-`native_tools` harnesses), the first context messages, and drives the loop through the
-`DrivingHarness` hooks: request shaping per `[history]`, text-action parsing per
-`action_format`, format-error corrections and completion per `[completion]`.
+Every harness, `native` included, is one. It supplies the prompt, the tools (registered
+implementations under the schemas of the harness's `tools.json`), the first context
+messages, and drives the loop through the `DrivingHarness` hooks: request shaping per
+`[history]`, text-action parsing per `action_format`, format-error corrections and
+completion per `[completion]`.
 """
 
 from __future__ import annotations
 
 import json
 import secrets
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -35,9 +36,9 @@ from oiexec.harness.data import load_tool_schemas, read_harness_file
 from oiexec.harness.spec import HarnessSpec
 from oiexec.harness.styles import STYLES, style_for
 from oiexec.harness.styles.swe import swe_observation
-from oiexec.tools.adapters import ManifestTool, Runtime
+from oiexec.tools import exec_command, patch_tool, update_plan  # noqa: F401 (they register)
+from oiexec.tools.framework import IMPLS, ManifestTool, Runtime
 from oiexec.tools.style import Style
-from oiexec.tools.update_plan import UpdatePlanTool
 
 __all__ = ["FormatErrorLimit", "HarnessSetup", "ManifestHarness"]
 
@@ -69,7 +70,8 @@ class FormatErrorLimit(OiexecError):
 class HarnessSetup:
     """What a harness instance needs besides its manifest."""
 
-    variables: dict[str, str]
+    #: What prompt templates are filled with (read only when a template uses them).
+    variables: Mapping[str, str]
     guidance: bool = True
     user_instructions: str | None = None
     environment_context: str | None = None
@@ -88,15 +90,18 @@ class _State:
 
 
 class ManifestHarness:
-    """Any harness described by a manifest (every id except `native`)."""
+    """Any harness described by a manifest."""
 
     def __init__(self, spec: HarnessSpec, setup: HarnessSetup) -> None:
         self.spec = spec
         self.setup = setup
         self.id = spec.id
-        self.runtime = Runtime(style=style_for(spec.style), env=dict(spec.env))
+        self.runtime = Runtime(
+            style=style_for(spec.style),
+            env=dict(spec.env),
+            output_token_limit=setup.output_token_limit,
+        )
         self._state = _State()
-        self._native_plan: UpdatePlanTool | None = None
         self._tools = self._build_tools()
         self._by_name = {tool.spec.name: tool for tool in self._tools}
         self._prompt = self._render_prompt()
@@ -104,22 +109,7 @@ class ManifestHarness:
     # --- construction --------------------------------------------------------------------
 
     def _build_tools(self) -> list[Tool]:
-        if self.spec.native_tools:
-            from oiexec.tools.exec_command import ExecCommandTool, WriteStdinTool
-            from oiexec.tools.patch_tool import ApplyPatchTool
-
-            limit = self.setup.output_token_limit
-            # Chat wires cannot carry freeform tools; the JSON form is what such models know.
-            patch = ApplyPatchTool(freeform=False)
-            self._native_plan = UpdatePlanTool()
-            registry = self.runtime.processes
-            available: dict[str, Tool] = {
-                "exec_command": ExecCommandTool(registry, patch, output_token_limit=limit),
-                "write_stdin": WriteStdinTool(registry, output_token_limit=limit),
-                "apply_patch": patch,
-                "update_plan": self._native_plan,
-            }
-            return [available[entry.impl] for entry in self.spec.tools]
+        _register_implementations(self.spec)
         schemas = load_tool_schemas(self.id)
         return [
             ManifestTool(e, schemas[e.name], self.runtime, _entry_style(e.render))
@@ -162,8 +152,6 @@ class ManifestHarness:
 
     def finish_turn(self, ctx: ToolContext) -> None:
         self.runtime.finish(ctx)
-        if self._native_plan is not None:
-            self._native_plan.finish(ctx)
 
     def close(self) -> None:
         self.runtime.close()
@@ -431,6 +419,14 @@ class ManifestHarness:
         if template == "swe":
             return swe_observation(output)
         return fill(template, {"output": output})
+
+
+def _register_implementations(spec: HarnessSpec) -> None:
+    """The Codex tools register when this module imports them; the other implementations
+    (file tools, shells, background tasks) cost about 100 ms to import, paid only by the
+    harnesses that use them."""
+    if any(entry.impl not in IMPLS for entry in spec.tools):
+        import oiexec.tools.adapters  # noqa: F401
 
 
 def _entry_style(render: str) -> Style:

@@ -4,6 +4,7 @@ what the runner calls."""
 from __future__ import annotations
 
 import os
+from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -35,12 +36,9 @@ def select_harness_id(inputs: HarnessInputs) -> str:
 
 
 def build_harness(inputs: HarnessInputs) -> Harness:
-    from oiexec.harness.agents_md import (
-        discover_user_instructions,
-        environment_context,
-        read_project_docs,
-    )
-    from oiexec.harness.native import NativeHarness
+    from oiexec.harness.agents_md import discover_user_instructions, environment_context
+    from oiexec.harness.data import load_spec
+    from oiexec.harness.manifest import HarnessSetup, ManifestHarness
 
     harness_id = select_harness_id(inputs)
     settings = inputs.settings
@@ -59,25 +57,8 @@ def build_harness(inputs: HarnessInputs) -> Harness:
         network_access=not policy.network_disabled,
         writable_roots=[str(root) for root in policy.writable_roots()],
     )
-    if harness_id == "native":
-        return NativeHarness(
-            user_instructions=user_instructions,
-            environment_context=env_context,
-            output_token_limit=settings.tool_output_token_limit,
-        )
-    # Only manifest harnesses need the shared fs tools and the adapters (and through them
-    # jsonschema); the native path must not pay for importing them.
-    from oiexec.harness.context import prompt_variables
-    from oiexec.harness.data import load_spec
-    from oiexec.harness.manifest import HarnessSetup, ManifestHarness
-
-    agents_md = read_project_docs(
-        inputs.cwd,
-        max_bytes=settings.project_doc_max_bytes,
-        fallback_filenames=settings.project_doc_fallback_filenames,
-    )
     setup = HarnessSetup(
-        variables=prompt_variables(inputs.cwd, shell="/bin/bash", agents_md=agents_md),
+        variables=_PromptVariables(inputs),
         guidance=settings.harness_guidance,
         user_instructions=user_instructions,
         environment_context=env_context,
@@ -85,3 +66,36 @@ def build_harness(inputs: HarnessInputs) -> Harness:
         model=settings.model,
     )
     return ManifestHarness(load_spec(harness_id), setup)
+
+
+class _PromptVariables(Mapping[str, str]):
+    """The prompt variables, computed when a template first reads one: they cost git calls, a
+    directory walk and the file tools' import, which a prompt without variables (native's)
+    must not pay at start-up."""
+
+    def __init__(self, inputs: HarnessInputs) -> None:
+        self._inputs = inputs
+        self._values: dict[str, str] | None = None
+
+    def _load(self) -> dict[str, str]:
+        if self._values is None:
+            from oiexec.harness.agents_md import read_project_docs
+            from oiexec.harness.context import prompt_variables
+
+            inputs, settings = self._inputs, self._inputs.settings
+            agents_md = read_project_docs(
+                inputs.cwd,
+                max_bytes=settings.project_doc_max_bytes,
+                fallback_filenames=settings.project_doc_fallback_filenames,
+            )
+            self._values = prompt_variables(inputs.cwd, shell="/bin/bash", agents_md=agents_md)
+        return self._values
+
+    def __getitem__(self, key: str) -> str:
+        return self._load()[key]
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self._load())
+
+    def __len__(self) -> int:
+        return len(self._load())

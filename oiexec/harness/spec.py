@@ -138,8 +138,6 @@ class HarnessSpec(_Table):
     style: StyleName = "plain"
     #: Environment added to every command the harness runs.
     env: dict[str, str] = Field(default_factory=dict)
-    #: Native only: the Codex tool classes, not manifest adapters.
-    native_tools: bool = False
     prompt: PromptSpec = Field(default_factory=PromptSpec)
     history: HistorySpec = Field(default_factory=HistorySpec)
     completion: CompletionSpec = Field(default_factory=CompletionSpec)

@@ -1,7 +1,7 @@
 """Persistent language runtimes for the `classic` harness (the original Open Interpreter).
 
 One long-lived process per language keeps state between calls (variables, imports, cwd).
-Each runs through the sandbox seam and `ProcessSession` like any model-run command. A small
+Each is started through the command runner's `launch`, like the persistent shell. A small
 driver inside the process reads one request per line, `<token> <timeout_ms> <payload>`
 (the code, base64 or hex encoded so it is one line), runs it, and prints `\\x1f<token> <status>`
 when done; everything before that marker is the call's output.
@@ -25,8 +25,8 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 
 from oiexec.core.context import ToolContext
-from oiexec.core.errors import SandboxUnavailable
 from oiexec.core.policy import PreparedCommand
+from oiexec.tools.command import Declined, launch, stop
 from oiexec.tools.process import ProcessSession, StdinClosed
 
 __all__ = [
@@ -358,15 +358,10 @@ class InterpreterPool:
                 f"Available: {', '.join(self.available())}.",
             )
         try:
-            prepared = self._ctx.sandbox.prepare(
-                language.argv(exe), cwd=self._ctx.cwd, env=dict(self._ctx.env)
-            )
-        except SandboxUnavailable as exc:
-            return ExecutionResult("", False, f"sandbox unavailable: {exc.render()}")
-        try:
-            session = ProcessSession(prepared)
+            session, prepared = launch(self._ctx, language.argv(exe), env=dict(self._ctx.env))
+        except Declined as exc:
+            return ExecutionResult("", False, exc.reason)
         except OSError as exc:
-            _after(prepared)
             return ExecutionResult("", False, f"could not start {language.name}: {exc}")
         runtime = _Runtime(language, session, prepared)
         self._runtimes[language.name] = runtime
@@ -376,8 +371,7 @@ class InterpreterPool:
         runtime = self._runtimes.pop(name, None)
         if runtime is None:
             return []
-        runtime.session.close()
-        return _after(runtime.prepared)
+        return stop(runtime.session, runtime.prepared)
 
     def _execute(self, runtime: _Runtime, code: str, timeout: float) -> ExecutionResult:
         language = runtime.language
@@ -471,10 +465,3 @@ class InterpreterPool:
 def _join(*parts: str) -> str:
     texts = [p.rstrip("\n") for p in parts if p]
     return "\n".join(texts) + ("\n" if texts else "")
-
-
-def _after(prepared: PreparedCommand) -> list[str]:
-    try:
-        return list(prepared.after())
-    except Exception as exc:  # a broken post-command check must not lose the result
-        return [f"post-command sandbox check failed: {exc}"]

@@ -31,7 +31,7 @@ CORE_VARS: tuple[str, ...] = (
     "TERM",
 )
 
-#: Keep commands from paging, prompting or colouring: nobody is there to answer.
+#: Keep commands from paging, prompting or colouring: nobody is there to reply.
 NON_INTERACTIVE_VARS: Mapping[str, str] = {
     "NO_COLOR": "1",
     "TERM": "dumb",

@@ -14,6 +14,8 @@ from pathlib import Path
 from typing import TYPE_CHECKING, ClassVar
 
 from oiexec.tools.layout import cat_n, excerpt, rg_lines, todo_lines, tree
+from oiexec.tools.results import CommandRun, Result, TaskReport, TaskStarted
+from oiexec.tools.truncate import cut_middle
 
 if TYPE_CHECKING:
     from oiexec.core.errors import ToolInputError
@@ -40,6 +42,30 @@ class Style:
         return message
 
     # --- commands (shell, background tasks, interpreters, exec_command) ------------------
+
+    def command_result(self, run: CommandRun, *, timeout_s: float, max_chars: int) -> Result:
+        """A shell command that ran (`run.text`: its output and the sandbox's notes), its
+        output cut to about `max_chars`; `timeout_s` is the limit it ran under."""
+        text = cut_middle(run.text, max_chars)
+        return Result(f"Exit code: {run.exit_code}\nOutput:\n{text}", run.failed)
+
+    def timeout_note(self, timeout_s: float) -> str:
+        return f"Command timed out after {timeout_s:g} seconds and was killed."
+
+    def background_started(self, task: TaskStarted) -> str:
+        """A command now running in the background, and how to follow it."""
+        return (
+            f"Started background task {task.task_id} (pid {task.pid}); output file: "
+            f"{task.output_path}"
+        )
+
+    def task_report(self, report: TaskReport) -> str:
+        """A background command's state and output so far."""
+        tail = "" if report.exit_code is None else f", exit code {report.exit_code}"
+        return f"Task {report.task_id}: {report.status}{tail}\n{report.output}"
+
+    def task_stopped(self, task_id: str, command: str) -> str:
+        return f"Stopped background task {task_id}."
 
     # --- files (read, write, edit, glob, grep, list, patch, todos) -------------------------
 

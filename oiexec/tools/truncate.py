@@ -34,3 +34,13 @@ def truncate_middle(text: str, max_tokens: int) -> str:
 
 def _tokens_for_bytes(n: int) -> int:
     return (n + BYTES_PER_TOKEN - 1) // BYTES_PER_TOKEN
+
+
+def cut_middle(text: str, limit: int) -> str:
+    """Head and tail of `text` around an elision note, at most about `limit` characters."""
+    if len(text) <= limit:
+        return text
+    half = limit // 2
+    return (
+        f"{text[:half]}\n\n... [{len(text) - 2 * half} characters truncated] ...\n\n{text[-half:]}"
+    )

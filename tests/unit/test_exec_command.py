@@ -7,7 +7,6 @@ import os
 import re
 import sys
 import time
-import types
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -18,19 +17,23 @@ import pytest
 from oiexec.config.settings import ShellEnvironmentPolicy
 from oiexec.core.context import ItemEmitter, ToolContext
 from oiexec.core.errors import SandboxUnavailable
-from oiexec.core.events import CommandExecutionItem, ItemCompleted, ItemStarted, ThreadEvent
+from oiexec.core.events import (
+    CommandExecutionItem,
+    FileChangeItem,
+    ItemCompleted,
+    ItemStarted,
+    ThreadEvent,
+)
 from oiexec.core.policy import PreparedCommand, SandboxPolicy
 from oiexec.core.redact import clear_secrets, register_secret
 from oiexec.core.types import ToolCall, ToolOutput, ToolSpec
+from oiexec.harness.data import load_spec, load_tool_schemas
 from oiexec.sandbox.nosandbox import NoSandbox
-from oiexec.tools.exec_command import (
-    EXEC_COMMAND_SPEC,
-    WRITE_STDIN_SPEC,
-    ExecCommandTool,
-    WriteStdinTool,
-)
+from oiexec.tools import exec_command  # noqa: F401 (registers the tools)
+from oiexec.tools.framework import ManifestTool, Runtime
 from oiexec.tools.process import ProcessRegistry
 from oiexec.tools.shell_env import build_command_env
+from oiexec.tools.style import Style
 from oiexec.tools.truncate import approx_tokens, truncate_middle
 
 
@@ -85,12 +88,22 @@ class FakeSandbox:
         return {"backend": "fake"}
 
 
+def native_tool(name: str, runtime: Runtime) -> ManifestTool:
+    """A tool of the native harness, as its manifest declares it."""
+    entry = load_spec("native").tool(name)
+    return ManifestTool(entry, load_tool_schemas("native")[name], runtime, Style())
+
+
+def native_spec(name: str) -> ToolSpec:
+    return native_tool(name, Runtime(style=Style())).spec
+
+
 @dataclass
 class Rig:
     ctx: ToolContext
     registry: ProcessRegistry
-    exec_tool: ExecCommandTool
-    stdin_tool: WriteStdinTool
+    exec_tool: ManifestTool
+    stdin_tool: ManifestTool
     events: list[ThreadEvent]
     warnings: list[str] = field(default_factory=list)
 
@@ -135,11 +148,12 @@ def make_rig(tmp_path: Path, *, sandbox: Any = None, limit: int = 10_000) -> Rig
     )
     registry = ProcessRegistry()
     ctx.cleanup.callback(registry.close_all)
+    runtime = Runtime(style=Style(), processes=registry, output_token_limit=limit)
     return Rig(
         ctx,
         registry,
-        ExecCommandTool(registry, output_token_limit=limit),
-        WriteStdinTool(registry, output_token_limit=limit),
+        native_tool("exec_command", runtime),
+        native_tool("write_stdin", runtime),
         events,
         warnings,
     )
@@ -168,7 +182,8 @@ def _props(spec: ToolSpec) -> dict[str, Any]:
 
 
 def test_schemas_match_codex() -> None:
-    assert _props(EXEC_COMMAND_SPEC) == {
+    exec_spec, stdin_spec = native_spec("exec_command"), native_spec("write_stdin")
+    assert _props(exec_spec) == {
         "cmd": "string",
         "workdir": "string",
         "shell": "string",
@@ -180,17 +195,17 @@ def test_schemas_match_codex() -> None:
         "justification": "string",
         "prefix_rule": "array",
     }
-    assert EXEC_COMMAND_SPEC.parameters is not None
-    assert EXEC_COMMAND_SPEC.parameters["required"] == ["cmd"]
-    assert _props(WRITE_STDIN_SPEC) == {
+    assert exec_spec.parameters is not None
+    assert exec_spec.parameters["required"] == ["cmd"]
+    assert _props(stdin_spec) == {
         "session_id": "number",
         "chars": "string",
         "yield_time_ms": "number",
         "max_output_tokens": "number",
     }
-    assert WRITE_STDIN_SPEC.parameters is not None
-    assert WRITE_STDIN_SPEC.parameters["required"] == ["session_id"]
-    assert "strict" not in EXEC_COMMAND_SPEC.parameters
+    assert stdin_spec.parameters is not None
+    assert stdin_spec.parameters["required"] == ["session_id"]
+    assert "strict" not in exec_spec.parameters
 
 
 # --- exec_command ------------------------------------------------------------------------
@@ -351,7 +366,6 @@ def test_refusing_sandbox_declines_and_counts(tmp_path: Path) -> None:
         out = rig.exec(cmd="touch ran")
     assert out.is_error
     assert out.output.startswith("sandbox unavailable: bubblewrap is not installed")
-    assert rig.exec_tool.sandbox_refusals == 1
     [(kind, item)] = rig.items()
     assert kind == "item.completed"
     assert (item.status, item.exit_code) == ("declined", None)
@@ -374,7 +388,6 @@ def test_sandbox_setup_failure_is_not_the_commands_result(tmp_path: Path) -> Non
     assert out.output.startswith("sandbox setup failed")
     assert "uid map" in out.output
     assert "Process exited" not in out.output
-    assert rig.exec_tool.sandbox_refusals == 1
     assert rig.items()[-1][1].status == "failed"
 
 
@@ -447,52 +460,16 @@ def test_secrets_are_redacted_from_output(rig: Rig) -> None:
     assert "sk-test-very-secret" not in rig.items()[-1][1].aggregated_output
 
 
-class FakePatchTool:
-    spec = ToolSpec(name="apply_patch", description="", type="custom")
-
-    def __init__(self) -> None:
-        self.seen: list[tuple[ToolCall, Path]] = []
-
-    def run(self, call: ToolCall, ctx: ToolContext) -> ToolOutput:
-        self.seen.append((call, ctx.cwd))
-        return ToolOutput(call_id=call.call_id, output="Success.", call_type="custom")
-
-
-def test_apply_patch_heredoc_is_delegated(
-    rig: Rig, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    module = types.ModuleType("oiexec.tools.apply_patch")
-
-    def extract(command: str) -> str | None:
-        return "*** Begin Patch\n*** End Patch\n" if command.startswith("apply_patch <<") else None
-
-    module.extract_heredoc_patch = extract  # type: ignore[attr-defined]
-    monkeypatch.setitem(sys.modules, "oiexec.tools.apply_patch", module)
-    patcher = FakePatchTool()
-    tool = ExecCommandTool(rig.registry, patcher)
-    (tmp_path / "pkg").mkdir()
-    cmd = "apply_patch <<'EOF'\n*** Begin Patch\n*** End Patch\nEOF"
-    call = rig.call("exec_command", {"cmd": cmd, "workdir": "pkg"})
-    out = tool.run(call, rig.ctx)
-    assert out.output == "Success." and out.call_type == "function"
-    [(inner, cwd)] = patcher.seen
-    assert inner.arguments == "*** Begin Patch\n*** End Patch\n"
-    assert cwd == tmp_path / "pkg"
-    assert rig.events == []
-    # Anything else still runs in the shell.
-    plain = tool.run(rig.call("exec_command", {"cmd": "echo plain", "login": False}), rig.ctx)
-    assert parse(plain)["text"] == "plain\n"
-
-
-def test_real_heredoc_parser_honours_cd(rig: Rig, tmp_path: Path) -> None:
-    pytest.importorskip("oiexec.tools.apply_patch")
-    patcher = FakePatchTool()
-    tool = ExecCommandTool(rig.registry, patcher)
+def test_apply_patch_heredoc_is_applied_as_a_patch(rig: Rig, tmp_path: Path) -> None:
     (tmp_path / "pkg").mkdir()
     patch = "*** Begin Patch\n*** Add File: a.txt\n+hi\n*** End Patch\n"
     cmd = f"cd pkg && apply_patch <<'EOF'\n{patch}EOF"
-    out = tool.run(rig.call("exec_command", {"cmd": cmd}), rig.ctx)
-    assert out.output == "Success."
-    [(inner, cwd)] = patcher.seen
-    assert inner.arguments.startswith("*** Begin Patch\n*** Add File: a.txt")
-    assert cwd == tmp_path / "pkg"
+    out = rig.exec(cmd=cmd)
+    assert not out.is_error and out.output.startswith("Exit code: 0\n"), out.output
+    assert out.call_type == "function"
+    assert (tmp_path / "pkg" / "a.txt").read_text() == "hi\n"
+    kinds = [type(e.item) for e in rig.events if isinstance(e, ItemStarted | ItemCompleted)]
+    assert kinds == [FileChangeItem, FileChangeItem]
+    # Anything else still runs in the shell.
+    rig.events.clear()
+    assert parse(rig.exec(cmd="echo plain"))["text"] == "plain\n"

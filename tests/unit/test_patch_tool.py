@@ -12,9 +12,24 @@ from oiexec.core.context import ItemEmitter, ToolContext
 from oiexec.core.events import FileChangeItem, ItemCompleted, ItemStarted, ThreadEvent
 from oiexec.core.policy import SandboxMode, SandboxPolicy
 from oiexec.core.types import ToolCall, ToolOutput
+from oiexec.harness.data import load_spec, load_tool_schemas
 from oiexec.sandbox.nosandbox import NoSandbox
 from oiexec.tools.apply_patch import AddFile, Chunk, DeleteFile, Patch, UpdateFile, render_patch
-from oiexec.tools.patch_tool import PATCH_GRAMMAR, ApplyPatchTool, run_patch
+from oiexec.tools.framework import ManifestTool, Runtime
+from oiexec.tools.patch_tool import run_patch
+from oiexec.tools.style import Style
+
+PATCH_GRAMMAR = load_tool_schemas("native")["apply_patch"]["format"]["definition"]
+
+
+def ApplyPatchTool(*, freeform: bool = True) -> ManifestTool:
+    """`apply_patch` as declared by the native harness (freeform) or the chat-only minimal
+    harness (a function taking `input`)."""
+    harness = "native" if freeform else "minimal"
+    schema = load_tool_schemas(harness)["apply_patch"]
+    entry = load_spec(harness).tool("apply_patch")
+    return ManifestTool(entry, schema, Runtime(style=Style()), Style())
+
 
 PATCH = (
     "*** Begin Patch\n"

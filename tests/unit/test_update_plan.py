@@ -12,11 +12,37 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from oiexec.core.context import ItemEmitter, ToolContext
+from oiexec.core.errors import ToolInputError
 from oiexec.core.events import ItemCompleted, ItemStarted, ItemUpdated, ThreadEvent, TodoListItem
 from oiexec.core.policy import SandboxPolicy
-from oiexec.core.types import ToolCall
+from oiexec.core.types import ToolCall, ToolOutput, ToolSpec
+from oiexec.harness.data import load_spec, load_tool_schemas
 from oiexec.sandbox.nosandbox import NoSandbox
-from oiexec.tools.update_plan import PARAMETERS, PlanArgumentError, UpdatePlanTool, parse_plan
+from oiexec.tools.framework import ManifestTool, Runtime
+from oiexec.tools.style import Style
+from oiexec.tools.update_plan import parse_plan
+
+PARAMETERS = load_tool_schemas("native")["update_plan"]["parameters"]
+
+
+class UpdatePlanTool:
+    """The native harness's `update_plan` over its own runtime; `finish` ends the turn."""
+
+    def __init__(self) -> None:
+        self.runtime = Runtime(style=Style())
+        entry = load_spec("native").tool("update_plan")
+        schema = load_tool_schemas("native")["update_plan"]
+        self.tool = ManifestTool(entry, schema, self.runtime, Style())
+
+    @property
+    def spec(self) -> ToolSpec:
+        return self.tool.spec
+
+    def run(self, call: ToolCall, ctx: ToolContext) -> ToolOutput:
+        return self.tool.run(call, ctx)
+
+    def finish(self, ctx: ToolContext) -> None:
+        self.runtime.finish(ctx)
 
 
 @pytest.fixture
@@ -193,7 +219,7 @@ def test_validation_agrees_with_the_published_schema(args: dict[str, Any]) -> No
     )
     try:
         parse_plan(json.dumps(args))
-    except PlanArgumentError:
+    except ToolInputError:
         assert not valid or running > 1
     else:
         assert valid and running <= 1

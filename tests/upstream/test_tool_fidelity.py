@@ -127,10 +127,11 @@ def test_harness_tools_match_the_captured_upstream_client(harness: str) -> None:
 
 
 def test_native_harness_tools_match_codex() -> None:
-    """The native tools are code, not a tools.json; compare what the harness builds."""
-    from oiexec.harness.native import NativeHarness
+    """Compare what the native harness builds from its tools.json."""
+    from oiexec.harness.data import load_spec
+    from oiexec.harness.manifest import HarnessSetup, ManifestHarness
 
-    harness = NativeHarness(user_instructions=None, environment_context="")
+    harness = ManifestHarness(load_spec("native"), HarnessSetup(variables={}))
     try:
         specs = [tool.spec for tool in harness.tools()]
     finally:

@@ -7,7 +7,9 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from oiexec.tools.layout import cat_n, rg_lines
+from oiexec.tools.results import CommandRun, Result, TaskReport, TaskStarted
 from oiexec.tools.style import Style
+from oiexec.tools.truncate import cut_middle
 
 if TYPE_CHECKING:
     from oiexec.tools.fs import Edit, GlobResult, GrepResult, ReadResult, ReplaceResult, WriteResult
@@ -22,6 +24,35 @@ class ClaudeStyle(Style):
         return f"<tool_use_error>{message}</tool_use_error>"
 
     # --- commands ----------------------------------------------------------------------------
+
+    def command_result(self, run: CommandRun, *, timeout_s: float, max_chars: int) -> Result:
+        text = cut_middle(run.text.rstrip("\n"), max_chars)
+        if run.timed_out:
+            text = f"{text}\n{self.timeout_note(timeout_s)}".strip()
+        if run.failed:
+            return Result(f"{text}\nExit code {run.exit_code}".strip(), True)
+        return Result(text or "(Bash completed with no output)")
+
+    def background_started(self, task: TaskStarted) -> str:
+        return (
+            f"Command running in background with ID: {task.task_id}. Output is being written "
+            f"to: {task.output_path}"
+        )
+
+    def task_report(self, report: TaskReport) -> str:
+        lines = [
+            f"<retrieval_status>{'success' if report.done else 'timeout'}</retrieval_status>",
+            f"<task_id>{report.task_id}</task_id>",
+            "<task_type>local_bash</task_type>",
+            f"<status>{report.status}</status>",
+        ]
+        if report.exit_code is not None:
+            lines.append(f"<exit_code>{report.exit_code}</exit_code>")
+        lines.append(f"<output>\n{report.output.rstrip()}\n</output>")
+        return "\n".join(lines)
+
+    def task_stopped(self, task_id: str, command: str) -> str:
+        return f"Successfully stopped task: {task_id} ({command})"
 
     # --- files -------------------------------------------------------------------------------
 

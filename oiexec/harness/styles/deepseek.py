@@ -7,7 +7,9 @@ from typing import TYPE_CHECKING
 
 from oiexec.harness.styles.qwen import QwenStyle
 from oiexec.tools.layout import cat_n
+from oiexec.tools.results import CommandRun, Result, TaskReport, TaskStarted
 from oiexec.tools.style import Style
+from oiexec.tools.truncate import cut_middle
 
 if TYPE_CHECKING:
     from oiexec.tools.fs import Edit, ReadResult, ReplaceResult, TodoItem, WriteResult
@@ -17,6 +19,27 @@ class DeepseekStyle(Style):
     name = "deepseek"
 
     # --- commands ----------------------------------------------------------------------------
+
+    def command_result(self, run: CommandRun, *, timeout_s: float, max_chars: int) -> Result:
+        text = cut_middle(run.text.rstrip("\n"), max_chars)
+        if run.timed_out:
+            return Result(f"{self.timeout_note(timeout_s)}\nSTDOUT:\n{text}\nSTDERR:\n", True)
+        if run.failed:
+            failed = f"Command failed (exit code: {run.exit_code})"
+            return Result(f"{failed}\nSTDOUT:\n{text}\nSTDERR:\n", True)
+        return Result(text or "(no output)")
+
+    def background_started(self, task: TaskStarted) -> str:
+        return (
+            f"Started background task {task.task_id} (pid {task.pid}).\n"
+            f"Output file: {task.output_path}\n"
+            "Use exec_shell_wait to read its output and exec_shell_cancel to stop it."
+        )
+
+    def task_report(self, report: TaskReport) -> str:
+        code = "" if report.exit_code is None else f" (exit code: {report.exit_code})"
+        state = f"Task {report.task_id}: {report.status}{code}"
+        return f"{state}\nSTDOUT:\n{report.output.rstrip()}\nSTDERR:\n"
 
     # --- files -------------------------------------------------------------------------------
 

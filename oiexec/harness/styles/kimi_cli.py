@@ -7,7 +7,9 @@ from dataclasses import replace
 from typing import TYPE_CHECKING
 
 from oiexec.tools.layout import cat_n
+from oiexec.tools.results import CommandRun, Result, TaskReport, TaskStarted
 from oiexec.tools.style import Style
+from oiexec.tools.truncate import cut_middle
 
 if TYPE_CHECKING:
     from oiexec.core.errors import ToolInputError
@@ -21,6 +23,31 @@ class KimiCliStyle(Style):
         return f"<system>ERROR: {message}</system>"
 
     # --- commands ----------------------------------------------------------------------------
+
+    def command_result(self, run: CommandRun, *, timeout_s: float, max_chars: int) -> Result:
+        text = cut_middle(run.text, max_chars)
+        if run.timed_out:
+            head = f"<system>ERROR: Command killed by timeout ({timeout_s:g}s)</system>"
+        elif run.failed:
+            head = f"<system>ERROR: Command failed with exit code: {run.exit_code}.</system>"
+        else:
+            head = "<system>Command executed successfully.</system>"
+        return Result("\n".join(p for p in (head, text) if p), run.failed)
+
+    def background_started(self, task: TaskStarted) -> str:
+        return (
+            f"<system>Command started in the background.</system>\ntask_id: {task.task_id}\n"
+            f"output_file: {task.output_path}\n"
+            "Use TaskOutput to read its output and TaskStop to stop it."
+        )
+
+    def task_report(self, report: TaskReport) -> str:
+        tail = "" if report.exit_code is None else f", exit code {report.exit_code}"
+        head = f"<system>Task {report.task_id} is {report.status}{tail}.</system>"
+        return "\n".join(p for p in (head, report.output.rstrip("\n")) if p)
+
+    def task_stopped(self, task_id: str, command: str) -> str:
+        return f"<system>Task {task_id} stopped.</system>"
 
     # --- files -------------------------------------------------------------------------------
 

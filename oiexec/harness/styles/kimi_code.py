@@ -8,7 +8,9 @@ from typing import TYPE_CHECKING
 from oiexec.harness.styles.claude import ClaudeStyle
 from oiexec.harness.styles.kimi_cli import KimiCliStyle, read_message
 from oiexec.tools.layout import cat_n
+from oiexec.tools.results import CommandRun, Result, TaskReport, TaskStarted
 from oiexec.tools.style import Style
+from oiexec.tools.truncate import cut_middle
 
 if TYPE_CHECKING:
     from oiexec.tools.fs import Edit, ReadResult, ReplaceResult
@@ -21,6 +23,24 @@ class KimiCodeStyle(Style):
         return f"<system>ERROR: {message}</system>"
 
     # --- commands ----------------------------------------------------------------------------
+
+    def command_result(self, run: CommandRun, *, timeout_s: float, max_chars: int) -> Result:
+        text = cut_middle(run.text.rstrip("\n"), max_chars)
+        if run.timed_out:
+            return Result(f"{text}\n{self.timeout_note(timeout_s)}".strip(), True)
+        if run.failed:
+            return Result(f"{text}\nCommand failed with exit code: {run.exit_code}".strip(), True)
+        return Result(text or "<system>Tool output is empty.</system>")
+
+    # Background tasks are worded as Kimi CLI words them.
+    def background_started(self, task: TaskStarted) -> str:
+        return KimiCliStyle().background_started(task)
+
+    def task_report(self, report: TaskReport) -> str:
+        return KimiCliStyle().task_report(report)
+
+    def task_stopped(self, task_id: str, command: str) -> str:
+        return KimiCliStyle().task_stopped(task_id, command)
 
     # --- files -------------------------------------------------------------------------------
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from oiexec.tools.results import CommandRun, Result
 from oiexec.tools.style import Style
 
 #: Outputs this long or longer are shown as head and tail with the middle elided.
@@ -45,5 +46,10 @@ class MiniStyle(Style):
         return "\n".join(parts)
 
     # --- commands ----------------------------------------------------------------------------
+
+    def command_result(self, run: CommandRun, *, timeout_s: float, max_chars: int) -> Result:
+        code = run.exit_code if run.exit_code is not None else -1
+        exception = self.timeout_note(timeout_s) if run.timed_out else None
+        return Result(self.observation(code, run.text, exception=exception))
 
     # --- files -------------------------------------------------------------------------------

@@ -8,7 +8,9 @@ from typing import TYPE_CHECKING
 
 from oiexec.harness.styles.claude import NO_FILES, ClaudeStyle
 from oiexec.tools.layout import todo_lines
+from oiexec.tools.results import CommandRun, Result
 from oiexec.tools.style import Style
+from oiexec.tools.truncate import cut_middle
 
 if TYPE_CHECKING:
     from oiexec.core.errors import ToolInputError
@@ -25,6 +27,14 @@ class OpencodeStyle(Style):
         return f"Error: {message}"
 
     # --- commands ----------------------------------------------------------------------------
+
+    def command_result(self, run: CommandRun, *, timeout_s: float, max_chars: int) -> Result:
+        text = cut_middle(run.text.rstrip("\n"), max_chars) or "(no output)"
+        if run.timed_out:
+            text += f"\n\n<bash_metadata>\n{self.timeout_note(timeout_s)}\n</bash_metadata>"
+        elif run.failed:
+            text += f"\n\n<bash_metadata>\nexit code: {run.exit_code}\n</bash_metadata>"
+        return Result(text)
 
     # --- files -------------------------------------------------------------------------------
 

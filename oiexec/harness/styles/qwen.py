@@ -7,7 +7,9 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from oiexec.tools.layout import rg_lines
+from oiexec.tools.results import CommandRun, Result, TaskStarted
 from oiexec.tools.style import Style
+from oiexec.tools.truncate import cut_middle
 
 if TYPE_CHECKING:
     from oiexec.core.errors import ToolInputError
@@ -26,6 +28,21 @@ class QwenStyle(Style):
     name = "qwen"
 
     # --- commands ----------------------------------------------------------------------------
+
+    def command_result(self, run: CommandRun, *, timeout_s: float, max_chars: int) -> Result:
+        text = cut_middle(run.text.rstrip("\n"), max_chars) or "(empty)"
+        if run.timed_out:
+            text += f"\n{self.timeout_note(timeout_s)}"
+        if run.failed:
+            return Result(f"{text}\nExit Code: {run.exit_code}")
+        return Result(text)
+
+    def background_started(self, task: TaskStarted) -> str:
+        return (
+            f"Command is running in the background.\ntask_id: {task.task_id}\n"
+            f"Background PIDs: {task.pid}\nOutput file: {task.output_path}\n"
+            "Stop it with task_stop."
+        )
 
     # --- files -------------------------------------------------------------------------------
 

@@ -6,6 +6,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from oiexec.tools.layout import cat_n, excerpt
+from oiexec.tools.results import CommandRun, Result
 from oiexec.tools.style import Style
 
 if TYPE_CHECKING:
@@ -26,6 +27,12 @@ class SweStyle(Style):
     name = "swe"
 
     # --- commands ----------------------------------------------------------------------------
+
+    def command_result(self, run: CommandRun, *, timeout_s: float, max_chars: int) -> Result:
+        text = run.text
+        if run.timed_out and not run.notes:
+            text += f"\n{self.timeout_note(timeout_s)}"
+        return Result(text, run.failed)
 
     # --- files -------------------------------------------------------------------------------
 

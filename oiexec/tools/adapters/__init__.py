@@ -1,24 +1,10 @@
-"""Manifest tools: model-facing names and schemas over the shared implementations.
+"""The manifest adapters: file tools, shells, background tasks, todos and `execute`.
 
-Importing the package registers every implementation in `IMPLS`.
+Importing the package registers each implementation with `oiexec.tools.framework`.
 """
 
 from __future__ import annotations
 
 from oiexec.tools.adapters import background, editor, execute, files, patch, shell, todo
-from oiexec.tools.adapters.base import IMPLS, Invocation, ManifestTool, Result, Runtime
 
-__all__ = [
-    "IMPLS",
-    "Invocation",
-    "ManifestTool",
-    "Result",
-    "Runtime",
-    "background",
-    "editor",
-    "execute",
-    "files",
-    "patch",
-    "shell",
-    "todo",
-]
+__all__ = ["background", "editor", "execute", "files", "patch", "shell", "todo"]

@@ -1,6 +1,5 @@
-"""Background shell commands (Claude Code's and Kimi's `run_in_background`, qwen-code's
-`is_background`, DeepSeek TUI's `background`) and the tools that read and stop them
-(`TaskOutput`/`TaskStop`, `task_stop`, `exec_shell_wait`/`exec_shell_cancel`).
+"""Background shell commands (the shell tool's `background` flag, under whatever name a
+manifest gives it) and the tools that read and stop them (`task_output`, `task_stop`).
 
 A background command is a session in the run's `ProcessRegistry`, so `close_all` at the end
 of the run kills it. Its output is also copied to a file the model may read with its file
@@ -13,23 +12,22 @@ from __future__ import annotations
 import contextlib
 import os
 import secrets
-import shlex
 import shutil
 import tempfile
 import threading
 import time
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 
-from oiexec.core.context import ItemEmitter, ToolContext
-from oiexec.core.errors import SandboxUnavailable, ToolInputError
-from oiexec.core.events import CommandExecutionItem, CommandStatus
-from oiexec.core.policy import PreparedCommand
+from oiexec.core.context import ToolContext
+from oiexec.core.errors import ToolInputError
 from oiexec.core.redact import redact
-from oiexec.tools.adapters.base import Invocation, Result, Runtime, error_text, register
+from oiexec.tools.command import NotStarted, RunningCommand, start_command
+from oiexec.tools.framework import Invocation, Runtime, register
 from oiexec.tools.process import ProcessRegistry, ProcessSession
+from oiexec.tools.results import Result, TaskReport, TaskStarted
 
-__all__ = ["BackgroundTask", "BackgroundTasks", "start_background", "tasks_of"]
+__all__ = ["BackgroundTask", "BackgroundTasks", "reap", "start_background", "tasks_of"]
 
 _EXTRA_KEY = "background"
 _PUMP_SLICE = 0.1
@@ -37,27 +35,27 @@ _PUMP_SLICE = 0.1
 
 @dataclass
 class BackgroundTask:
-    """One background command and its item, finished exactly once."""
+    """One background command; its `RunningCommand` completes the item exactly once."""
 
     task_id: str
     command: str
-    shown: str
-    item_id: str
-    session_id: int
-    session: ProcessSession
-    prepared: PreparedCommand
-    items: ItemEmitter
+    run: RunningCommand
     output_path: Path
     #: Opened by the runner before the pump starts (see `_open_output`); None if refused.
     output_fd: int | None = None
-    finished: bool = False
-    killed: bool = False
-    lock: threading.Lock = field(default_factory=threading.Lock)
     pump: threading.Thread | None = None
 
     @property
+    def session(self) -> ProcessSession:
+        return self.run.session
+
+    @property
+    def finished(self) -> bool:
+        return self.run.finished
+
+    @property
     def status(self) -> str:
-        if self.killed:
+        if self.run.killed:
             return "killed"
         code = self.session.exit_code
         if code is None:
@@ -83,37 +81,16 @@ class BackgroundTasks:
     ) -> BackgroundTask | str:
         """Start `command`; returns the task, or why it could not start."""
         argv = [rt.shell, "-c", command]
-        shown = shlex.join(argv)
         try:
-            prepared = ctx.sandbox.prepare(argv, cwd=cwd, env={**ctx.env, **rt.env})
-        except SandboxUnavailable as exc:
-            reason = exc.render()
-            _complete(ctx.items, ctx.items.next_id(), shown, reason, None, "declined")
-            return f"{reason}; the command was not run."
-        item_id = ctx.items.next_id()
-        ctx.items.started(CommandExecutionItem(id=item_id, command=shown))
-        try:
-            session_id, session = self._registry.spawn(prepared)
-        except OSError as exc:
-            _after(prepared)
-            _complete(ctx.items, item_id, shown, str(exc), None, "failed")
-            return f"failed to start the command: {exc}"
+            run = start_command(ctx, self._registry, argv, cwd=cwd, env={**ctx.env, **rt.env})
+        except NotStarted as exc:
+            return f"{exc.message}; the command was not run." if exc.declined else exc.message
         self._count += 1
         task_id = f"{prefix}{self._count}{secrets.token_hex(3)}"
-        task = BackgroundTask(
-            task_id=task_id,
-            command=command,
-            shown=shown,
-            item_id=item_id,
-            session_id=session_id,
-            session=session,
-            prepared=prepared,
-            items=ctx.items,
-            output_path=self._directory() / f"{task_id}.output",
-        )
+        task = BackgroundTask(task_id, command, run, self._directory() / f"{task_id}.output")
         task.output_fd = self._open_output(task.output_path.name)
         # Killed by `close_all` (end of run, or finish of the turn): complete its item then.
-        session.on_close = lambda _s: self._finish(task, killed=True)
+        run.session.on_close = lambda _s: self._finish(task, killed=True)
         task.pump = threading.Thread(
             target=_pump, args=(task,), name=f"oiexec-task-{task_id}", daemon=True
         )
@@ -122,13 +99,13 @@ class BackgroundTasks:
         return task
 
     def get(self, task_id: str) -> BackgroundTask | None:
-        self.sweep()
+        self.reap()
         return self._tasks.get(task_id)
 
     def running(self) -> list[BackgroundTask]:
         return [t for t in self._tasks.values() if t.status == "running"]
 
-    def sweep(self) -> None:
+    def reap(self) -> None:
         """Complete the items of commands that ended since the last look."""
         for task in list(self._tasks.values()):
             if not task.finished and task.session.exit_code is not None:
@@ -143,17 +120,17 @@ class BackgroundTasks:
         return done
 
     def stop(self, task: BackgroundTask) -> None:
-        task.killed = task.session.exit_code is None
+        running = task.session.exit_code is None
         task.session.kill()
-        self._finish(task, killed=task.killed)
+        self._finish(task, killed=running)
 
     def close(self) -> None:
         """Kill what still runs, complete every item and remove the output files."""
         for task in list(self._tasks.values()):
             if not task.finished:
-                task.killed = task.session.exit_code is None
+                running = task.session.exit_code is None
                 task.session.kill()
-                self._finish(task, killed=task.killed)
+                self._finish(task, killed=running)
         if self._dir is not None:
             shutil.rmtree(self._dir, ignore_errors=True)
             self._dir = None
@@ -178,21 +155,19 @@ class BackgroundTasks:
             return None
 
     def _finish(self, task: BackgroundTask, *, killed: bool = False) -> None:
-        with task.lock:
-            if task.finished:
-                return
-            task.finished = True
-        task.killed = task.killed or killed
+        if task.finished:
+            return
+        task.run.killed = task.run.killed or killed
         if task.pump is not None:
-            task.pump.join(timeout=1.0)
-        notes = _after(task.prepared)
-        code = task.session.exit_code
-        output = task.output()
-        if notes:
-            output = "\n".join([output.rstrip("\n"), *notes]).lstrip("\n")
-        status: CommandStatus = "completed" if code == 0 and not task.killed else "failed"
-        _complete(task.items, task.item_id, task.shown, output, code, status)
-        self._registry.release(task.session_id)
+            task.pump.join(timeout=1.0)  # the copy to the output file is complete first
+        task.run.finish()
+
+
+def reap(rt: Runtime) -> None:
+    """Complete the items of background commands that ended (nothing before the first)."""
+    tasks = rt.extras.get(_EXTRA_KEY)
+    if isinstance(tasks, BackgroundTasks):
+        tasks.reap()
 
 
 def tasks_of(rt: Runtime) -> BackgroundTasks:
@@ -224,64 +199,22 @@ def _pump(task: BackgroundTask) -> None:
             time.sleep(_PUMP_SLICE)
 
 
-def _complete(
-    items: ItemEmitter,
-    item_id: str,
-    command: str,
-    output: str,
-    code: int | None,
-    status: CommandStatus,
-) -> None:
-    items.completed(
-        CommandExecutionItem(
-            id=item_id, command=command, aggregated_output=output, exit_code=code, status=status
-        )
-    )
-
-
-def _after(prepared: PreparedCommand) -> list[str]:
-    try:
-        return list(prepared.after())
-    except Exception as exc:  # a broken post-command check must not lose the result
-        return [f"post-command sandbox check failed: {exc}"]
-
-
 # --- the model-facing results -----------------------------------------------------------
 
 
 def start_background(inv: Invocation, command: str, cwd: Path) -> Result:
-    """Start `command` in the background and say how to follow it, in the harness's words."""
+    """Start `command` in the background and say how to follow it, in the tool's words."""
     if inv.option("background_requires_description") and not inv.string("description"):
         raise ToolInputError("`description` is required when running in the background.")
     tasks = tasks_of(inv.rt)
-    tasks.sweep()
+    tasks.reap()
     started = tasks.start(
         inv.ctx, inv.rt, command, cwd=cwd, prefix=str(inv.option("task_prefix", "bg_"))
     )
     if isinstance(started, str):
-        return Result(error_text(inv.rt.style, started), True)
-    task, path, pid = started.task_id, started.output_path, started.session.pid
-    style = inv.render
-    if style == "claude":
-        text = f"Command running in background with ID: {task}. Output is being written to: {path}"
-    elif style in ("kimi-code", "kimi-cli"):
-        text = (
-            f"<system>Command started in the background.</system>\ntask_id: {task}\n"
-            f"output_file: {path}\nUse TaskOutput to read its output and TaskStop to stop it."
-        )
-    elif style == "qwen":
-        text = (
-            f"Command is running in the background.\ntask_id: {task}\nBackground PIDs: {pid}\n"
-            f"Output file: {path}\nStop it with task_stop."
-        )
-    elif style == "deepseek":
-        text = (
-            f"Started background task {task} (pid {pid}).\nOutput file: {path}\n"
-            "Use exec_shell_wait to read its output and exec_shell_cancel to stop it."
-        )
-    else:
-        text = f"Started background task {task} (pid {pid}); output file: {path}"
-    return Result(text)
+        return Result(inv.rt.style.error(started), True)
+    view = TaskStarted(started.task_id, started.session.pid, started.output_path)
+    return Result(inv.style.background_started(view))
 
 
 def _task(inv: Invocation) -> tuple[BackgroundTasks, BackgroundTask]:
@@ -313,31 +246,10 @@ def task_output(inv: Invocation) -> Result:
     done = task.status != "running"
     if not done and inv.boolean("block", default=True):
         done = tasks.wait(task, min(seconds, float(inv.option("max_wait_s", 600))))
-    tasks.sweep()
+    tasks.reap()
     output = _tail(task.output(), int(inv.option("max_output_chars", 30_000)))
-    code = task.session.exit_code
-    style = inv.render
-    if style == "claude":
-        lines = [
-            f"<retrieval_status>{'success' if done else 'timeout'}</retrieval_status>",
-            f"<task_id>{task.task_id}</task_id>",
-            "<task_type>local_bash</task_type>",
-            f"<status>{task.status}</status>",
-        ]
-        if code is not None:
-            lines.append(f"<exit_code>{code}</exit_code>")
-        lines.append(f"<output>\n{output.rstrip()}\n</output>")
-        return Result("\n".join(lines))
-    tail = "" if code is None else f", exit code {code}"
-    if style in ("kimi-code", "kimi-cli"):
-        head = f"<system>Task {task.task_id} is {task.status}{tail}.</system>"
-        return Result("\n".join(p for p in (head, output.rstrip("\n")) if p))
-    if style == "deepseek":
-        state = f"Task {task.task_id}: {task.status}" + (
-            "" if code is None else f" (exit code: {code})"
-        )
-        return Result(f"{state}\nSTDOUT:\n{output.rstrip()}\nSTDERR:\n")
-    return Result(f"Task {task.task_id}: {task.status}{tail}\n{output}")
+    report = TaskReport(task.task_id, task.status, task.session.exit_code, output, done)
+    return Result(inv.style.task_report(report))
 
 
 @register("task_stop")
@@ -351,11 +263,6 @@ def task_stop(inv: Invocation) -> Result:
     tasks, task = _task(inv)
     if task.status != "running":
         message = f"Task {task.task_id} is not running (status: {task.status})"
-        return Result(error_text(inv.rt.style, message), True)
+        return Result(inv.rt.style.error(message), True)
     tasks.stop(task)
-    style = inv.render
-    if style == "claude":
-        return Result(f"Successfully stopped task: {task.task_id} ({task.command})")
-    if style in ("kimi-code", "kimi-cli"):
-        return Result(f"<system>Task {task.task_id} stopped.</system>")
-    return Result(f"Stopped background task {task.task_id}.")
+    return Result(inv.style.task_stopped(task.task_id, task.command))

@@ -8,7 +8,7 @@ from pathlib import Path
 
 from oiexec.core.errors import ToolInputError
 from oiexec.git import run_git_text
-from oiexec.tools.adapters.base import Invocation, Result, register
+from oiexec.tools.framework import Invocation, register
 from oiexec.tools.fs import (
     Edit,
     insert_lines,
@@ -18,6 +18,7 @@ from oiexec.tools.fs import (
     write_file,
 )
 from oiexec.tools.fs._text import guard_write, load_text, remove_file, save_text
+from oiexec.tools.results import Result
 
 
 def _remember(inv: Invocation, path: Path) -> None:

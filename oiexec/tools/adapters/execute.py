@@ -1,13 +1,14 @@
-"""Classic Open Interpreter's `execute` {language, code}, run in the persistent runtimes of
+"""`execute` {language, code}: code run in the persistent runtimes of
 `oiexec.tools.interpreters` (state is kept between calls for the whole run). Each call is a
 `command_execution` item, so CI reports see the commands like any other harness's."""
 
 from __future__ import annotations
 
 from oiexec.core.errors import ToolInputError
-from oiexec.core.events import CommandExecutionItem
-from oiexec.tools.adapters.base import Invocation, Result, register
+from oiexec.tools.command import CommandItem
+from oiexec.tools.framework import Invocation, register
 from oiexec.tools.interpreters import DEFAULT_TIMEOUT, LANGUAGE_ALIASES, InterpreterPool
+from oiexec.tools.results import Result
 
 _POOL = "interpreters"
 
@@ -32,22 +33,10 @@ def execute(inv: Invocation) -> Result:
     if not isinstance(pool, InterpreterPool):
         pool = InterpreterPool(inv.ctx)
         inv.rt.extras[_POOL] = pool
-    items = inv.ctx.items
-    item_id = items.next_id()
-    shown = displayed_command(language, code)
-    items.started(CommandExecutionItem(id=item_id, command=shown))
-    timeout = float(inv.option("timeout_s", DEFAULT_TIMEOUT))
-    result = pool.run(language, code, timeout)
+    item = CommandItem.start(inv.ctx.items, displayed_command(language, code))
+    result = pool.run(language, code, float(inv.option("timeout_s", DEFAULT_TIMEOUT)))
     output = result.output.rstrip("\n")
     if result.error and result.error not in output:
         output = f"{output}\n[{result.error}]".strip()
-    items.completed(
-        CommandExecutionItem(
-            id=item_id,
-            command=shown,
-            aggregated_output=output,
-            exit_code=0 if result.exit_ok else 1,
-            status="completed" if result.exit_ok else "failed",
-        )
-    )
+    item.complete(output, 0 if result.exit_ok else 1, "completed" if result.exit_ok else "failed")
     return Result(output or "No output", not result.exit_ok)

@@ -10,7 +10,7 @@ from pathlib import Path
 from typing import Any, Literal
 
 from oiexec.core.errors import ToolInputError
-from oiexec.tools.adapters.base import Invocation, Result, register
+from oiexec.tools.framework import Invocation, register
 from oiexec.tools.fs import (
     Edit,
     GrepQuery,
@@ -22,6 +22,7 @@ from oiexec.tools.fs import (
     replace_in_file,
     write_file,
 )
+from oiexec.tools.results import Result
 
 # --- read -------------------------------------------------------------------------------
 

@@ -3,9 +3,10 @@
 from __future__ import annotations
 
 from oiexec.core.errors import ToolInputError
-from oiexec.tools.adapters.base import Invocation, Result, register
+from oiexec.tools.framework import Invocation, register
 from oiexec.tools.fs import apply_unified_diff, write_file
 from oiexec.tools.patch_tool import run_patch
+from oiexec.tools.results import Result
 
 
 @register("apply_patch_envelope")

@@ -1,7 +1,8 @@
-"""A long-lived `bash` for SWE-agent's `bash` tool: `cd`, exported variables and functions
-carry over between calls, as in SWE-agent's own session shell.
+"""The run's long-lived shell (a shell tool with `persistent = true`): `cd`, exported
+variables and functions carry over between calls, as in a terminal session.
 
-The shell runs through the sandbox seam in its own `ProcessSession`. A small driver loop
+The shell runs through the command runner's `launch` in its own `ProcessSession`; each
+command is its own `command_execution` item. A small driver loop
 reads one request per line (`<token> <base64 command>`), evaluates it in the shell itself
 (stdin from /dev/null) and prints `\\x1f<token> <status>`; everything before that marker is
 the command's output. A command that outlives its timeout takes the shell with it: the group
@@ -12,15 +13,19 @@ from __future__ import annotations
 
 import base64
 import secrets
+import shlex
 import time
-from dataclasses import dataclass
+from dataclasses import replace
 
 from oiexec.core.context import ToolContext
-from oiexec.core.errors import SandboxUnavailable
 from oiexec.core.policy import PreparedCommand
+from oiexec.core.redact import redact
+from oiexec.tools.command import CommandItem, Declined, launch, setup_failed, stop
+from oiexec.tools.framework import Runtime
 from oiexec.tools.process import ProcessSession, StdinClosed
+from oiexec.tools.results import CommandRun
 
-__all__ = ["PersistentShell", "ShellOutcome"]
+__all__ = ["PersistentShell", "run_persistent"]
 
 _MARK = "\x1f"
 _POLL = 0.02
@@ -33,18 +38,6 @@ while IFS= read -r __oi_line; do
   printf '\037%s %s\n' "$__oi_token" "$__oi_status"
 done
 """
-
-
-@dataclass(frozen=True)
-class ShellOutcome:
-    """One command's result. `exit_code` is None when it timed out or the shell died;
-    `notes` explain a restart or a sandbox problem."""
-
-    output: str
-    exit_code: int | None
-    timed_out: bool = False
-    refused: str | None = None
-    notes: tuple[str, ...] = ()
 
 
 class PersistentShell:
@@ -64,9 +57,9 @@ class PersistentShell:
     def pid(self) -> int | None:
         return None if self._session is None else self._session.pid
 
-    def run(self, command: str, timeout_s: float) -> ShellOutcome:
+    def run(self, command: str, timeout_s: float) -> CommandRun:
         if self._closed:
-            return ShellOutcome("", None, refused="the shell session is closed")
+            return CommandRun("", None, refused="the shell session is closed")
         if self._session is None or self._session.exit_code is not None:
             if self._session is not None:
                 self._stop()
@@ -76,7 +69,7 @@ class PersistentShell:
                 )
             refused = self._start()
             if refused is not None:
-                return ShellOutcome("", None, refused=refused)
+                return CommandRun("", None, refused=refused)
         session = self._session
         assert session is not None
         notes, self._pending_notes = self._pending_notes, []
@@ -100,7 +93,7 @@ class PersistentShell:
                 status = text[at + len(marker) : end].strip()
                 self._leftover = text[end + 1 :]
                 code = int(status) if status.isdigit() else None
-                return ShellOutcome(text[:at], code, notes=tuple(notes))
+                return CommandRun(text[:at], code, notes=tuple(notes))
             if session.exit_code is not None:
                 session.wait(0)
                 return self._died(text + session.take_output(), notes)
@@ -113,7 +106,7 @@ class PersistentShell:
             "the shell; the next command runs in a new shell (working directory and "
             "variables were reset)."
         )
-        return ShellOutcome(text, None, timed_out=True, notes=tuple(notes))
+        return CommandRun(text, None, timed_out=True, notes=tuple(notes))
 
     def close(self) -> None:
         """Kill the shell's process group; later `run` calls are refused."""
@@ -126,15 +119,11 @@ class PersistentShell:
     def _start(self) -> str | None:
         argv = [self._shell, "--noprofile", "--norc", "-c", _DRIVER]
         try:
-            prepared = self._ctx.sandbox.prepare(argv, cwd=self._ctx.cwd, env=dict(self._env))
-        except SandboxUnavailable as exc:
-            return exc.render()
-        try:
-            self._session = ProcessSession(prepared)
+            self._session, self._prepared = launch(self._ctx, argv, env=dict(self._env))
+        except Declined as exc:
+            return exc.reason
         except OSError as exc:
-            _after(prepared)
             return f"could not start the shell: {exc}"
-        self._prepared = prepared
         self._leftover = ""
         return None
 
@@ -143,26 +132,37 @@ class PersistentShell:
         self._session = self._prepared = None
         if session is None or prepared is None:
             return []
-        session.close()
-        return _after(prepared)
+        return stop(session, prepared)
 
-    def _died(self, output: str, notes: list[str]) -> ShellOutcome:
+    def _died(self, output: str, notes: list[str]) -> CommandRun:
         session = self._session
         code = session.exit_code if session is not None else None
         prepared = self._prepared
         notes = [*notes, *self._stop()]
-        if prepared is not None and code is not None and code == prepared.setup_failure_exit_code:
+        if prepared is not None and setup_failed(prepared, code):
             notes.append(f"sandbox setup failed (launcher exit status {code}); not run")
         else:
             notes.append(
                 f"The shell exited (status {code}); the next command runs in a new shell "
                 "(working directory and variables were reset)."
             )
-        return ShellOutcome(output, code, notes=tuple(notes))
+        return CommandRun(output, code, notes=tuple(notes))
 
 
-def _after(prepared: PreparedCommand) -> list[str]:
-    try:
-        return list(prepared.after())
-    except Exception as exc:  # a broken post-command check must not lose the result
-        return [f"post-command sandbox check failed: {exc}"]
+_KEY = "persistent_shell"
+
+
+def run_persistent(ctx: ToolContext, rt: Runtime, command: str, *, timeout_s: float) -> CommandRun:
+    """Run `command` in the run's persistent shell (started on first use)."""
+    shell = rt.extras.get(_KEY)
+    if not isinstance(shell, PersistentShell):
+        shell = PersistentShell(ctx, shell=rt.shell, env={**ctx.env, **rt.env})
+        rt.extras[_KEY] = shell
+    item = CommandItem.start(ctx.items, shlex.join([rt.shell, "-c", command]))
+    run = shell.run(command, timeout_s)
+    if run.refused is not None:
+        item.complete(run.refused, None, "declined")
+        return run
+    run = replace(run, output=redact(run.output))
+    item.complete(run.output, run.exit_code, "failed" if run.failed else "completed")
+    return run

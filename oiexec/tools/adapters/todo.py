@@ -8,8 +8,9 @@ import json
 from typing import Any
 
 from oiexec.core.errors import ToolInputError
-from oiexec.tools.adapters.base import Invocation, Result, register
+from oiexec.tools.framework import Invocation, register
 from oiexec.tools.fs import TodoItem
+from oiexec.tools.results import Result
 
 _STATUS_ALIASES = {"done": "completed", "complete": "completed", "cancelled": "cancelled"}
 

@@ -1,10 +1,12 @@
-"""Manifest tools: a model-facing name and schema over a shared implementation.
+"""The one way a tool is declared: a manifest entry over a registered implementation.
 
 A `[[tools]]` entry of a harness manifest names an implementation (`impl`), renames the
-model's arguments onto the implementation's (`args`), picks a result renderer (`render`) and
-sets limits and options. Implementations register themselves in `IMPLS`; they get the
-adapted arguments and the per-run `Runtime`, and return a `Result` or raise
-`ToolInputError`, which the tool renders in the harness's error convention.
+model's arguments onto the implementation's (`args`), picks the wording of its results
+(`render`) and sets limits and options; its schema comes from the harness's `tools.json`.
+Implementations register themselves with `@register`; `ManifestTool` checks a call against
+the schema before the implementation runs, hands it an `Invocation` and the per-run
+`Runtime`, and turns a raised `ToolInputError` into an error result worded by the harness's
+style. Tools with raw input (a freeform patch) receive the argument text unparsed.
 """
 
 from __future__ import annotations
@@ -12,8 +14,9 @@ from __future__ import annotations
 import json
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
+from functools import cached_property
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from oiexec.core.context import ToolContext
 from oiexec.core.errors import ToolInputError
@@ -21,28 +24,15 @@ from oiexec.core.events import FileChangeItem, FileUpdateChange, TodoEntry, Todo
 from oiexec.core.types import ToolCall, ToolOutput, ToolSpec
 from oiexec.sandbox.writer import PolicyWriter
 from oiexec.tools.entry import ToolEntry
-from oiexec.tools.fs import FileStateTracker, TodoList
-from oiexec.tools.fs.todo import FINISHED
 from oiexec.tools.process import ProcessRegistry
+from oiexec.tools.results import Result
+from oiexec.tools.schema import ArgumentSchema
 from oiexec.tools.style import Style
 
-__all__ = [
-    "IMPLS",
-    "Invocation",
-    "ManifestTool",
-    "Result",
-    "Runtime",
-    "error_text",
-    "register",
-]
+if TYPE_CHECKING:
+    from oiexec.tools.fs import FileStateTracker, TodoList
 
-
-@dataclass(frozen=True)
-class Result:
-    text: str
-    is_error: bool = False
-    #: Ends the run with this text as the final answer (SWE-agent submit).
-    submission: str | None = None
+__all__ = ["IMPLS", "Invocation", "ManifestTool", "Runtime", "register"]
 
 
 @dataclass
@@ -51,25 +41,39 @@ class Runtime:
 
     #: The harness's wording of failures (`Style.error`).
     style: Style
-    files: FileStateTracker = field(default_factory=FileStateTracker)
-    todos: TodoList = field(default_factory=TodoList)
     processes: ProcessRegistry = field(default_factory=ProcessRegistry)
     shell: str = "/bin/bash"
-    #: Environment added to every command (SWE-agent's pager settings).
+    #: Most tokens of command output a Codex-style tool returns (`tool_output_token_limit`).
+    output_token_limit: int = 10_000
+    #: Environment added to every command (a manifest's `env`, e.g. pager settings).
     env: dict[str, str] = field(default_factory=dict)
     #: Earlier contents of edited files, for `str_replace_editor undo_edit`.
     undo: dict[Path, list[str | None]] = field(default_factory=dict)
-    #: Named flags implementations keep between calls (SWE-agent's first submit).
+    #: Named flags implementations keep between calls (a submit that asks twice).
     flags: set[str] = field(default_factory=set)
-    #: Extra state implementations keep (the classic interpreter sessions).
+    #: Extra state implementations keep (background tasks, shell and interpreter sessions).
     extras: dict[str, Any] = field(default_factory=dict)
     #: Call id -> submission of a call that ended the run (read by the harness).
     submissions: dict[str, str] = field(default_factory=dict)
     _todo_item: TodoListItem | None = None
 
+    # The file tools' state is made on first use: harnesses without file tools (the Codex
+    # set) must not pay for importing them at start-up.
+    @cached_property
+    def files(self) -> FileStateTracker:
+        from oiexec.tools.fs import FileStateTracker
+
+        return FileStateTracker()
+
+    @cached_property
+    def todos(self) -> TodoList:
+        from oiexec.tools.fs import TodoList
+
+        return TodoList()
+
     def can_write(self, ctx: ToolContext) -> PolicyWriter:
         """The run's writer: judges paths by the sandbox policy and writes without following
-        symlinks (still callable as the old `path -> denial` guard)."""
+        symlinks."""
         return PolicyWriter(ctx.sandbox.policy)
 
     def file_change(
@@ -84,19 +88,27 @@ class Runtime:
         ctx.items.completed(item)
 
     def publish_todos(self, ctx: ToolContext) -> None:
-        """Start or update the turn's `todo_list` item with the current list."""
+        """Publish the run's todo list (`todos`) as the turn's `todo_list` item."""
+        from oiexec.tools.fs.todo import FINISHED
+
         entries = [
             TodoEntry(text=item.content, completed=item.status in FINISHED)
             for item in self.todos.items
         ]
+        self.publish_plan(ctx, entries)
+
+    def publish_plan(self, ctx: ToolContext, entries: Sequence[TodoEntry]) -> None:
+        """Start the turn's `todo_list` item with `entries`, or update it; `finish`
+        completes it."""
         if self._todo_item is None:
-            self._todo_item = TodoListItem(id=ctx.items.next_id(), items=entries)
+            self._todo_item = TodoListItem(id=ctx.items.next_id(), items=list(entries))
             ctx.items.started(self._todo_item)
         else:
-            self._todo_item = TodoListItem(id=self._todo_item.id, items=entries)
+            self._todo_item = TodoListItem(id=self._todo_item.id, items=list(entries))
             ctx.items.updated(self._todo_item)
 
     def finish(self, ctx: ToolContext) -> None:
+        """End of a turn: kill what still runs and complete the todo item (once)."""
         self.processes.close_all()
         if self._todo_item is not None:
             ctx.items.completed(self._todo_item)
@@ -117,11 +129,9 @@ class Invocation:
     ctx: ToolContext
     rt: Runtime
     #: The wording of this tool's results (the entry's `render`, else plain).
-    style: Style = field(default_factory=Style)
-
-    @property
-    def render(self) -> str:
-        return self.entry.render
+    style: Style
+    #: The call as the model sent it (raw tools read `call.arguments` themselves).
+    call: ToolCall
 
     def option(self, name: str, default: Any = None) -> Any:
         if name in self.entry.limits:
@@ -164,44 +174,50 @@ class Invocation:
 
 
 Impl = Callable[[Invocation], Result]
-IMPLS: dict[str, Impl] = {}
 
 
-def register(name: str) -> Callable[[Impl], Impl]:
+@dataclass(frozen=True)
+class _Registered:
+    run: Impl
+    #: Receives the argument text as sent: no JSON parsing, no schema check.
+    raw: bool
+
+
+IMPLS: dict[str, _Registered] = {}
+
+
+def register(name: str, *, raw: bool = False) -> Callable[[Impl], Impl]:
+    """Register an implementation under `name` (what manifests put in `impl`)."""
+
     def wrap(func: Impl) -> Impl:
-        IMPLS[name] = func
+        IMPLS[name] = _Registered(func, raw)
         return func
 
     return wrap
-
-
-def error_text(style: Style, message: str) -> str:
-    """A failure in the harness's convention."""
-    return style.error(message)
 
 
 class ManifestTool:
     """`Tool` for one `[[tools]]` entry of a manifest."""
 
     def __init__(
-        self,
-        entry: ToolEntry,
-        schema: Mapping[str, Any],
-        runtime: Runtime,
-        style: Style | None = None,
+        self, entry: ToolEntry, schema: Mapping[str, Any], runtime: Runtime, style: Style
     ) -> None:
         if entry.impl not in IMPLS:
             raise KeyError(f"no tool implementation `{entry.impl}` (tool `{entry.name}`)")
         self.entry = entry
         self._impl = IMPLS[entry.impl]
         self._rt = runtime
-        self._style = style or Style()
-        parameters = dict(schema.get("parameters") or {"type": "object", "properties": {}})
-        self._spec = ToolSpec(
-            name=entry.name, description=str(schema.get("description", "")), parameters=parameters
-        )
-        self._parameters = parameters
-        self._validator: Any = None
+        self._style = style
+        description = str(schema.get("description", ""))
+        if schema.get("type") == "custom":
+            self._spec = ToolSpec(
+                name=entry.name, description=description, type="custom", format=schema["format"]
+            )
+            self._schema: ArgumentSchema | None = None
+        else:
+            parameters = dict(schema.get("parameters") or {"type": "object", "properties": {}})
+            self._spec = ToolSpec(name=entry.name, description=description, parameters=parameters)
+            self._schema = ArgumentSchema(parameters)
 
     @property
     def spec(self) -> ToolSpec:
@@ -222,34 +238,24 @@ class ManifestTool:
         """Run the call; bad input and tool failures come back as error results."""
         style = self._rt.style
         try:
-            raw = json.loads(call.arguments) if call.arguments.strip() else {}
-        except json.JSONDecodeError as exc:
-            return Result(error_text(style, f"Invalid JSON arguments: {exc.msg}"), True)
-        if not isinstance(raw, dict):
-            return Result(error_text(style, "Arguments must be a JSON object."), True)
-        problems = sorted(self._validate(raw), key=lambda e: list(e.path))
-        if problems:
-            detail = "; ".join(_describe(p) for p in problems[:3])
-            return Result(
-                error_text(style, f"InputValidationError: {self.entry.name}: {detail}"), True
-            )
-        args = {self.entry.args.get(str(key), str(key)): value for key, value in raw.items()}
-        try:
-            return self._impl(Invocation(args, self.entry, ctx, self._rt, self._style))
+            args = {} if self._impl.raw else self._arguments(call.arguments)
+            return self._impl.run(Invocation(args, self.entry, ctx, self._rt, self._style, call))
         except ToolInputError as exc:
-            return Result(error_text(style, exc.message), True)
+            return Result(style.error(exc.message), True)
         except OSError as exc:
-            return Result(error_text(style, f"{exc.strerror or exc}: {exc.filename or ''}"), True)
+            return Result(style.error(f"{exc.strerror or exc}: {exc.filename or ''}"), True)
 
-    def _validate(self, raw: dict[str, Any]) -> list[Any]:
-        if self._validator is None:
-            # jsonschema costs ~70 ms to import; pay it on the first call, not at start-up.
-            from jsonschema import validators
-
-            self._validator = validators.validator_for(self._parameters)(self._parameters)
-        return list(self._validator.iter_errors(raw))
-
-
-def _describe(error: Any) -> str:
-    where = ".".join(str(p) for p in error.path)
-    return f"{where}: {error.message}" if where else str(error.message)
+    def _arguments(self, text: str) -> dict[str, Any]:
+        """The call's arguments, checked against the schema and renamed for the
+        implementation."""
+        try:
+            raw = json.loads(text) if text.strip() else {}
+        except json.JSONDecodeError as exc:
+            raise ToolInputError(f"Invalid JSON arguments: {exc.msg}") from exc
+        if not isinstance(raw, dict):
+            raise ToolInputError("Arguments must be a JSON object.")
+        problems = self._schema.problems(raw) if self._schema is not None else []
+        if problems:
+            detail = "; ".join(problems[:3])
+            raise ToolInputError(f"InputValidationError: {self.entry.name}: {detail}")
+        return {self.entry.args.get(str(key), str(key)): value for key, value in raw.items()}
