@@ -34,7 +34,7 @@ def unified_diff(inv: Invocation) -> Result:
             fuzz=inv.integer("fuzz", 2) or 0,
             create_if_missing=inv.boolean("create_if_missing"),
         )
-        done = [(c.path, c.kind) for c in changes]
+        done = [(c.move_path or c.path, c.kind) for c in changes]
     elif isinstance(changes_arg, list) and changes_arg:
         done = []
         for entry in changes_arg:
