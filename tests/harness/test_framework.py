@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -16,6 +17,7 @@ from oiexec.harness.data import harness_ids, load_spec, load_tool_schemas
 from oiexec.harness.manifest import FormatErrorLimit
 from oiexec.harness.select import auto_harness_id, choose_harness_id
 from oiexec.tools.framework import IMPLS
+from oiexec.tools.schema import ArgumentSchema, SchemaError
 from tests.harness.conftest import HarnessFactory, Workspace
 
 ISSUE_IDS = {
@@ -263,3 +265,53 @@ def test_deepseek_placeholder_only_on_tool_call_turns(make_harness: HarnessFacto
 
 def test_workspace_path_is_used(workspace: Workspace) -> None:
     assert isinstance(workspace.root, Path) and workspace.root.is_dir()
+
+
+def _near_misses(schema: dict[str, Any]) -> list[Any]:
+    """Arguments one mistake away from valid: each property with a wrong-typed value, a
+    missing required field, an unknown field, and values that are not objects at all."""
+    props = schema.get("properties", {})
+    wrong: dict[str, Any] = {"string": 7, "number": "7", "integer": 1.5, "boolean": "yes"}
+    wrong |= {"array": "x", "object": [], "null": 0}
+    cases: list[Any] = [{}, [], "text", {"unexpected": True}]
+    for name, prop in props.items():
+        kind = prop.get("type")
+        if isinstance(kind, str):
+            cases.append({name: wrong[kind]})
+        if "enum" in prop:
+            cases.append({name: "not-an-option"})
+        if prop.get("type") == "array":
+            cases.append({name: [{"x": 1}, 5]})
+    return cases
+
+
+def _schemas() -> list[tuple[str, str, dict[str, Any]]]:
+    found = []
+    for harness_id in harness_ids():
+        for name, schema in load_tool_schemas(harness_id).items():
+            if "parameters" in schema:
+                found.append((harness_id, name, schema["parameters"]))
+    return found
+
+
+@pytest.mark.parametrize(("harness_id", "name", "schema"), _schemas())
+def test_argument_checks_agree_with_jsonschema(
+    harness_id: str, name: str, schema: dict[str, Any]
+) -> None:
+    """Tool arguments are checked without jsonschema (start-up cost); the verdicts and the
+    messages the model reads are jsonschema's."""
+    import jsonschema
+
+    ours = ArgumentSchema(schema)
+    reference = jsonschema.validators.validator_for(schema)(schema)
+    for instance in _near_misses(schema):
+        errors = sorted(reference.iter_errors(instance), key=lambda e: [str(p) for p in e.path])
+        expected = [
+            f"{'.'.join(map(str, e.path))}: {e.message}" if e.path else e.message for e in errors
+        ]
+        assert ours.problems(instance) == expected, (harness_id, name, instance)
+
+
+def test_unsupported_schema_keywords_are_refused() -> None:
+    with pytest.raises(SchemaError, match="oneOf"):
+        ArgumentSchema({"type": "object", "properties": {"x": {"oneOf": []}}})

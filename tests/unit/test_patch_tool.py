@@ -22,7 +22,7 @@ from oiexec.tools.style import Style
 PATCH_GRAMMAR = load_tool_schemas("native")["apply_patch"]["format"]["definition"]
 
 
-def ApplyPatchTool(*, freeform: bool = True) -> ManifestTool:
+def patch_tool(*, freeform: bool = True) -> ManifestTool:
     """`apply_patch` as declared by the native harness (freeform) or the chat-only minimal
     harness (a function taking `input`)."""
     harness = "native" if freeform else "minimal"
@@ -92,7 +92,7 @@ def function(arguments: str) -> ToolCall:
 
 
 def test_freeform_spec_carries_a_lark_grammar() -> None:
-    spec = ApplyPatchTool().spec
+    spec = patch_tool().spec
     assert spec.type == "custom"
     assert spec.name == "apply_patch"
     assert spec.parameters is None
@@ -101,7 +101,7 @@ def test_freeform_spec_carries_a_lark_grammar() -> None:
 
 
 def test_function_spec() -> None:
-    spec = ApplyPatchTool(freeform=False).spec
+    spec = patch_tool(freeform=False).spec
     assert spec.type == "function"
     assert spec.format is None
     assert spec.parameters == {
@@ -139,7 +139,7 @@ def test_grammar_accepts_canonical_patches_and_rejects_others() -> None:
 
 def test_custom_call_applies_and_reports(ws: Path) -> None:
     h = Harness(ws)
-    output = ApplyPatchTool().run(custom(PATCH), h.ctx)
+    output = patch_tool().run(custom(PATCH), h.ctx)
     assert output.call_id == "call_1"
     assert output.call_type == "custom"
     assert not output.is_error
@@ -163,7 +163,7 @@ def test_custom_call_applies_and_reports(ws: Path) -> None:
 
 def test_function_call_takes_the_input_field(ws: Path) -> None:
     h = Harness(ws)
-    output = ApplyPatchTool(freeform=False).run(function(json.dumps({"input": PATCH})), h.ctx)
+    output = patch_tool(freeform=False).run(function(json.dumps({"input": PATCH})), h.ctx)
     assert output.call_type == "function"
     assert SUCCESS.match(output.output), output.output
     assert (ws / "hello.txt").exists()
@@ -171,7 +171,7 @@ def test_function_call_takes_the_input_field(ws: Path) -> None:
 
 def test_function_tool_accepts_a_raw_patch_too(ws: Path) -> None:
     h = Harness(ws)
-    output = ApplyPatchTool(freeform=False).run(function(PATCH), h.ctx)
+    output = patch_tool(freeform=False).run(function(PATCH), h.ctx)
     assert SUCCESS.match(output.output), output.output
 
 
@@ -185,7 +185,7 @@ def test_function_tool_accepts_a_raw_patch_too(ws: Path) -> None:
 )
 def test_bad_function_arguments_are_explained(ws: Path, arguments: str, fragment: str) -> None:
     h = Harness(ws)
-    output = ApplyPatchTool(freeform=False).run(function(arguments), h.ctx)
+    output = patch_tool(freeform=False).run(function(arguments), h.ctx)
     assert output.is_error
     assert output.output.startswith("apply_patch: ")
     assert fragment in output.output
@@ -194,7 +194,7 @@ def test_bad_function_arguments_are_explained(ws: Path, arguments: str, fragment
 
 def test_parse_error_emits_no_item(ws: Path) -> None:
     h = Harness(ws)
-    output = ApplyPatchTool().run(custom("*** Add File: x\n+x\n*** End Patch"), h.ctx)
+    output = patch_tool().run(custom("*** Add File: x\n+x\n*** End Patch"), h.ctx)
     assert output.is_error
     assert output.output.startswith("Invalid patch: The first line of the patch must be")
     assert h.events == []
@@ -204,7 +204,7 @@ def test_parse_error_emits_no_item(ws: Path) -> None:
 def test_verification_failure_fails_the_item_and_writes_nothing(ws: Path) -> None:
     h = Harness(ws)
     text = PATCH.replace(" one\n-two", " one\n-three")
-    output = ApplyPatchTool().run(custom(text), h.ctx)
+    output = patch_tool().run(custom(text), h.ctx)
     assert output.is_error
     assert output.output.startswith("apply_patch verification failed: Failed to find expected")
     assert "-three" in output.output
@@ -224,7 +224,7 @@ def test_git_hooks_are_refused_under_workspace_write(ws: Path) -> None:
         "*** Begin Patch\n*** Add File: ok.txt\n+ok\n"
         "*** Add File: .git/hooks/pre-commit\n+x\n*** End Patch\n"
     )
-    output = ApplyPatchTool().run(custom(text), h.ctx)
+    output = patch_tool().run(custom(text), h.ctx)
     assert output.is_error
     assert output.output.startswith("apply_patch rejected: cannot add .git/hooks/pre-commit")
     assert list((ws / ".git" / "hooks").iterdir()) == []
@@ -234,7 +234,7 @@ def test_git_hooks_are_refused_under_workspace_write(ws: Path) -> None:
 
 def test_read_only_refuses(ws: Path) -> None:
     h = Harness(ws, mode="read-only")
-    output = ApplyPatchTool().run(custom(PATCH), h.ctx)
+    output = patch_tool().run(custom(PATCH), h.ctx)
     assert output.is_error
     assert "read-only" in output.output
     assert (ws / "b.txt").read_text() == "one\ntwo\n"
@@ -244,7 +244,7 @@ def test_write_failure_uses_the_exit_code_shape(ws: Path) -> None:
     (ws / "blocker").write_text("file\n")
     h = Harness(ws)
     text = "*** Begin Patch\n*** Add File: blocker/x.txt\n+x\n*** End Patch"
-    output = ApplyPatchTool().run(custom(text), h.ctx)
+    output = patch_tool().run(custom(text), h.ctx)
     assert output.is_error
     assert re.match(
         r"Exit code: 1\nWall time: \d+\.\d seconds\nOutput:\napply_patch failed", output.output
@@ -266,7 +266,7 @@ def test_run_patch_with_another_workdir(ws: Path) -> None:
 
 def test_item_ids_advance_per_call(ws: Path) -> None:
     h = Harness(ws)
-    tool = ApplyPatchTool()
+    tool = patch_tool()
     first: ToolOutput = tool.run(
         custom("*** Begin Patch\n*** Add File: 1.txt\n+1\n*** End Patch"), h.ctx
     )
