@@ -310,7 +310,7 @@ def _explain(miss: Miss) -> ApplyPatchError:
 
 
 #: Every comparison, chunks in file order after their anchor, a stray blank line forgiven.
-RULES = Rules(ladder=LADDER, explain=_explain, stray_blank=True)
+RULES = Rules(ladder=LADDER, explain=_explain, stray_blank=True, context_from_patch=True)
 
 
 def apply_parsed_patch(patch: Patch, cwd: Path, can_write: WriteGuard | None = None) -> PatchResult:

@@ -70,6 +70,10 @@ class Rules:
     stray_blank: bool = False
     #: Whether chunks are sought near their stated line (else after the previous chunk).
     by_line: bool = False
+    #: Whether a loosely matched context line is written as the patch has it (Codex replaces
+    #: the matched lines with the chunk's new lines, context included) or kept as the file
+    #: has it (patch(1)).
+    context_from_patch: bool = False
 
 
 @dataclass(frozen=True)

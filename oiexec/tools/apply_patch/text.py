@@ -3,7 +3,7 @@
 Every chunk is placed (`match.place`) in the original text, each after the previous one,
 before anything changes; then the text is rebuilt with each chunk's old lines replaced by its
 new ones. Lines keep their own endings (CRLF, LF, or none at the end), added lines take the
-file's usual one, and context lines keep the file's text even when they matched loosely.
+file's usual one; a loosely matched context line is written as the grammar's `Rules` say.
 """
 
 from __future__ import annotations
@@ -62,13 +62,14 @@ class Text:
             endings[-1] = ""
         return "".join(text + ending for (text, _), ending in zip(out, endings, strict=True))
 
-    def replacement(self, chunk: Chunk, at: int) -> list[_Line]:
-        """`chunk`'s new lines for its match at `at`: context lines as the file has them."""
+    def replacement(self, chunk: Chunk, at: int, context_from_patch: bool) -> list[_Line]:
+        """`chunk`'s new lines for its match at `at`; context lines keep the file's endings,
+        and its text unless `context_from_patch`."""
         out: list[_Line] = []
         k = at
         for op, text in chunk.lines:
             if op == " ":
-                out.append((self.lines[k], self.endings[k]))
+                out.append((text if context_from_patch else self.lines[k], self.endings[k]))
             elif op == "+":
                 out.append((text, None))
             k += op != "+"
@@ -104,7 +105,7 @@ def patch_text(
         if placed is None:
             raise rules.explain(Miss(path, doc.lines, chunk, number, len(chunks), floor, False))
         old = len(placed.chunk.old_lines)
-        new = doc.replacement(placed.chunk, placed.at)
+        new = doc.replacement(placed.chunk, placed.at, rules.context_from_patch)
         reaches_end = placed.at + old == len(doc.lines)
         if reaches_end and new and placed.chunk.final_newline is not None:
             final_newline = placed.chunk.final_newline
