@@ -85,3 +85,19 @@ def test_fixes_the_failing_test(
 
     bodies = [normalise(body, repo) for body in model_server.bodies]
     check_golden(f"requests/{harness_id}.{wire}", bodies)
+
+
+def test_claude_code_grep_takes_context(model_server: ModelServer, repo: Path) -> None:
+    """Claude Code 2.1.197 sends `context` (rg -C) on `Grep`; it reaches the search."""
+    args = {"pattern": "return", "path": str(repo), "output_mode": "content", "context": 1}
+    model_server.enqueue(
+        ms.reply(tool_calls=[ms.call("Grep", args, call_id="grep_1")]), ms.reply("done")
+    )
+    result = run_cli(
+        [*exec_args(model_server, wire="messages"), "-c", 'harness="claude-code"', "look"],
+        cwd=repo,
+    )
+    assert result.returncode == 0, result.stderr
+    output = ms.tool_outputs(model_server.bodies[-1])["grep_1"]
+    calc = repo / "calc.py"
+    assert output == f"{calc}-1-def add(a, b):\n{calc}:2:    return a - b"
