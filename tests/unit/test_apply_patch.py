@@ -199,6 +199,18 @@ def test_add_update_delete(ws: Path) -> None:
     )
 
 
+def test_loosely_matched_context_is_written_as_the_patch_has_it(ws: Path) -> None:
+    """Codex replaces the matched lines with the chunk's new lines, context included: a
+    context line matched only once trailing blanks are ignored comes out as the patch says."""
+    (ws / "a.py").write_text("def f():\n    x = 1  \n    return x\n")
+    apply_patch(
+        patch("*** Update File: a.py", " def f():", "     x = 1", "-    return x", "+    return 2"),
+        ws,
+        workspace_write(ws),
+    )
+    assert (ws / "a.py").read_text() == "def f():\n    x = 1\n    return 2\n"
+
+
 def test_add_creates_parent_directories_and_empty_files(ws: Path) -> None:
     apply_patch(patch("*** Add File: a/b/c.txt", "+x", "*** Add File: empty.txt"), ws)
     assert snapshot(ws) == {"a/b/c.txt": b"x\n", "empty.txt": b""}
