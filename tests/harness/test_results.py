@@ -7,8 +7,10 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
+from pydantic import ValidationError
 
 from oiexec.harness.data import harness_ids
+from oiexec.harness.spec import HarnessSpec
 from oiexec.tools.entry import ToolEntry
 from tests.harness.conftest import HarnessFactory, Workspace, run_tool
 from tests.harness.golden import check_golden, normalise
@@ -124,3 +126,17 @@ def test_rendered_results(
         assert "file_change" in kinds
     if any(t.impl in ("shell", "execute") for t in harness.spec.tools):
         assert "command_execution" in kinds
+
+
+def test_an_unknown_render_fails_at_load() -> None:
+    manifest = {
+        "id": "typo",
+        "emulates": {"product": "x"},
+        "wire": ["chat"],
+        "tools": [{"name": "Read", "impl": "fs_read", "render": "claud"}],
+    }
+    with pytest.raises(ValidationError) as info:
+        HarnessSpec.model_validate(manifest)
+    message = str(info.value)
+    assert "harness `typo`, tool `Read`: render `claud` is not a style" in message
+    assert "default, plain, claude, claude-bare" in message
