@@ -22,21 +22,24 @@ from typing import Any
 from pydantic.fields import FieldInfo
 from pydantic_settings import EnvSettingsSource
 
-from oiexec.config.layers import Layer
+from oiexec.config.layers import Layer, deep_merge
+from oiexec.config.overrides import nest
 from oiexec.config.settings import Settings
 from oiexec.core.errors import ConfigError
 
 __all__ = [
     "HOME_ENV",
     "NOT_CONFIG",
+    "OWN_PREFIX",
     "PREFIXES",
     "RETRY_BASE_DELAY_ENV",
     "default_home",
     "environment_layers",
 ]
 
+OWN_PREFIX = "OIEXEC_"
 #: Lowest precedence first: `OIEXEC_` is applied last, so it wins.
-PREFIXES = ("OPENINTERPRETER_", "OIEXEC_")
+PREFIXES = ("OPENINTERPRETER_", OWN_PREFIX)
 
 #: Where config, sessions and AGENTS.md live; it decides where the other layers are read
 #: from, so it cannot be one of them.
@@ -76,20 +79,18 @@ def environment_layers(environ: Mapping[str, str]) -> list[Layer]:
             for name, value in environ.items()
             if name.startswith(prefix) and name not in NOT_CONFIG and value != ""
         }
+        paths = {tuple(name[len(prefix) :].lower().split(_DELIMITER)): name for name in chosen}
         data = _PrefixSource(prefix, chosen)()
+        if prefix == OWN_PREFIX:
+            # `OIEXEC_` is this program's alone, so a name that is no key is a typo: it goes
+            # into the layer, where the loader reports it like an unknown key in a file.
+            # `OPENINTERPRETER_` is shared with the rest of Open Interpreter and is not judged.
+            for path, name in paths.items():
+                if path[0] not in Settings.model_fields:
+                    data = deep_merge(data, nest(list(path), chosen[name]))
         if data:
-            layers.append(Layer("environment", data, variables=_key_paths(prefix, chosen)))
+            layers.append(Layer("environment", data, variables=paths))
     return layers
-
-
-def _key_paths(prefix: str, variables: Mapping[str, str]) -> dict[tuple[str, ...], str]:
-    """The key path each variable names -> the variable, for origins and error messages."""
-    paths: dict[tuple[str, ...], str] = {}
-    for name in variables:
-        path = tuple(name[len(prefix) :].lower().split(_DELIMITER))
-        if path[0] in Settings.model_fields:
-            paths[path] = name
-    return paths
 
 
 _DELIMITER = "__"

@@ -195,6 +195,19 @@ def test_unknown_nested_key_warns_and_is_an_error_when_strict(load: Load) -> Non
         load(environ=environ, strict=True)
 
 
+def test_an_oiexec_variable_that_names_no_key_is_an_unknown_key(load: Load) -> None:
+    """`OIEXEC_` is this program's own prefix, so a name that is no key is a typo; the
+    shared `OPENINTERPRETER_` prefix is not judged."""
+    environ = {"OIEXEC_MODLE": "typo", "OPENINTERPRETER_SOMETHING_ELSE": "1"}
+    loaded = load(environ=environ)
+    assert loaded.warnings == [
+        "ignoring unknown config key `modle` (environment variable OIEXEC_MODLE)"
+    ]
+    assert loaded.settings == load().settings
+    with pytest.raises(ConfigError, match="unknown config key `modle` in environment variable"):
+        load(environ=environ, strict=True)
+
+
 # --- through the CLI ----------------------------------------------------------------------
 
 
