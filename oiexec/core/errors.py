@@ -7,15 +7,18 @@
     │   ├── MaxTurnsExceeded    exit 4
     │   └── RunTimedOut         exit 5
     ├── SandboxUnavailable      exit 6
-    ├── ReviewGateBlocked       exit 7
     ├── ProviderError           exit 1  (the model provider failed after retries)
     └── SessionError            exit 1  (unknown or unreadable session)
     Interrupted                 exit 130 (SIGINT / SIGTERM)
 
+A blocking review finding is an outcome, not an error: the review returns
+`ExitCode.REVIEW_BLOCKED` (exit 7) with its findings.
+
 A second, separate tree holds what the model should see instead of the run ending:
 
     ModelFacingError            becomes the failing call's error result (or a correction)
-    └── ToolInputError          bad arguments or a failed edit; `kind` says which
+    ├── ToolInputError          bad arguments or a failed edit; `kind` says which
+    └── ReviewParseError        a review answer that does not parse (review/parse.py)
 
 Third-party errors are translated into this tree where they cross into the package, so the
 CLI only ever has to map `OiexecError.exit_code`.
@@ -84,10 +87,6 @@ class SandboxUnavailable(OiexecError):
     exit_code = ExitCode.SANDBOX_UNAVAILABLE
 
 
-class ReviewGateBlocked(OiexecError):
-    exit_code = ExitCode.REVIEW_BLOCKED
-
-
 class ProviderError(OiexecError):
     """The provider answered with an error we do not retry, or retries ran out."""
 
@@ -129,10 +128,6 @@ ErrorKind = Literal[
     "stale",
     "patch_failed",
     "changed",
-    # The stage at which a `*** Begin Patch` patch failed (oiexec.tools.apply_patch).
-    "parse",
-    "verify",
-    "io",
 ]
 
 

@@ -12,7 +12,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Literal
+from typing import Literal, get_args
 
 from junit_xml import TestCase, TestSuite, to_xml_report_string
 
@@ -23,7 +23,7 @@ from oiexec.output.reportfile import write_report
 __all__ = ["RunReport", "case_name", "render_junit", "write_junit"]
 
 RunStatus = Literal["success", "failed", "limit"]
-_STATUSES: tuple[str, ...] = ("success", "failed", "limit")
+_STATUSES: tuple[str, ...] = get_args(RunStatus)
 
 _NAME_MAX = 100
 _TAIL_LINES = 20

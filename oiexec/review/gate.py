@@ -11,7 +11,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
-from oiexec.core.errors import ExitCode, UsageError
+from oiexec.core.errors import UsageError
 from oiexec.review.model import ReviewFinding, ReviewOutput
 
 __all__ = [
@@ -20,7 +20,6 @@ __all__ = [
     "GatePolicy",
     "blocking_findings",
     "effective_priority",
-    "gate_exit_code",
     "is_blocking",
     "parse_fail_on",
     "parse_min_confidence",
@@ -83,8 +82,3 @@ def is_blocking(finding: ReviewFinding, policy: GatePolicy) -> bool:
 
 def blocking_findings(review: ReviewOutput, policy: GatePolicy) -> list[ReviewFinding]:
     return [f for f in review.findings if is_blocking(f, policy)]
-
-
-def gate_exit_code(review: ReviewOutput, policy: GatePolicy) -> ExitCode:
-    """`REVIEW_BLOCKED` when any finding blocks, else `SUCCESS`."""
-    return ExitCode.REVIEW_BLOCKED if blocking_findings(review, policy) else ExitCode.SUCCESS

@@ -91,13 +91,6 @@ class ReviewOutput(_Model):
         """True for the placeholder built from an answer that was not a review at all."""
         return self.overall_correctness == "" and not self.findings
 
-    def wire_dict(self) -> dict[str, Any]:
-        """The Codex-shaped JSON (no derived fields), e.g. for `ExitedReviewMode.review_output`."""
-        return self.model_dump(mode="json", exclude={"findings": {"__all__": _DERIVED}})
-
-
-_DERIVED = {"location_status", "relative_path"}
-
 
 def review_output_json_schema() -> dict[str, Any]:
     """The JSON Schema we send on wires with structured output (strict-mode compatible).

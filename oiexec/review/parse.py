@@ -17,7 +17,7 @@ from typing import Any
 
 from pydantic import ValidationError
 
-from oiexec.core.errors import OiexecError
+from oiexec.core.errors import ModelFacingError
 from oiexec.review.model import CORRECT, INCORRECT, TITLE_MAX_CHARS, ReviewOutput
 
 __all__ = [
@@ -37,8 +37,9 @@ _PATH_KEYS = ("absolute_file_path", "file_path", "path", "file")
 _MAX_DECODE_ATTEMPTS = 200
 
 
-class ReviewParseError(OiexecError):
-    """The answer is not a usable review; `problems` lists what is wrong, one per entry."""
+class ReviewParseError(ModelFacingError):
+    """The answer is not a usable review; `problems` lists what is wrong, one per entry. The
+    model is asked once to correct it (`correction_message`); it never ends the run."""
 
     def __init__(self, problems: list[str], raw: str) -> None:
         super().__init__("review answer is not valid: " + "; ".join(problems))

@@ -16,7 +16,7 @@ from pathlib import Path
 
 from oiexec.agent.final import Retry
 from oiexec.core.context import ItemEmitter
-from oiexec.core.errors import ExitCode, ReviewGateBlocked
+from oiexec.core.errors import ExitCode
 from oiexec.core.events import AgentMessageItem, ReviewItem
 from oiexec.core.redact import redact
 from oiexec.review.gate import GatePolicy, blocking_findings, priority_label
@@ -158,7 +158,7 @@ def run_review(request: ReviewRequest, warn: Warn | None = None) -> ReviewResult
         result.exit_code = ExitCode.FAILED
         _say(f"review failed: {FALLBACK_MESSAGE}")
     elif result.blocking:
-        result.exit_code = ReviewGateBlocked.exit_code
+        result.exit_code = ExitCode.REVIEW_BLOCKED
         _say(_blocked_summary(result.blocking, request.gate))
     else:
         result.exit_code = ExitCode.SUCCESS

@@ -69,3 +69,9 @@ def review(*findings: ReviewFinding, correctness: str = "patch is incorrect") ->
             "overall_confidence_score": 0.8,
         }
     )
+
+
+def wire_dict(result: ReviewOutput) -> dict[str, Any]:
+    """The Codex-shaped JSON of a review: what the model sends, without derived fields."""
+    derived = {"location_status", "relative_path"}
+    return result.model_dump(mode="json", exclude={"findings": {"__all__": derived}})

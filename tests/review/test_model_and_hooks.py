@@ -10,7 +10,7 @@ import pytest
 from oiexec.review.model import review_output_json_schema
 from oiexec.review.parse import parse_review
 from oiexec.review.prompt import review_instructions
-from tests.review.conftest import finding, review
+from tests.review.conftest import finding, review, wire_dict
 
 REPO = Path(__file__).resolve().parents[2]
 
@@ -45,7 +45,7 @@ def objects(schema: dict[str, Any]) -> list[dict[str, Any]]:
 def test_wire_schema_accepts_a_codex_shaped_answer_and_round_trips() -> None:
     schema = review_output_json_schema()
     jsonschema.Draft202012Validator(schema).validate(GOOD)
-    assert parse_review(json.dumps(GOOD)).wire_dict() == GOOD
+    assert wire_dict(parse_review(json.dumps(GOOD))) == GOOD
 
 
 def test_wire_schema_is_strict_mode_shaped() -> None:
@@ -73,7 +73,7 @@ def test_wire_schema_rejects_wrong_answers(mutate: Any) -> None:
 
 def test_wire_dict_leaves_out_derived_fields() -> None:
     located = review(finding(location_status="in_diff", relative_path="a.txt"))
-    item = located.wire_dict()["findings"][0]
+    item = wire_dict(located)["findings"][0]
     assert set(item) == {"title", "body", "confidence_score", "priority", "code_location"}
     assert located.model_dump()["findings"][0]["location_status"] == "in_diff"
 

@@ -14,6 +14,7 @@ from oiexec.review.parse import (
     fallback_review,
     parse_review,
 )
+from tests.review.conftest import wire_dict
 
 
 def answer(**overrides: Any) -> dict[str, Any]:
@@ -210,7 +211,7 @@ def test_non_json_answer_is_a_parse_error(text: str) -> None:
 
 def test_fallback_keeps_the_raw_text_like_codex() -> None:
     result = fallback_review("The patch looks fine to me.")
-    assert result.wire_dict() == {
+    assert wire_dict(result) == {
         "findings": [],
         "overall_correctness": "",
         "overall_explanation": "The patch looks fine to me.",

@@ -11,7 +11,7 @@ from oiexec.core.context import ItemEmitter
 from oiexec.core.events import AgentMessageItem, ItemCompleted, ReviewItem, ThreadEvent
 from oiexec.review.targets import UncommittedTarget, changed_lines, resolve_target
 from oiexec.runner.review import ReviewAnswer
-from tests.review.conftest import finding, review
+from tests.review.conftest import finding, review, wire_dict
 
 
 def policy(repo: Path) -> ReviewAnswer:
@@ -29,7 +29,7 @@ def test_valid_answer_is_located_and_presented_as_review_then_text(git_repo: Pat
     (git_repo / "a.txt").write_text("changed\n" + "".join(f"line {n}\n" for n in range(2, 11)))
     answer = policy(git_repo)
     text = review(finding(str(git_repo / "a.txt"), 1), finding(str(git_repo / "b.txt"), 2))
-    accepted = answer.accept(json.dumps(text.wire_dict()), 1)
+    accepted = answer.accept(json.dumps(wire_dict(text)), 1)
     assert isinstance(accepted, str) and accepted.startswith("The change breaks iteration.")
     assert answer.review is not None and not answer.fell_back
     assert [f.location_status for f in answer.review.findings] == ["in_diff", "outside_diff"]
