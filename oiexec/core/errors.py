@@ -128,6 +128,10 @@ ErrorKind = Literal[
     "stale",
     "patch_failed",
     "changed",
+    # The stage at which a `*** Begin Patch` patch failed (oiexec.tools.apply_patch).
+    "parse",
+    "verify",
+    "io",
 ]
 
 
