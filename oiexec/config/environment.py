@@ -5,8 +5,9 @@ Interpreter family's prefix); when both name the same key, `OIEXEC_` wins. A nes
 its parts with `__` (`OIEXEC_SANDBOX_WORKSPACE_WRITE__NETWORK_ACCESS=true`); a table or list
 may also be given whole as JSON (`OIEXEC_SANDBOX_WORKSPACE_WRITE__WRITABLE_ROOTS='["/data"]'`).
 Names are matched without regard to case after the prefix, and an empty variable counts as
-unset (CI systems expand missing variables to empty strings). The layer sits between the
-project's config file and `-c` overrides; `oiexec.config.loader` places it.
+unset (CI systems expand missing variables to empty strings). An `OIEXEC_` variable that
+names no key is passed on as an unknown key, to be reported like one in a file. The layer
+sits between the project's config file and `-c` overrides; `oiexec.config.loader` places it.
 
 Parsing is pydantic-settings' own environment source, pointed at one prefix and at the
 variables left after `NOT_CONFIG` is taken out.
@@ -30,7 +31,6 @@ from oiexec.core.errors import ConfigError
 __all__ = [
     "HOME_ENV",
     "NOT_CONFIG",
-    "OWN_PREFIX",
     "PREFIXES",
     "RETRY_BASE_DELAY_ENV",
     "default_home",
@@ -40,6 +40,8 @@ __all__ = [
 OWN_PREFIX = "OIEXEC_"
 #: Lowest precedence first: `OIEXEC_` is applied last, so it wins.
 PREFIXES = ("OPENINTERPRETER_", OWN_PREFIX)
+#: Between the parts of a nested key: `OIEXEC_SANDBOX_LIMITS__MAX_PROCESSES`.
+_DELIMITER = "__"
 
 #: Where config, sessions and AGENTS.md live; it decides where the other layers are read
 #: from, so it cannot be one of them.
@@ -91,9 +93,6 @@ def environment_layers(environ: Mapping[str, str]) -> list[Layer]:
         if data:
             layers.append(Layer("environment", data, variables=paths))
     return layers
-
-
-_DELIMITER = "__"
 
 
 class _PrefixSource(EnvSettingsSource):
