@@ -188,7 +188,8 @@ def _changed(resolved: ResolvedTarget, warn: Warn) -> dict[str, set[int]] | None
 def _write_reports(
     request: ReviewRequest, resolved: ResolvedTarget, review: ReviewOutput, warn: Warn
 ) -> None:
-    from oiexec.review.render.github import in_github_actions, write_annotations
+    from oiexec.output.human import in_github_actions
+    from oiexec.review.render.github import write_annotations, write_step_summary
     from oiexec.review.render.junit import write_junit
     from oiexec.review.render.markdown import render_markdown, write_markdown
     from oiexec.review.render.sarif import write_sarif
@@ -216,8 +217,6 @@ def _write_reports(
         except OSError as exc:  # a report must not turn a finished review into a crash
             warn(f"could not write {flag} {path}: {exc.strerror or exc}")
     if in_github_actions():
-        from oiexec.review.render.github import write_step_summary
-
         try:
             write_step_summary(render_markdown(review, policy=gate, title=title))
         except OSError as exc:

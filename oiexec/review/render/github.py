@@ -19,7 +19,6 @@ __all__ = [
     "escape_data",
     "escape_property",
     "github_annotations",
-    "in_github_actions",
     "write_annotations",
     "write_step_summary",
 ]
@@ -63,10 +62,6 @@ def write_annotations(
     for line in github_annotations(review, policy):
         stream.write(line + "\n")
     stream.flush()
-
-
-def in_github_actions(env: Mapping[str, str] | None = None) -> bool:
-    return (os.environ if env is None else env).get("GITHUB_ACTIONS") == "true"
 
 
 def write_step_summary(markdown: str, env: Mapping[str, str] | None = None) -> bool:
