@@ -36,7 +36,6 @@ def pytest_cmdline_main(config: pytest.Config) -> None:
         config.option.numprocesses = "auto"
 
 
-
 @pytest.fixture(autouse=True)
 def isolated_env(tmp_path_factory: pytest.TempPathFactory, monkeypatch: pytest.MonkeyPatch) -> Path:
     """Every test gets its own HOME and OPENINTERPRETER_HOME, no provider keys, fast retries."""
