@@ -430,9 +430,9 @@ def _register_implementations(spec: HarnessSpec) -> None:
 
 
 def _entry_style(render: str) -> Style:
-    """A tool entry's `render`: a product style, else the plain wording (entries without
-    one, and the renders still chosen inside the tools)."""
-    return STYLES[render]() if render in STYLES else Style()
+    """A tool entry's `render`, validated when the manifest loaded: `default` (an entry that
+    names none) is the plain wording."""
+    return Style() if render == "default" else STYLES[render]()
 
 
 def _assistant_side(item: HistoryItem) -> bool:

@@ -8,7 +8,7 @@ from typing import TYPE_CHECKING
 from oiexec.harness.styles.claude import ClaudeStyle
 from oiexec.harness.styles.kimi_cli import KimiCliStyle, read_message
 from oiexec.tools.layout import cat_n
-from oiexec.tools.results import CommandRun, Result, TaskReport, TaskStarted
+from oiexec.tools.results import CommandRun, Result
 from oiexec.tools.style import Style
 from oiexec.tools.truncate import cut_middle
 
@@ -33,14 +33,9 @@ class KimiCodeStyle(Style):
         return Result(text or "<system>Tool output is empty.</system>")
 
     # Background tasks are worded as Kimi CLI words them.
-    def background_started(self, task: TaskStarted) -> str:
-        return KimiCliStyle().background_started(task)
-
-    def task_report(self, report: TaskReport) -> str:
-        return KimiCliStyle().task_report(report)
-
-    def task_stopped(self, task_id: str, command: str) -> str:
-        return KimiCliStyle().task_stopped(task_id, command)
+    background_started = KimiCliStyle.background_started
+    task_report = KimiCliStyle.task_report
+    task_stopped = KimiCliStyle.task_stopped
 
     # --- files -------------------------------------------------------------------------------
 
