@@ -3,8 +3,9 @@
 from __future__ import annotations
 
 from oiexec.core.errors import ToolInputError
+from oiexec.tools.apply_patch import apply_unified_diff
 from oiexec.tools.framework import Invocation, register
-from oiexec.tools.fs import apply_unified_diff, write_file
+from oiexec.tools.fs import write_file
 from oiexec.tools.patch_tool import run_patch
 from oiexec.tools.results import Result
 

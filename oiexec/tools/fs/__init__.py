@@ -7,7 +7,6 @@ for the model.
 
 from __future__ import annotations
 
-from oiexec.tools.apply_patch import FileChange, apply_unified_diff
 from oiexec.tools.fs.glob import GlobResult, glob_files
 from oiexec.tools.fs.grep import GrepQuery, GrepResult, grep
 from oiexec.tools.fs.line_edit import LineEditResult, edit_lines, insert_lines
@@ -20,7 +19,6 @@ from oiexec.tools.fs.write import WriteResult, write_file
 
 __all__ = [
     "Edit",
-    "FileChange",
     "FileStateTracker",
     "GlobResult",
     "GrepQuery",
@@ -33,7 +31,6 @@ __all__ = [
     "TodoItem",
     "TodoList",
     "WriteResult",
-    "apply_unified_diff",
     "edit_lines",
     "glob_files",
     "grep",
