@@ -1,4 +1,4 @@
-"""Provider wires: Responses and Chat Completions over SSE, with retries."""
+"""Provider wires: Responses, Chat Completions and Anthropic Messages over SSE, with retries."""
 
 from __future__ import annotations
 

@@ -1,1 +1,3 @@
-"""Shared tool implementations; harnesses map model-facing names onto them."""
+"""Product-neutral tools: one framework of schema-checked, registered implementations, the
+command runner, the file tools and the patch engine. No product names: results are worded by
+the `Style` a harness passes in."""
