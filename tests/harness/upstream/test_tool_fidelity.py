@@ -1,7 +1,7 @@
 """Our harnesses advertise the tools real upstream clients send: same names, parameter
 names, types, enums and required lists.
 
-The fixtures were captured from the real clients by tests/upstream/capture.py (see
+The fixtures were captured from the real clients by tests/harness/upstream/capture.py (see
 harnesses/UPSTREAM.md); this test only reads them. A harness may emulate a subset of the
 upstream tools; every tool it does advertise must exist upstream with the same shape, unless
 listed in `NOT_SENT_UPSTREAM` with the reason.
@@ -16,9 +16,9 @@ from typing import Any
 
 import pytest
 
-from tests.upstream.capture import normalize_tools, strip_prose
+from tests.harness.upstream.capture import normalize_tools, strip_prose
 
-REPO = Path(__file__).resolve().parents[2]
+REPO = Path(__file__).resolve().parents[3]
 FIXTURES = Path(__file__).parent / "fixtures"
 HARNESSES = REPO / "harnesses"
 

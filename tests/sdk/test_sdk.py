@@ -17,7 +17,7 @@ import pytest
 from tests.conftest import FIX_PATCH, FIXED_CALC
 from tests.support.model_server import ModelServer, apply_patch_call, call, reply, usage
 
-SDK_DIR = Path(__file__).parents[1] / "sdk"
+SDK_DIR = Path(__file__).parent
 API_KEY = "sk-test-sdk-0123456789abcdef"
 
 

@@ -6,7 +6,7 @@ tools is recorded and the client is stopped. Only names, parameter names, types,
 required lists are kept: descriptions and other prose are stripped, so no upstream text is
 committed. See harnesses/UPSTREAM.md for how to install the clients and repeat this.
 
-    python -m tests.upstream.capture --npm-dir /tmp/oiexec-upstream/npm \\
+    python -m tests.harness.upstream.capture --npm-dir /tmp/oiexec-upstream/npm \\
         --venv /tmp/oiexec-upstream/venv [--only claude-code]
 """
 
