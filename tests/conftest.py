@@ -1,5 +1,5 @@
-"""Shared fixtures: an isolated home, real git repos, the real CLI as a subprocess, and the
-scripted model server."""
+"""Shared fixtures: an isolated home, real git repos, the real CLI as a subprocess, the
+scripted model server, and the `ToolContext` tools run in."""
 
 from __future__ import annotations
 
@@ -7,13 +7,18 @@ import json
 import os
 import subprocess
 import sys
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, Protocol
 
 import pytest
 
+from oiexec.core.context import ItemEmitter, ToolContext
+from oiexec.core.events import ThreadEvent
+from oiexec.core.policy import SandboxMode, SandboxPolicy
+from oiexec.core.protocols import Sandbox
+from oiexec.sandbox.nosandbox import NoSandbox
 from tests.support.model_server import ModelServer, model_server  # noqa: F401
 
 _SCRUBBED_PREFIXES = (
@@ -161,3 +166,52 @@ def exec_args(
         *server.config_args(wire_api=wire, **provider),  # type: ignore[arg-type]
         *extra,
     ]
+
+
+class MakeToolContext(Protocol):
+    def __call__(
+        self,
+        cwd: Path,
+        *,
+        mode: SandboxMode = "danger-full-access",
+        policy: SandboxPolicy | None = None,
+        sandbox: Sandbox | None = None,
+        events: list[ThreadEvent] | None = None,
+        env: dict[str, str] | None = None,
+        warn: Callable[[str], None] | None = None,
+    ) -> ToolContext: ...
+
+
+@pytest.fixture
+def tool_context() -> Iterator[MakeToolContext]:
+    """Builds the `ToolContext` a tool runs in: on `cwd`, unconfined (`NoSandbox`) under
+    `policy` (else `mode` on `cwd`) unless a `sandbox` is given, its items appended to
+    `events`, commands getting `env` (else nothing), warnings dropped unless `warn`. Every
+    context's cleanup (process-group kills, pools) runs when the test ends."""
+    made: list[ToolContext] = []
+
+    def make(
+        cwd: Path,
+        *,
+        mode: SandboxMode = "danger-full-access",
+        policy: SandboxPolicy | None = None,
+        sandbox: Sandbox | None = None,
+        events: list[ThreadEvent] | None = None,
+        env: dict[str, str] | None = None,
+        warn: Callable[[str], None] | None = None,
+    ) -> ToolContext:
+        if sandbox is None:
+            sandbox = NoSandbox(policy or SandboxPolicy(mode=mode, cwd=cwd))
+        ctx = ToolContext(
+            cwd=cwd,
+            sandbox=sandbox,
+            items=ItemEmitter(events.append if events is not None else lambda _event: None),
+            env={} if env is None else env,
+            warn=warn or (lambda _message: None),
+        )
+        made.append(ctx)
+        return ctx
+
+    yield make
+    for ctx in reversed(made):
+        ctx.cleanup.close()

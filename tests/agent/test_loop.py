@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 from oiexec.agent.loop import AgentLoop, LoopLimits, ModelOptions
-from oiexec.core.context import ItemEmitter, ToolContext
+from oiexec.core.context import ToolContext
 from oiexec.core.errors import MaxTurnsExceeded, RunTimedOut
 from oiexec.core.events import ThreadEvent, Usage
 from oiexec.core.policy import SandboxPolicy
@@ -22,7 +22,7 @@ from oiexec.core.types import (
     ToolOutput,
     ToolSpec,
 )
-from oiexec.sandbox.nosandbox import NoSandbox
+from tests.conftest import MakeToolContext
 
 
 class ScriptedClient:
@@ -86,16 +86,14 @@ def _answer(text: str) -> ModelResponse:
 
 
 def _loop(
-    tmp_path: Path, client: ScriptedClient, tools: Sequence[Tool], **limits: object
+    tool_context: MakeToolContext,
+    tmp_path: Path,
+    client: ScriptedClient,
+    tools: Sequence[Tool],
+    **limits: object,
 ) -> AgentLoop:
     events: list[ThreadEvent] = []
-    ctx = ToolContext(
-        cwd=tmp_path,
-        sandbox=NoSandbox(SandboxPolicy(mode="danger-full-access", cwd=tmp_path)),
-        items=ItemEmitter(events.append),
-        env={},
-        warn=lambda _text: None,
-    )
+    ctx = tool_context(tmp_path, events=events)
     return AgentLoop(
         client=client,
         harness=TinyHarness(tools),
@@ -107,31 +105,37 @@ def _loop(
     )
 
 
-def test_a_crashing_tool_costs_one_call_not_the_run(tmp_path: Path) -> None:
+def test_a_crashing_tool_costs_one_call_not_the_run(
+    tmp_path: Path, tool_context: MakeToolContext
+) -> None:
     client = ScriptedClient(_call("broken"), _answer("worked around it"))
-    outcome = _loop(tmp_path, client, [BrokenTool()]).run([], Usage())
+    outcome = _loop(tool_context, tmp_path, client, [BrokenTool()]).run([], Usage())
     assert outcome.final_message == "worked around it"
     output = client.requests[1].history[-1]
     assert isinstance(output, ToolOutput) and output.is_error
     assert "internal error in tool `broken`: KeyError" in output.output
 
 
-def test_limits_raised_inside_a_tool_end_the_run(tmp_path: Path) -> None:
+def test_limits_raised_inside_a_tool_end_the_run(
+    tmp_path: Path, tool_context: MakeToolContext
+) -> None:
     client = ScriptedClient(_call("slow"), _answer("never"))
     with pytest.raises(RunTimedOut):
-        _loop(tmp_path, client, [SlowTool()]).run([], Usage())
+        _loop(tool_context, tmp_path, client, [SlowTool()]).run([], Usage())
 
 
-def test_unknown_tool_is_reported_to_the_model(tmp_path: Path) -> None:
+def test_unknown_tool_is_reported_to_the_model(
+    tmp_path: Path, tool_context: MakeToolContext
+) -> None:
     client = ScriptedClient(_call("nope"), _answer("ok"))
-    _loop(tmp_path, client, [BrokenTool()]).run([], Usage())
+    _loop(tool_context, tmp_path, client, [BrokenTool()]).run([], Usage())
     output = client.requests[1].history[-1]
     assert isinstance(output, ToolOutput)
     assert "no tool named `nope`" in output.output and "broken" in output.output
 
 
-def test_max_turns_counts_model_requests(tmp_path: Path) -> None:
+def test_max_turns_counts_model_requests(tmp_path: Path, tool_context: MakeToolContext) -> None:
     client = ScriptedClient(_call("broken"), _call("broken"), _answer("late"))
     with pytest.raises(MaxTurnsExceeded, match="--max-turns 2"):
-        _loop(tmp_path, client, [BrokenTool()], max_turns=2).run([], Usage())
+        _loop(tool_context, tmp_path, client, [BrokenTool()], max_turns=2).run([], Usage())
     assert len(client.requests) == 2

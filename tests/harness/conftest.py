@@ -11,14 +11,13 @@ from typing import Any
 
 import pytest
 
-from oiexec.core.context import ItemEmitter, ToolContext
+from oiexec.core.context import ToolContext
 from oiexec.core.events import ThreadEvent
-from oiexec.core.policy import SandboxPolicy
 from oiexec.core.types import ToolCall, ToolOutput
 from oiexec.harness.context import prompt_variables
 from oiexec.harness.data import load_spec
 from oiexec.harness.manifest import HarnessSetup, ManifestHarness
-from oiexec.sandbox.nosandbox import NoSandbox
+from tests.conftest import MakeToolContext
 
 
 @dataclass
@@ -36,19 +35,12 @@ class Workspace:
 
 
 @pytest.fixture
-def workspace(tmp_path: Path) -> Iterator[Workspace]:
+def workspace(tmp_path: Path, tool_context: MakeToolContext) -> Workspace:
     root = tmp_path / "ws"
     root.mkdir()
     events: list[ThreadEvent] = []
-    ctx = ToolContext(
-        cwd=root,
-        sandbox=NoSandbox(SandboxPolicy(mode="danger-full-access", cwd=root)),
-        items=ItemEmitter(events.append),
-        env=dict(os.environ),
-        warn=lambda _message: None,
-    )
-    with ctx.cleanup:
-        yield Workspace(root, ctx, events)
+    ctx = tool_context(root, events=events, env=dict(os.environ))
+    return Workspace(root, ctx, events)
 
 
 HarnessFactory = Callable[..., ManifestHarness]

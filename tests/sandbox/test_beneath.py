@@ -15,17 +15,17 @@ from pathlib import Path, PurePosixPath
 
 import pytest
 
-from oiexec.core.context import ItemEmitter, ToolContext
+from oiexec.core.context import ToolContext
 from oiexec.core.errors import ToolInputError
 from oiexec.core.policy import SandboxMode, SandboxPolicy
 from oiexec.sandbox import beneath
-from oiexec.sandbox.nosandbox import NoSandbox
 from oiexec.sandbox.writer import PolicyWriter
 from oiexec.tools.apply_patch import ApplyPatchError, apply_patch
 from oiexec.tools.framework import Runtime
 from oiexec.tools.fs import write_file
 from oiexec.tools.patch_tool import run_patch
 from oiexec.tools.style import Style
+from tests.conftest import MakeToolContext
 
 _LIBC = ctypes.CDLL(None, use_errno=True)
 _RENAME_EXCHANGE = 2
@@ -42,6 +42,7 @@ class Tree:
 
     ws: Path
     out: Path
+    tool_context: MakeToolContext
 
     def policy(self, mode: SandboxMode = "workspace-write") -> SandboxPolicy:
         return SandboxPolicy(
@@ -49,20 +50,14 @@ class Tree:
         )
 
     def ctx(self, mode: SandboxMode = "workspace-write") -> ToolContext:
-        return ToolContext(
-            cwd=self.ws,
-            sandbox=NoSandbox(self.policy(mode)),
-            items=ItemEmitter(lambda _event: None),
-            env={},
-            warn=lambda _msg: None,
-        )
+        return self.tool_context(self.ws, policy=self.policy(mode))
 
     def outside(self) -> list[str]:
         return sorted(os.listdir(self.out))
 
 
 @pytest.fixture
-def tree(tmp_path: Path) -> Tree:
+def tree(tmp_path: Path, tool_context: MakeToolContext) -> Tree:
     base = Path(os.path.realpath(tmp_path))
     ws, out = base / "ws", base / "out"
     (ws / "d").mkdir(parents=True)
@@ -70,7 +65,7 @@ def tree(tmp_path: Path) -> Tree:
     (ws / "l").symlink_to(out)
     (ws / "d" / "inner").symlink_to(out)
     (ws / "lf").symlink_to(out / "target")
-    return Tree(ws, out)
+    return Tree(ws, out, tool_context)
 
 
 @pytest.fixture(params=["openat2", "walk"])

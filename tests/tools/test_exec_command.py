@@ -15,7 +15,7 @@ from typing import Any
 import pytest
 
 from oiexec.config.settings import ShellEnvironmentPolicy
-from oiexec.core.context import ItemEmitter, ToolContext
+from oiexec.core.context import ToolContext
 from oiexec.core.errors import SandboxUnavailable
 from oiexec.core.events import (
     CommandExecutionItem,
@@ -28,13 +28,13 @@ from oiexec.core.policy import PreparedCommand, SandboxPolicy
 from oiexec.core.redact import clear_secrets, register_secret
 from oiexec.core.types import ToolCall, ToolOutput, ToolSpec
 from oiexec.harness.data import load_spec, load_tool_schemas
-from oiexec.sandbox.nosandbox import NoSandbox
 from oiexec.tools import exec_command  # noqa: F401 (registers the tools)
 from oiexec.tools.framework import ManifestTool, Runtime
 from oiexec.tools.process import ProcessRegistry
 from oiexec.tools.shell_env import build_command_env
 from oiexec.tools.style import Style
 from oiexec.tools.truncate import approx_tokens, truncate_middle
+from tests.conftest import MakeToolContext
 
 
 def dead(pid: int, timeout: float = 3.0) -> bool:
@@ -128,7 +128,9 @@ class Rig:
         return found
 
 
-def make_rig(tmp_path: Path, *, sandbox: Any = None, limit: int = 10_000) -> Rig:
+def make_rig(
+    tool_context: MakeToolContext, tmp_path: Path, *, sandbox: Any = None, limit: int = 10_000
+) -> Rig:
     events: list[ThreadEvent] = []
     warnings: list[str] = []
     env = build_command_env(
@@ -139,13 +141,7 @@ def make_rig(tmp_path: Path, *, sandbox: Any = None, limit: int = 10_000) -> Rig
         network_disabled=False,
         extra={},
     )
-    ctx = ToolContext(
-        cwd=tmp_path,
-        sandbox=sandbox or NoSandbox(SandboxPolicy(mode="danger-full-access", cwd=tmp_path)),
-        items=ItemEmitter(events.append),
-        env=env,
-        warn=warnings.append,
-    )
+    ctx = tool_context(tmp_path, sandbox=sandbox, events=events, env=env, warn=warnings.append)
     registry = ProcessRegistry()
     ctx.cleanup.callback(registry.close_all)
     runtime = Runtime(style=Style(), processes=registry, output_token_limit=limit)
@@ -160,8 +156,8 @@ def make_rig(tmp_path: Path, *, sandbox: Any = None, limit: int = 10_000) -> Rig
 
 
 @pytest.fixture
-def rig(tmp_path: Path) -> Iterator[Rig]:
-    made = make_rig(tmp_path)
+def rig(tmp_path: Path, tool_context: MakeToolContext) -> Iterator[Rig]:
+    made = make_rig(tool_context, tmp_path)
     with made.ctx.cleanup:
         yield made
 
@@ -332,8 +328,8 @@ def test_output_is_truncated_head_and_tail(rig: Rig) -> None:
     assert len(rig.items()[-1][1].aggregated_output) == 4009
 
 
-def test_config_token_limit_caps_the_request(tmp_path: Path) -> None:
-    rig = make_rig(tmp_path, limit=5)
+def test_config_token_limit_caps_the_request(tmp_path: Path, tool_context: MakeToolContext) -> None:
+    rig = make_rig(tool_context, tmp_path, limit=5)
     with rig.ctx.cleanup:
         text = parse(rig.exec(cmd="printf 'a%.0s' $(seq 200)", max_output_tokens=10_000))["text"]
     assert "tokens truncated" in text and len(text) < 60
@@ -356,12 +352,14 @@ def test_escalation_is_refused_without_running(rig: Rig, tmp_path: Path) -> None
     assert not (tmp_path / "escalated").exists()
 
 
-def test_refusing_sandbox_declines_and_counts(tmp_path: Path) -> None:
+def test_refusing_sandbox_declines_and_counts(
+    tmp_path: Path, tool_context: MakeToolContext
+) -> None:
     def refuse(argv: list[str], *, cwd: Path, env: dict[str, str]) -> PreparedCommand:
         raise SandboxUnavailable("sandbox unavailable: bubblewrap is not installed")
 
     policy = SandboxPolicy(mode="workspace-write", cwd=tmp_path)
-    rig = make_rig(tmp_path, sandbox=FakeSandbox(policy, refuse))
+    rig = make_rig(tool_context, tmp_path, sandbox=FakeSandbox(policy, refuse))
     with rig.ctx.cleanup:
         out = rig.exec(cmd="touch ran")
     assert out.is_error
@@ -373,7 +371,9 @@ def test_refusing_sandbox_declines_and_counts(tmp_path: Path) -> None:
     assert not (tmp_path / "ran").exists()
 
 
-def test_sandbox_setup_failure_is_not_the_commands_result(tmp_path: Path) -> None:
+def test_sandbox_setup_failure_is_not_the_commands_result(
+    tmp_path: Path, tool_context: MakeToolContext
+) -> None:
     def launcher_fails(argv: list[str], *, cwd: Path, env: dict[str, str]) -> PreparedCommand:
         script = "echo 'bwrap: setting up uid map: Permission denied' >&2; exit 125"
         return PreparedCommand(
@@ -381,7 +381,7 @@ def test_sandbox_setup_failure_is_not_the_commands_result(tmp_path: Path) -> Non
         )
 
     policy = SandboxPolicy(mode="workspace-write", cwd=tmp_path)
-    rig = make_rig(tmp_path, sandbox=FakeSandbox(policy, launcher_fails))
+    rig = make_rig(tool_context, tmp_path, sandbox=FakeSandbox(policy, launcher_fails))
     with rig.ctx.cleanup:
         out = rig.exec(cmd="echo hi")
     assert out.is_error
@@ -391,7 +391,7 @@ def test_sandbox_setup_failure_is_not_the_commands_result(tmp_path: Path) -> Non
     assert rig.items()[-1][1].status == "failed"
 
 
-def test_after_notes_reach_the_model_once(tmp_path: Path) -> None:
+def test_after_notes_reach_the_model_once(tmp_path: Path, tool_context: MakeToolContext) -> None:
     calls: list[int] = []
 
     def with_tripwire(argv: list[str], *, cwd: Path, env: dict[str, str]) -> PreparedCommand:
@@ -402,7 +402,7 @@ def test_after_notes_reach_the_model_once(tmp_path: Path) -> None:
         return PreparedCommand(argv=argv, env=env, cwd=cwd, after=after)
 
     policy = SandboxPolicy(mode="workspace-write", cwd=tmp_path)
-    rig = make_rig(tmp_path, sandbox=FakeSandbox(policy, with_tripwire))
+    rig = make_rig(tool_context, tmp_path, sandbox=FakeSandbox(policy, with_tripwire))
     with rig.ctx.cleanup:
         out = rig.exec(cmd="echo hi")
         running = parse(rig.exec(cmd="sleep 30", yield_time_ms=250))
@@ -424,8 +424,8 @@ def test_run_deadline_kills_the_command_group(rig: Rig) -> None:
     assert rig.items()[-1][1].status == "failed"
 
 
-def test_close_all_completes_open_items(tmp_path: Path) -> None:
-    rig = make_rig(tmp_path)
+def test_close_all_completes_open_items(tmp_path: Path, tool_context: MakeToolContext) -> None:
+    rig = make_rig(tool_context, tmp_path)
     with rig.ctx.cleanup:
         match = parse(rig.exec(cmd="echo $$; sleep 30", yield_time_ms=1000))
         pid = int(match["text"])
@@ -437,8 +437,10 @@ def test_close_all_completes_open_items(tmp_path: Path) -> None:
     assert dead(pid)
 
 
-def test_background_child_holding_stdout_does_not_hang(tmp_path: Path) -> None:
-    rig = make_rig(tmp_path)
+def test_background_child_holding_stdout_does_not_hang(
+    tmp_path: Path, tool_context: MakeToolContext
+) -> None:
+    rig = make_rig(tool_context, tmp_path)
     with rig.ctx.cleanup:
         started = time.monotonic()
         match = parse(rig.exec(cmd="sleep 30 & echo $!", yield_time_ms=10_000))

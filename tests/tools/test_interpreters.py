@@ -10,27 +10,28 @@ from pathlib import Path
 
 import pytest
 
-from oiexec.core.context import ItemEmitter, ToolContext
+from oiexec.core.context import ToolContext
 from oiexec.core.errors import SandboxUnavailable
 from oiexec.core.policy import PreparedCommand, SandboxPolicy
-from oiexec.sandbox.nosandbox import NoSandbox
 from oiexec.tools.interpreters import InterpreterPool
 from oiexec.tools.process import group_alive
+from tests.conftest import MakeToolContext
 
 
-def _ctx(tmp_path: Path, sandbox: object | None = None) -> ToolContext:
-    return ToolContext(
-        cwd=tmp_path,
-        sandbox=sandbox or NoSandbox(SandboxPolicy(mode="danger-full-access", cwd=tmp_path)),  # type: ignore[arg-type]
-        items=ItemEmitter(lambda event: None),
+def _ctx(
+    tool_context: MakeToolContext, tmp_path: Path, sandbox: object | None = None
+) -> ToolContext:
+    """A context whose commands get only PATH, HOME and LANG."""
+    return tool_context(
+        tmp_path,
+        sandbox=sandbox,  # type: ignore[arg-type]
         env={"PATH": os.environ["PATH"], "HOME": str(tmp_path), "LANG": "C.UTF-8"},
-        warn=lambda message: None,
     )
 
 
 @pytest.fixture
-def pool(tmp_path: Path) -> Iterator[InterpreterPool]:
-    ctx = _ctx(tmp_path)
+def pool(tmp_path: Path, tool_context: MakeToolContext) -> Iterator[InterpreterPool]:
+    ctx = _ctx(tool_context, tmp_path)
     pool = InterpreterPool(ctx)
     yield pool
     ctx.cleanup.close()
@@ -99,8 +100,8 @@ def test_exit_restarts_the_runtime_with_fresh_state(pool: InterpreterPool) -> No
     assert fresh.output == "False\n"
 
 
-def test_output_is_capped(tmp_path: Path) -> None:
-    ctx = _ctx(tmp_path)
+def test_output_is_capped(tmp_path: Path, tool_context: MakeToolContext) -> None:
+    ctx = _ctx(tool_context, tmp_path)
     pool = InterpreterPool(ctx, output_cap=2_000)
     try:
         result = pool.run("python", "print('a' * 50_000)\nprint('THE END')")
@@ -154,8 +155,10 @@ def test_r_state_is_kept(pool: InterpreterPool) -> None:
     assert pool.run("R", "cat(x + 22, '\\n')").output.strip() == "42"
 
 
-def test_unknown_and_missing_languages_are_clear_errors(tmp_path: Path) -> None:
-    ctx = _ctx(tmp_path)
+def test_unknown_and_missing_languages_are_clear_errors(
+    tmp_path: Path, tool_context: MakeToolContext
+) -> None:
+    ctx = _ctx(tool_context, tmp_path)
     ctx.env["PATH"] = str(tmp_path / "empty-bin")  # nothing installed but the runner's Python
     pool = InterpreterPool(ctx)
     try:
@@ -171,8 +174,10 @@ def test_unknown_and_missing_languages_are_clear_errors(tmp_path: Path) -> None:
         pool.close()
 
 
-def test_close_kills_every_runtime_and_its_children(tmp_path: Path) -> None:
-    ctx = _ctx(tmp_path)
+def test_close_kills_every_runtime_and_its_children(
+    tmp_path: Path, tool_context: MakeToolContext
+) -> None:
+    ctx = _ctx(tool_context, tmp_path)
     pool = InterpreterPool(ctx)
     pool.run("python", "import subprocess\nchild = subprocess.Popen(['sleep', '60'])")
     pool.run("shell", "sleep 60 &")
@@ -220,9 +225,11 @@ class _RecordingSandbox:
         return {}
 
 
-def test_runtimes_start_through_the_sandbox_seam(tmp_path: Path) -> None:
+def test_runtimes_start_through_the_sandbox_seam(
+    tmp_path: Path, tool_context: MakeToolContext
+) -> None:
     sandbox = _RecordingSandbox(tmp_path)
-    ctx = _ctx(tmp_path, sandbox)
+    ctx = _ctx(tool_context, tmp_path, sandbox)
     pool = InterpreterPool(ctx)
     pool.run("python", "a = 1")
     pool.run("python", "a += 1")
@@ -230,7 +237,9 @@ def test_runtimes_start_through_the_sandbox_seam(tmp_path: Path) -> None:
     pool.close()
     assert sandbox.afters == 1
 
-    refusing = InterpreterPool(_ctx(tmp_path, _RecordingSandbox(tmp_path, refuse=True)))
+    refusing = InterpreterPool(
+        _ctx(tool_context, tmp_path, _RecordingSandbox(tmp_path, refuse=True))
+    )
     refused = refusing.run("python", "print(1)")
     assert not refused.exit_ok
     assert refused.error is not None and "sandbox unavailable" in refused.error

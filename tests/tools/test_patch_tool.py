@@ -8,16 +8,15 @@ from pathlib import Path
 
 import pytest
 
-from oiexec.core.context import ItemEmitter, ToolContext
 from oiexec.core.events import FileChangeItem, ItemCompleted, ItemStarted, ThreadEvent
 from oiexec.core.policy import SandboxMode, SandboxPolicy
 from oiexec.core.types import ToolCall, ToolOutput
 from oiexec.harness.data import load_spec, load_tool_schemas
-from oiexec.sandbox.nosandbox import NoSandbox
 from oiexec.tools.apply_patch import AddFile, Chunk, DeleteFile, Patch, UpdateFile, render_patch
 from oiexec.tools.framework import ManifestTool, Runtime
 from oiexec.tools.patch_tool import run_patch
 from oiexec.tools.style import Style
+from tests.conftest import MakeToolContext
 
 PATCH_GRAMMAR = load_tool_schemas("native")["apply_patch"]["format"]["definition"]
 
@@ -52,18 +51,14 @@ SUCCESS = re.compile(
 class Harness:
     """A real ToolContext whose events are collected."""
 
-    def __init__(self, cwd: Path, mode: SandboxMode = "workspace-write") -> None:
+    def __init__(
+        self, tool_context: MakeToolContext, cwd: Path, mode: SandboxMode = "workspace-write"
+    ) -> None:
         self.events: list[ThreadEvent] = []
         policy = SandboxPolicy(
             mode=mode, cwd=cwd, exclude_slash_tmp=True, exclude_tmpdir_env_var=True
         )
-        self.ctx = ToolContext(
-            cwd=cwd,
-            sandbox=NoSandbox(policy),
-            items=ItemEmitter(self.events.append),
-            env={},
-            warn=lambda _msg: None,
-        )
+        self.ctx = tool_context(cwd, policy=policy, events=self.events)
 
     def items(self) -> list[tuple[str, FileChangeItem]]:
         found: list[tuple[str, FileChangeItem]] = []
@@ -137,8 +132,8 @@ def test_grammar_accepts_canonical_patches_and_rejects_others() -> None:
             parser.parse(bad)
 
 
-def test_custom_call_applies_and_reports(ws: Path) -> None:
-    h = Harness(ws)
+def test_custom_call_applies_and_reports(ws: Path, tool_context: MakeToolContext) -> None:
+    h = Harness(tool_context, ws)
     output = patch_tool().run(custom(PATCH), h.ctx)
     assert output.call_id == "call_1"
     assert output.call_type == "custom"
@@ -161,16 +156,16 @@ def test_custom_call_applies_and_reports(ws: Path) -> None:
     assert [c.model_dump() for c in completed.changes] == expected
 
 
-def test_function_call_takes_the_input_field(ws: Path) -> None:
-    h = Harness(ws)
+def test_function_call_takes_the_input_field(ws: Path, tool_context: MakeToolContext) -> None:
+    h = Harness(tool_context, ws)
     output = patch_tool(freeform=False).run(function(json.dumps({"input": PATCH})), h.ctx)
     assert output.call_type == "function"
     assert SUCCESS.match(output.output), output.output
     assert (ws / "hello.txt").exists()
 
 
-def test_function_tool_accepts_a_raw_patch_too(ws: Path) -> None:
-    h = Harness(ws)
+def test_function_tool_accepts_a_raw_patch_too(ws: Path, tool_context: MakeToolContext) -> None:
+    h = Harness(tool_context, ws)
     output = patch_tool(freeform=False).run(function(PATCH), h.ctx)
     assert SUCCESS.match(output.output), output.output
 
@@ -183,8 +178,10 @@ def test_function_tool_accepts_a_raw_patch_too(ws: Path) -> None:
         ('{"input": 3}', '{"input": "<the patch text>"}'),
     ],
 )
-def test_bad_function_arguments_are_explained(ws: Path, arguments: str, fragment: str) -> None:
-    h = Harness(ws)
+def test_bad_function_arguments_are_explained(
+    ws: Path, arguments: str, fragment: str, tool_context: MakeToolContext
+) -> None:
+    h = Harness(tool_context, ws)
     output = patch_tool(freeform=False).run(function(arguments), h.ctx)
     assert output.is_error
     assert output.output.startswith("apply_patch: ")
@@ -192,8 +189,8 @@ def test_bad_function_arguments_are_explained(ws: Path, arguments: str, fragment
     assert h.events == []
 
 
-def test_parse_error_emits_no_item(ws: Path) -> None:
-    h = Harness(ws)
+def test_parse_error_emits_no_item(ws: Path, tool_context: MakeToolContext) -> None:
+    h = Harness(tool_context, ws)
     output = patch_tool().run(custom("*** Add File: x\n+x\n*** End Patch"), h.ctx)
     assert output.is_error
     assert output.output.startswith("Invalid patch: The first line of the patch must be")
@@ -201,8 +198,10 @@ def test_parse_error_emits_no_item(ws: Path) -> None:
     assert not (ws / "x").exists()
 
 
-def test_verification_failure_fails_the_item_and_writes_nothing(ws: Path) -> None:
-    h = Harness(ws)
+def test_verification_failure_fails_the_item_and_writes_nothing(
+    ws: Path, tool_context: MakeToolContext
+) -> None:
+    h = Harness(tool_context, ws)
     text = PATCH.replace(" one\n-two", " one\n-three")
     output = patch_tool().run(custom(text), h.ctx)
     assert output.is_error
@@ -217,9 +216,11 @@ def test_verification_failure_fails_the_item_and_writes_nothing(ws: Path) -> Non
     assert completed.id == started.id
 
 
-def test_git_hooks_are_refused_under_workspace_write(ws: Path) -> None:
+def test_git_hooks_are_refused_under_workspace_write(
+    ws: Path, tool_context: MakeToolContext
+) -> None:
     (ws / ".git" / "hooks").mkdir(parents=True)
-    h = Harness(ws)
+    h = Harness(tool_context, ws)
     text = (
         "*** Begin Patch\n*** Add File: ok.txt\n+ok\n"
         "*** Add File: .git/hooks/pre-commit\n+x\n*** End Patch\n"
@@ -232,17 +233,17 @@ def test_git_hooks_are_refused_under_workspace_write(ws: Path) -> None:
     assert h.items()[-1][1].status == "failed"
 
 
-def test_read_only_refuses(ws: Path) -> None:
-    h = Harness(ws, mode="read-only")
+def test_read_only_refuses(ws: Path, tool_context: MakeToolContext) -> None:
+    h = Harness(tool_context, ws, mode="read-only")
     output = patch_tool().run(custom(PATCH), h.ctx)
     assert output.is_error
     assert "read-only" in output.output
     assert (ws / "b.txt").read_text() == "one\ntwo\n"
 
 
-def test_write_failure_uses_the_exit_code_shape(ws: Path) -> None:
+def test_write_failure_uses_the_exit_code_shape(ws: Path, tool_context: MakeToolContext) -> None:
     (ws / "blocker").write_text("file\n")
-    h = Harness(ws)
+    h = Harness(tool_context, ws)
     text = "*** Begin Patch\n*** Add File: blocker/x.txt\n+x\n*** End Patch"
     output = patch_tool().run(custom(text), h.ctx)
     assert output.is_error
@@ -251,10 +252,10 @@ def test_write_failure_uses_the_exit_code_shape(ws: Path) -> None:
     )
 
 
-def test_run_patch_with_another_workdir(ws: Path) -> None:
+def test_run_patch_with_another_workdir(ws: Path, tool_context: MakeToolContext) -> None:
     sub = ws / "pkg"
     sub.mkdir()
-    h = Harness(ws)
+    h = Harness(tool_context, ws)
     outcome = run_patch(
         "*** Begin Patch\n*** Add File: m.py\n+x = 1\n*** End Patch", h.ctx, cwd=sub
     )
@@ -264,8 +265,8 @@ def test_run_patch_with_another_workdir(ws: Path) -> None:
     assert h.items()[0][1].changes[0].path == str(sub / "m.py")
 
 
-def test_item_ids_advance_per_call(ws: Path) -> None:
-    h = Harness(ws)
+def test_item_ids_advance_per_call(ws: Path, tool_context: MakeToolContext) -> None:
+    h = Harness(tool_context, ws)
     tool = patch_tool()
     first: ToolOutput = tool.run(
         custom("*** Begin Patch\n*** Add File: 1.txt\n+1\n*** End Patch"), h.ctx

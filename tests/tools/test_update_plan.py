@@ -11,16 +11,15 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from oiexec.core.context import ItemEmitter, ToolContext
+from oiexec.core.context import ToolContext
 from oiexec.core.errors import ToolInputError
 from oiexec.core.events import ItemCompleted, ItemStarted, ItemUpdated, ThreadEvent, TodoListItem
-from oiexec.core.policy import SandboxPolicy
 from oiexec.core.types import ToolCall, ToolOutput, ToolSpec
 from oiexec.harness.data import load_spec, load_tool_schemas
-from oiexec.sandbox.nosandbox import NoSandbox
 from oiexec.tools.framework import ManifestTool, Runtime
 from oiexec.tools.style import Style
 from oiexec.tools.update_plan import parse_plan
+from tests.conftest import MakeToolContext
 
 PARAMETERS = load_tool_schemas("native")["update_plan"]["parameters"]
 
@@ -51,14 +50,8 @@ def events() -> list[ThreadEvent]:
 
 
 @pytest.fixture
-def ctx(tmp_path: Path, events: list[ThreadEvent]) -> ToolContext:
-    return ToolContext(
-        cwd=tmp_path,
-        sandbox=NoSandbox(SandboxPolicy(mode="read-only", cwd=tmp_path)),
-        items=ItemEmitter(events.append),
-        env={},
-        warn=lambda _msg: None,
-    )
+def ctx(tmp_path: Path, events: list[ThreadEvent], tool_context: MakeToolContext) -> ToolContext:
+    return tool_context(tmp_path, mode="read-only", events=events)
 
 
 def call(arguments: Any, call_id: str = "call_1") -> ToolCall:
