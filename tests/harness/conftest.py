@@ -6,6 +6,7 @@ from __future__ import annotations
 import os
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
@@ -49,12 +50,13 @@ HarnessFactory = Callable[..., ManifestHarness]
 @pytest.fixture
 def make_harness(workspace: Workspace) -> Iterator[HarnessFactory]:
     built: list[ManifestHarness] = []
+    # One moment per test, as a run computes its variables once: harnesses built a second
+    # apart must not differ in `$now`.
+    now = datetime.now(UTC)
 
     def make(harness_id: str, *, guidance: bool = True) -> ManifestHarness:
-        setup = HarnessSetup(
-            variables=prompt_variables(workspace.root, shell="/bin/bash", agents_md=None),
-            guidance=guidance,
-        )
+        variables = prompt_variables(workspace.root, shell="/bin/bash", agents_md=None, now=now)
+        setup = HarnessSetup(variables=variables, guidance=guidance)
         harness = ManifestHarness(load_spec(harness_id), setup)
         built.append(harness)
         return harness
