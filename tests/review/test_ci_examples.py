@@ -8,10 +8,9 @@ from typing import Any
 
 import click
 import pytest
+import yaml
 
 from oiexec.cli import cli
-
-yaml = pytest.importorskip("yaml")
 
 EXAMPLES = Path(__file__).resolve().parents[2] / "examples" / "ci"
 

@@ -6,6 +6,7 @@ from typing import Any
 
 import jsonschema
 import pytest
+import yaml
 
 from oiexec.review.model import review_output_json_schema
 from oiexec.review.parse import parse_review
@@ -92,7 +93,6 @@ def test_prompt_names_the_shape_and_the_root() -> None:
 
 
 def test_pre_commit_hooks_file() -> None:
-    yaml = pytest.importorskip("yaml")
     hooks = {h["id"]: h for h in yaml.safe_load((REPO / ".pre-commit-hooks.yaml").read_text())}
     assert set(hooks) == {"oiexec-review", "oiexec-review-push"}
     commit, push = hooks["oiexec-review"], hooks["oiexec-review-push"]

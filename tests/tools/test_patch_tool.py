@@ -6,6 +6,7 @@ import json
 import re
 from pathlib import Path
 
+import lark
 import pytest
 
 from oiexec.core.events import FileChangeItem, ItemCompleted, ItemStarted, ThreadEvent
@@ -108,7 +109,6 @@ def test_function_spec() -> None:
 
 
 def test_grammar_accepts_canonical_patches_and_rejects_others() -> None:
-    lark = pytest.importorskip("lark")
     parser = lark.Lark(PATCH_GRAMMAR)
     patch = Patch(
         (
