@@ -81,6 +81,8 @@ class AgentLoop:
     final: FinalAnswerPolicy = field(default_factory=PlainAnswer)
     #: Replaces the harness's instructions (the review rubric).
     instructions: str | None = None
+    #: Model requests made so far (also after a limit or failure ended the run).
+    steps: int = field(default=0, init=False)
     _tools: dict[str, Tool] = field(init=False)
 
     def __post_init__(self) -> None:
@@ -88,17 +90,16 @@ class AgentLoop:
 
     def run(self, history: list[HistoryItem], usage: Usage) -> TurnOutcome:
         """Runs until a final answer. `history` is extended in place (and recorded)."""
-        steps = 0
         attempt = 0
         while True:
             self._check_deadline()
-            if self.limits.max_turns is not None and steps >= self.limits.max_turns:
+            if self.limits.max_turns is not None and self.steps >= self.limits.max_turns:
                 raise MaxTurnsExceeded(
                     f"turn limit reached: the model still had work to do after "
                     f"--max-turns {self.limits.max_turns} model turns"
                 )
-            steps += 1
-            self.on_step(steps)
+            self.steps += 1
+            self.on_step(self.steps)
             response = self.client.respond(self._request(history), self._on_retry)
             usage = usage.plus(response.usage)
             self._append(history, response.items)
@@ -127,7 +128,7 @@ class AgentLoop:
                 self._append(history, [Message(role="user", text=verdict.message)])
                 continue
             self.final.present(verdict, self.ctx.items)
-            return TurnOutcome(verdict, usage, steps)
+            return TurnOutcome(verdict, usage, self.steps)
 
     def _interpret(self, response: ModelResponse) -> HarnessStep:
         if isinstance(self.harness, DrivingHarness):

@@ -25,6 +25,8 @@ class _LazyGroup(click.Group):
         "config": ("oiexec.cli.config_cmd", "config_group"),
         "sandbox": ("oiexec.cli.sandbox_cmd", "sandbox_group"),
         "harness": ("oiexec.cli.harness_cmd", "harness_group"),
+        "batch": ("oiexec.cli.batch_cmd", "batch_group"),
+        "sessions": ("oiexec.cli.sessions_cmd", "sessions_group"),
     }
     _aliases: ClassVar[dict[str, str]] = {"e": "exec"}
 

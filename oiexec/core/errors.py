@@ -7,6 +7,7 @@
     │   ├── MaxTurnsExceeded    exit 4
     │   └── RunTimedOut         exit 5
     ├── SandboxUnavailable      exit 6
+    ├── CheckFailed             exit 8  (`--check` still failing after the last attempt)
     ├── ProviderError           exit 1  (the model provider failed after retries)
     └── SessionError            exit 1  (unknown or unreadable session)
     Interrupted                 exit 130 (SIGINT / SIGTERM)
@@ -42,6 +43,7 @@ class ExitCode(IntEnum):
     TIMEOUT = 5
     SANDBOX_UNAVAILABLE = 6
     REVIEW_BLOCKED = 7
+    CHECK_FAILED = 8
     INTERRUPTED = 130
 
 
@@ -85,6 +87,12 @@ class RunTimedOut(LimitExceeded):
 
 class SandboxUnavailable(OiexecError):
     exit_code = ExitCode.SANDBOX_UNAVAILABLE
+
+
+class CheckFailed(OiexecError):
+    """The `--check` command still failed after the last allowed attempt."""
+
+    exit_code = ExitCode.CHECK_FAILED
 
 
 class ProviderError(OiexecError):

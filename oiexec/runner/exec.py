@@ -45,6 +45,7 @@ from oiexec.git import is_git_marker
 from oiexec.output.dispatch import Dispatcher
 from oiexec.output.human import HumanProcessor, use_color
 from oiexec.output.jsonl import JsonlProcessor
+from oiexec.runner.check import checked_policy
 from oiexec.runner.inputs import read_images, read_output_schema
 from oiexec.runner.reports import CommandCollector, capture_baseline, write_reports
 from oiexec.runner.request import ExecRequest
@@ -168,6 +169,7 @@ class _Run:
         self._warnings()
         baseline = capture_baseline(self.request, self.warn, self.stack)
         usage = self.session.usage
+        loop: AgentLoop | None = None
         try:
             loop, history = self._build()
             self.dispatcher.emit(TurnStarted())
@@ -217,6 +219,7 @@ class _Run:
                 },
             )
         self.result.usage = usage
+        self.result.turns = loop.steps if loop is not None else 0
         self.result.commands = self.collector.commands
         if self.runlog is not None:
             self.runlog.note(
@@ -341,8 +344,12 @@ class _Run:
         history.append(prompt)
         self.store.append("response_item", prompt.model_dump())
 
-        final = p.hooks.final or (
-            SchemaAnswer(p.output_schema) if p.output_schema else PlainAnswer()
+        final = checked_policy(
+            p.hooks.final or (SchemaAnswer(p.output_schema) if p.output_schema else PlainAnswer()),
+            request,
+            settings,
+            ctx,
+            self.result,
         )
         loop = AgentLoop(
             client=client,

@@ -14,6 +14,8 @@ class ResumeTarget:
     session_id: str | None = None
     last: bool = False
     all_cwds: bool = False
+    #: With `--last`: start a new thread when none matches (otherwise exit 2).
+    or_new: bool = False
 
 
 @dataclass(frozen=True)
@@ -37,6 +39,10 @@ class ExecRequest:
     max_turns: int | None = None
     timeout: float | None = None
     dangerously_bypass: bool = False
+    #: `--check CMD`: the run succeeds only when CMD passes after the model's final answer.
+    check: str | None = None
+    #: `--max-attempts N`: how many final answers the check may reject (None = config/default).
+    max_attempts: int | None = None
     resume: ResumeTarget | None = None
     fork_from: str | None = None
     warnings: tuple[str, ...] = field(default=())

@@ -8,6 +8,21 @@ from oiexec.core.errors import ExitCode
 from oiexec.core.events import CommandExecutionItem, Usage
 
 
+@dataclass(frozen=True)
+class CheckAttempt:
+    """One run of the `--check` command after a final answer."""
+
+    attempt: int
+    command: str
+    exit_code: int | None
+    output: str
+    duration_s: float
+
+    @property
+    def passed(self) -> bool:
+        return self.exit_code == 0
+
+
 @dataclass
 class RunResult:
     exit_code: ExitCode
@@ -18,3 +33,7 @@ class RunResult:
     commands: list[CommandExecutionItem] = field(default_factory=list)
     usage: Usage = field(default_factory=Usage)
     duration_s: float = 0.0
+    #: Model requests made in this invocation.
+    turns: int = 0
+    #: Each `--check` run, in order.
+    checks: list[CheckAttempt] = field(default_factory=list)

@@ -26,6 +26,7 @@ import json
 import socket
 import sys
 import threading
+import time
 import traceback
 from collections import deque
 from collections.abc import Callable, Iterator, Mapping, Sequence
@@ -348,6 +349,10 @@ class ScriptedModel:
         self._errors: list[str] = []
         self._served = 0
         self._ids = itertools.count(1)
+        #: Per-conversation scripts for concurrent clients (batch tasks): marker -> steps.
+        self._routes: dict[str, deque[Step]] = {}
+        #: Seconds every model request waits before it is answered (benchmarks).
+        self.delay_s = 0.0
 
     def enqueue(self, *steps: Step) -> ScriptedModel:
         with self._lock:
@@ -388,10 +393,30 @@ class ScriptedModel:
         with self._lock:
             return next(self._ids)
 
+    def route(self, marker: str, *steps: Step) -> ScriptedModel:
+        """Script one conversation of several that run at once: a request whose body contains
+        `marker` (put it in that task's prompt) takes its steps from this queue, whatever
+        order the concurrent requests arrive in."""
+        with self._lock:
+            self._routes.setdefault(marker, deque()).extend(steps)
+        return self
+
+    def routed_remaining(self, marker: str) -> int:
+        with self._lock:
+            return len(self._routes.get(marker, ()))
+
     def take(self, request: RecordedRequest) -> Step | str:
         """The next step, or an error message when there is none."""
+        text = json.dumps(request.body) if self._routes else ""
         with self._lock:
             self._served += 1
+            for marker, queue in self._routes.items():
+                if marker in text:
+                    if queue:
+                        return queue.popleft()
+                    message = f"ScriptedModel: no scripted step left for route {marker!r}"
+                    self._errors.append(message)
+                    return message
             if self._steps:
                 return self._steps.popleft()
             message = (
@@ -786,6 +811,8 @@ class _Handler(BaseHTTPRequestHandler):
             self._send_json(404, _error_body(f"no such endpoint: POST {request.path}", "not_found"))
             return
         model = self.server.owner.model
+        if model.delay_s:
+            time.sleep(model.delay_s)
         step = model.take(request)
         if isinstance(step, str):
             self._send_json(500, _error_body(step, "scripted_model_exhausted"))
@@ -1004,6 +1031,10 @@ class ModelServer:
     # Delegates, so tests can talk to the server alone.
     def enqueue(self, *steps: Step) -> ModelServer:
         self.model.enqueue(*steps)
+        return self
+
+    def route(self, marker: str, *steps: Step) -> ModelServer:
+        self.model.route(marker, *steps)
         return self
 
     @property
