@@ -144,9 +144,30 @@ _EXEC_OPTIONS: list[Callable[[Any], Any]] = [
         metavar="SECONDS",
         help="Fail (exit 5) if the run takes longer.",
     ),
+    click.option(
+        "--check",
+        "check",
+        metavar="CMD",
+        callback=lambda _ctx, _param, value: _non_blank(value),
+        help="Run CMD in the sandbox when the model says it is done; while it fails, the "
+        "model gets its output and goes on. Fail (exit 8) if it still fails.",
+    ),
+    click.option(
+        "--max-attempts",
+        type=click.IntRange(min=1),
+        metavar="N",
+        help="How many times --check may run (default 3, or `check_max_attempts`).",
+    ),
     click.option("--thread-source", hidden=True),
     click.option("--cyber-access-program", hidden=True),
 ]
+
+
+def _non_blank(value: str | None) -> str | None:
+    # A blank command would "pass" without checking anything.
+    if value is not None and not value.strip():
+        raise click.BadParameter("must be a shell command such as `pytest -q`, not blank")
+    return value
 
 
 def exec_options(func: F) -> F:

@@ -71,6 +71,8 @@ def build_request(params: dict[str, Any], prompt: str, **extra: Any) -> ExecRequ
         max_turns=params.get("max_turns"),
         timeout=params.get("timeout_s"),
         dangerously_bypass=bool(params.get("bypass")),
+        check=params.get("check"),
+        max_attempts=params.get("max_attempts"),
         warnings=tuple(warnings),
         **extra,
     )

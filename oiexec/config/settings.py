@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, field_validator
 from pydantic_settings import BaseSettings, PydanticBaseSettingsSource, SettingsConfigDict
 
 from oiexec.core.policy import SandboxMode
@@ -114,6 +114,14 @@ class Settings(BaseSettings):
     project_doc_max_bytes: int = Field(default=32 * 1024, ge=0)
     project_doc_fallback_filenames: list[str] = Field(default_factory=list)
     tool_output_token_limit: int = Field(default=10_000, gt=0)
+
+    #: `--check CMD`: a command that must pass before the run counts as done (the verify
+    #: loop, oiexec.runner.check). A blank command would pass vacuously, so it is refused.
+    check: str | None = None
+    #: How many times the check may run (each failure but the last goes back to the model).
+    check_max_attempts: int = Field(default=3, ge=1)
+    #: Seconds one check run may take; a check still running then is killed and fails.
+    check_timeout: float = Field(default=1800.0, gt=0)
     hide_agent_reasoning: bool = False
 
     projects: dict[str, ProjectConfig] = Field(default_factory=dict)
@@ -125,6 +133,13 @@ class Settings(BaseSettings):
     features: dict[str, bool] = Field(default_factory=dict)
     tools: dict[str, Any] = Field(default_factory=dict)
     notify: list[str] | None = None
+
+    @field_validator("check")
+    @classmethod
+    def _check_names_a_command(cls, value: str | None) -> str | None:
+        if value is not None and not value.strip():
+            raise ValueError("must be a shell command such as `pytest -q`, not blank")
+        return value
 
     @classmethod
     def settings_customise_sources(
