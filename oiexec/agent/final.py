@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import json
 from dataclasses import dataclass
-from typing import Any, Protocol
+from typing import Any, ClassVar, Protocol
 
 from oiexec.core.context import ItemEmitter
 from oiexec.core.errors import ProviderError
@@ -32,6 +32,10 @@ class FinalAnswerPolicy(Protocol):
 
 
 class PlainAnswer:
+    #: exec's own answers may be wrapped in `--check`; a caller's policy (the review) decides
+    #: alone what is final, so the runner only checks policies that say this.
+    checkable: ClassVar[bool] = True
+
     def accept(self, text: str, attempt: int) -> str | Retry:
         return text
 

@@ -1,9 +1,14 @@
 """`--junit`: the run as a JUnit XML report, so CI systems show it next to their tests.
 
 One `<testsuite name="oiexec">` with one `<testcase>` for the run. A failed run or a hit
-limit is a `<failure>` whose `type` is the limit name (`max_turns`, `timeout`) or `failed`.
-The commands the agent ran go to `<system-out>`; thread id, model, exit code and token
-counts are suite properties. Every string is redacted.
+limit is a `<failure>` whose `type` is the limit name (`max_turns`, `timeout`),
+`check_failed` (exit 8) or `failed`. The commands the agent ran go to `<system-out>`; thread
+id, model, exit code and token counts are suite properties. Every string is redacted.
+
+With `--check`, a second test case (classname `oiexec.check`, named after the command) says
+whether the check passed in the end; its `<system-out>` lists every attempt with its exit
+code, time and output tail. A check that failed and was then fixed by the model is not a
+`<failure>`: the run succeeded, and a red test in the CI's report would say otherwise.
 """
 
 from __future__ import annotations
@@ -16,11 +21,12 @@ from typing import Literal, get_args
 
 from junit_xml import TestCase, TestSuite, to_xml_report_string
 
+from oiexec.core.errors import ExitCode
 from oiexec.core.events import Usage
 from oiexec.core.redact import redact
 from oiexec.output.reportfile import write_report
 
-__all__ = ["RunReport", "case_name", "render_junit", "write_junit"]
+__all__ = ["CheckRun", "RunReport", "case_name", "render_junit", "write_junit"]
 
 RunStatus = Literal["success", "failed", "limit"]
 _STATUSES: tuple[str, ...] = get_args(RunStatus)
@@ -28,6 +34,17 @@ _STATUSES: tuple[str, ...] = get_args(RunStatus)
 _NAME_MAX = 100
 _TAIL_LINES = 20
 _TAIL_CHARS = 2_000
+
+
+@dataclass(frozen=True)
+class CheckRun:
+    """One run of the `--check` command."""
+
+    attempt: int
+    #: None when it never finished (killed, not started).
+    exit_code: int | None
+    output: str
+    duration_s: float
 
 
 @dataclass(frozen=True)
@@ -47,6 +64,9 @@ class RunReport:
     commands: Sequence[tuple[str, int | None, str]] = ()
     final_message: str | None = None
     usage: Usage = field(default_factory=Usage)
+    #: The `--check` command, when the run had one, and each of its runs in order.
+    check_command: str | None = None
+    checks: Sequence[CheckRun] = ()
 
     def __post_init__(self) -> None:
         if self.status not in _STATUSES:
@@ -84,6 +104,46 @@ def _system_out(report: RunReport) -> str:
     return "\n\n".join(parts)
 
 
+def _check_case(report: RunReport, command: str) -> TestCase:
+    """The check's test case: passing when its last run passed."""
+    runs = report.checks
+    total = sum(run.duration_s for run in runs)
+    blocks = []
+    for run in runs:
+        status = "did not finish" if run.exit_code is None else f"exit {run.exit_code}"
+        block = f"attempt {run.attempt}: [{status}] {run.duration_s:.2f}s"
+        if run.output.strip():
+            block += "\n" + _tail(run.output)
+        blocks.append(block)
+    case = TestCase(
+        redact(f"check: {_shorten(command)}"),
+        classname="oiexec.check",
+        elapsed_sec=round(total, 3),
+        stdout=redact("\n\n".join(blocks)) or None,
+    )
+    if not runs:
+        case.add_skipped_info(message="the check did not run: the run ended before a final answer")
+        return case
+    last = runs[-1]
+    if last.exit_code == 0:
+        return case
+    if report.exit_code == ExitCode.CHECK_FAILED and report.failure_message:
+        message = report.failure_message
+    elif last.exit_code is None:
+        message = f"`{command}` did not finish (attempt {last.attempt})"
+    else:
+        message = f"`{command}` exited {last.exit_code} (attempt {last.attempt})"
+    case.add_failure_info(
+        message=redact(message), output=redact(_tail(last.output)), failure_type="check_failed"
+    )
+    return case
+
+
+def _shorten(text: str) -> str:
+    line = " ".join(text.split())
+    return line if len(line) <= _NAME_MAX else line[: _NAME_MAX - 1] + "…"
+
+
 def render_junit(report: RunReport) -> str:
     case = TestCase(
         redact(case_name(report.prompt)),
@@ -93,6 +153,8 @@ def render_junit(report: RunReport) -> str:
     )
     if report.status != "success":
         kind = report.limit_name if report.status == "limit" and report.limit_name else "failed"
+        if report.exit_code == ExitCode.CHECK_FAILED:
+            kind = "check_failed"
         message = report.failure_message or f"run failed with exit code {report.exit_code}"
         case.add_failure_info(message=redact(message), output=redact(message), failure_type=kind)
     properties = {
@@ -102,9 +164,12 @@ def render_junit(report: RunReport) -> str:
         "status": report.status,
         **{name: str(getattr(report.usage, name)) for name in Usage.model_fields},
     }
+    cases = [case]
+    if report.check_command is not None:
+        cases.append(_check_case(report, report.check_command))
     suite = TestSuite(
         "oiexec",
-        [case],
+        cases,
         timestamp=datetime.now(UTC).isoformat(timespec="seconds"),
         properties={key: redact(value) for key, value in properties.items()},
     )

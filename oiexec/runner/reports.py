@@ -76,9 +76,11 @@ def write_reports(
 def _write_junit(
     path: Path, request: ExecRequest, result: RunResult, *, model: str, warn: Warn
 ) -> None:
-    from oiexec.output.junit import RunReport, write_junit
+    from oiexec.output.junit import CheckRun, RunReport, write_junit
 
     ok = result.exit_code == ExitCode.SUCCESS
+    # A check that never ran (the run ended first) is known here only from the flag.
+    check_command = result.checks[-1].command if result.checks else request.check
     report = RunReport(
         prompt=request.prompt,
         thread_id=result.thread_id or "",
@@ -91,6 +93,8 @@ def _write_junit(
         commands=[(c.command, c.exit_code, c.aggregated_output) for c in result.commands],
         final_message=result.final_message,
         usage=result.usage,
+        check_command=check_command,
+        checks=[CheckRun(c.attempt, c.exit_code, c.output, c.duration_s) for c in result.checks],
     )
     try:
         path.parent.mkdir(parents=True, exist_ok=True)
