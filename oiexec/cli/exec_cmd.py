@@ -58,6 +58,11 @@ def _prompt_command(ctx: click.Context, /, prompt: str | None, **_: Any) -> None
 @exec_options
 @click.option("--last", is_flag=True, help="Resume the newest session for this directory.")
 @click.option("--all", "all_cwds", is_flag=True, help="With --last: any directory.")
+@click.option(
+    "--or-new",
+    is_flag=True,
+    help="With --last: start a new session when there is none to resume (else exit 2).",
+)
 @click.argument("session_id", required=False)
 @click.argument("prompt", required=False)
 @click.pass_context
@@ -68,13 +73,16 @@ def resume_command(
     prompt: str | None,
     last: bool,
     all_cwds: bool,
+    or_new: bool,
     **_: Any,
 ) -> None:
     """Continue a session: SESSION_ID, or --last for the newest one here.
 
-    Also installed as the top-level `interpreter resume`.
+    The run is made as the session's was (model, provider, harness, sandbox, writable roots,
+    directory, reasoning effort, output schema); flags and -c given now override, and each
+    override is announced. Also installed as the top-level `interpreter resume`.
     """
-    _resume(ctx, session_id, prompt, last, all_cwds)
+    _resume(ctx, session_id, prompt, last=last, all_cwds=all_cwds, or_new=or_new)
 
 
 @exec_group.command("fork")
@@ -83,7 +91,7 @@ def resume_command(
 @click.argument("prompt", required=False)
 @click.pass_context
 def fork_command(ctx: click.Context, /, session_id: str, prompt: str | None, **_: Any) -> None:
-    """Start a new session from a copy of SESSION_ID's history."""
+    """Start a new session from a copy of SESSION_ID's history, made as its run was."""
     from oiexec.cli.prompt import resolve_prompt
 
     text = resolve_prompt(prompt, append_stdin=False)
@@ -94,7 +102,13 @@ exec_group.add_command(exec_review_command, "review")
 
 
 def _resume(
-    ctx: click.Context, session_id: str | None, prompt: str | None, last: bool, all_cwds: bool
+    ctx: click.Context,
+    session_id: str | None,
+    prompt: str | None,
+    *,
+    last: bool,
+    all_cwds: bool,
+    or_new: bool,
 ) -> None:
     from oiexec.cli.prompt import resolve_prompt
     from oiexec.core.errors import UsageError
@@ -105,8 +119,11 @@ def _resume(
         session_id, prompt = None, session_id
     if not last and session_id is None:
         raise UsageError("exec resume needs a SESSION_ID or --last")
+    if (all_cwds or or_new) and not last:
+        raise UsageError("--all and --or-new only apply to `resume --last`")
     text = resolve_prompt(prompt, append_stdin=False)
-    _execute(ctx, text, resume=ResumeTarget(session_id=session_id, last=last, all_cwds=all_cwds))
+    target = ResumeTarget(session_id=session_id, last=last, all_cwds=all_cwds, or_new=or_new)
+    _execute(ctx, text, resume=target)
 
 
 def _run(ctx: click.Context, prompt: str | None) -> None:

@@ -48,6 +48,8 @@ def build_request(params: dict[str, Any], prompt: str, **extra: Any) -> ExecRequ
     return ExecRequest(
         prompt=prompt,
         cwd=cwd,
+        # Without -C a resumed or forked run works where its session did.
+        cwd_explicit=bool(params.get("cd")),
         config=ConfigInputs(
             cwd=cwd,
             profile=params.get("profile"),

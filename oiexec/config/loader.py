@@ -3,8 +3,9 @@
 Layers, lowest first: built-in defaults, `$OPENINTERPRETER_HOME/config.toml`, the profile
 (`[profiles.NAME]` in the user config, then `NAME.config.toml` in the home), the project's
 `.openinterpreter/config.toml` (only when the project is trusted), the environment
-(`OPENINTERPRETER_<KEY>`, then `OIEXEC_<KEY>`; see `oiexec.config.environment`), `-c`
-overrides, dedicated flags, then the values exec forces (`approval_policy = "never"`).
+(`OPENINTERPRETER_<KEY>`, then `OIEXEC_<KEY>`; see `oiexec.config.environment`), the
+session a resume or fork continues (what its run was made with), `-c` overrides, dedicated
+flags, then the values exec forces (`approval_policy = "never"`).
 
 The profile is chosen by `--profile`, else `OIEXEC_PROFILE` / `OPENINTERPRETER_PROFILE`, else
 the user config's `profile`. Trust is read from the user config only: the project cannot
@@ -55,6 +56,11 @@ class ConfigInputs:
     flags: dict[str, Any] = field(default_factory=dict)
     forced: dict[str, Any] = field(default_factory=dict)
     strict: bool = False
+    #: Dotted keys restored from the session being resumed or forked: above the files and
+    #: the environment (the run is continued as it was made), below `-c` and flags.
+    session: dict[str, Any] = field(default_factory=dict)
+    #: How `config show --origins` and messages name the session layer.
+    session_origin: str = "session"
 
 
 def load_config(
@@ -96,6 +102,8 @@ def load_config(
             f'[projects."{project_root}"] trust_level = "trusted" to {home / "config.toml"}'
         )
     layers.extend(env_layers)
+    if inputs.session:
+        layers.append(Layer(inputs.session_origin, nest_dotted(inputs.session)))
 
     cli: dict[str, Any] = {}
     for text in inputs.overrides:

@@ -65,6 +65,12 @@ class Harness(Protocol):
 
     def initial_context(self, cwd: Path, policy: SandboxPolicy) -> list[HistoryItem]: ...
 
+    def environment_context(self, cwd: Path, policy: SandboxPolicy) -> HistoryItem | None:
+        """The message telling the model the directory and sandbox enforced now, for a
+        continued history whose last description no longer holds; None when this harness
+        never describes them."""
+        ...
+
     def is_complete(self, response: ModelResponse) -> bool: ...
 
     def finish_turn(self, ctx: ToolContext) -> None:

@@ -15,6 +15,7 @@ from datetime import datetime
 from pathlib import Path
 from xml.sax.saxutils import escape
 
+from oiexec.core.policy import SandboxPolicy
 from oiexec.git import find_project_root
 
 __all__ = [
@@ -22,6 +23,7 @@ __all__ = [
     "OVERRIDE_FILENAME",
     "discover_user_instructions",
     "environment_context",
+    "policy_environment_context",
     "project_doc_paths",
     "read_global_doc",
     "read_project_docs",
@@ -162,6 +164,17 @@ def _timezone_name() -> str:
     if "zoneinfo/" in target:
         return target.split("zoneinfo/", 1)[1]
     return datetime.now().astimezone().tzname() or "UTC"
+
+
+def policy_environment_context(cwd: Path, policy: SandboxPolicy) -> str:
+    """The block for `cwd` under `policy`, in this process's shell."""
+    return environment_context(
+        cwd=cwd,
+        shell=os.environ.get("SHELL", "/bin/bash"),
+        sandbox_mode=policy.mode,
+        network_access=not policy.network_disabled,
+        writable_roots=[str(root) for root in policy.writable_roots()],
+    )
 
 
 def environment_context(

@@ -146,6 +146,17 @@ class ManifestHarness:
         self._state.context_texts.update(i.text for i in items if isinstance(i, Message))
         return items
 
+    def environment_context(self, cwd: Path, policy: SandboxPolicy) -> HistoryItem | None:
+        """Only harnesses that open with the Codex environment context describe the sandbox;
+        the others' prompts never told the model, so there is nothing to correct."""
+        if not (self.spec.prompt.codex_context and self.setup.environment_context):
+            return None
+        from oiexec.harness.agents_md import policy_environment_context
+
+        item = Message(role="user", text=policy_environment_context(cwd, policy))
+        self._state.context_texts.add(item.text)
+        return item
+
     def is_complete(self, response: ModelResponse) -> bool:
         """Without the loop's hooks: the function-calling rule only."""
         return not response.tool_calls and self.spec.action_format == "function_calls"

@@ -3,7 +3,6 @@ what the runner calls."""
 
 from __future__ import annotations
 
-import os
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
 from pathlib import Path
@@ -36,27 +35,20 @@ def select_harness_id(inputs: HarnessInputs) -> str:
 
 
 def build_harness(inputs: HarnessInputs) -> Harness:
-    from oiexec.harness.agents_md import discover_user_instructions, environment_context
+    from oiexec.harness.agents_md import discover_user_instructions, policy_environment_context
     from oiexec.harness.data import load_spec
     from oiexec.harness.manifest import HarnessSetup, ManifestHarness
 
     harness_id = select_harness_id(inputs)
     settings = inputs.settings
     policy = inputs.policy
-    shell = os.environ.get("SHELL", "/bin/bash")
     user_instructions = discover_user_instructions(
         inputs.cwd,
         home=inputs.home,
         max_bytes=settings.project_doc_max_bytes,
         fallback_filenames=settings.project_doc_fallback_filenames,
     )
-    env_context = environment_context(
-        cwd=inputs.cwd,
-        shell=shell,
-        sandbox_mode=policy.mode,
-        network_access=not policy.network_disabled,
-        writable_roots=[str(root) for root in policy.writable_roots()],
-    )
+    env_context = policy_environment_context(inputs.cwd, policy)
     setup = HarnessSetup(
         variables=_PromptVariables(inputs),
         guidance=settings.harness_guidance,

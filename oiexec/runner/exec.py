@@ -51,9 +51,19 @@ from oiexec.runner.reports import CommandCollector, capture_baseline, write_repo
 from oiexec.runner.request import ExecRequest
 from oiexec.runner.result import RunResult
 from oiexec.runner.sandboxing import RefusalTracker, build_policy, command_env
-from oiexec.runner.sessions import OpenedSession, SessionSink, open_session
+from oiexec.runner.sessions import (
+    OpenedSession,
+    SessionSink,
+    SettingChange,
+    environment_differs,
+    locate_session,
+    open_session,
+    restored_request,
+    setting_changes,
+)
 from oiexec.runner.signals import deadline_alarm, terminate_as_interrupt
 from oiexec.sandbox.selfguard import protect_runner
+from oiexec.session.index import LoadedSession
 
 if TYPE_CHECKING:
     from oiexec.agent.loop import AgentLoop
@@ -88,19 +98,24 @@ class _Prepared:
     output_schema: dict[str, Any] | None
     policy: SandboxPolicy
     started: float
+    #: The session a resume or fork continues.
+    continued: LoadedSession | None = None
+    #: Where this run differs from the continued session's (announced and recorded).
+    changes: tuple[SettingChange, ...] = ()
 
 
 def run_exec(request: ExecRequest, hooks: RunHooks | None = None) -> RunResult:
     """Runs one exec invocation end to end and returns its outcome (never raises after
     `thread.started`)."""
     prepared = _prepare(request, hooks or RunHooks())
+    request = prepared.request
     # The one place the output mode is looked at.
     processor: EventProcessor = (
         JsonlProcessor(sys.stdout, sys.stderr)
         if request.json
         else HumanProcessor(sys.stderr, sys.stdout, color=use_color(request.color, sys.stderr))
     )
-    session = open_session(request, prepared.config, prepared.provider_id)
+    session = open_session(request, prepared.config, prepared.provider_id, prepared.continued)
     with contextlib.ExitStack() as stack:
         stack.callback(session.store.close)
         return _Run(prepared, session, processor, stack).execute()
@@ -109,6 +124,14 @@ def run_exec(request: ExecRequest, hooks: RunHooks | None = None) -> RunResult:
 def _prepare(request: ExecRequest, hooks: RunHooks) -> _Prepared:
     started = time.monotonic()
     config = load_config(request.config)
+    continued: LoadedSession | None = None
+    if request.resume or request.fork_from:
+        # `--last` looks for the current provider's sessions, and the home comes from the
+        # config: load once to find the session, then again with its settings as a layer.
+        continued = locate_session(request, config.home, resolve_provider(config.settings)[0])
+        if continued is not None:
+            request = restored_request(request, continued)
+            config = load_config(request.config)
     _check_git(request, config)
     output_schema = request.output_schema
     if request.output_schema_file is not None:
@@ -122,9 +145,20 @@ def _prepare(request: ExecRequest, hooks: RunHooks) -> _Prepared:
     policy = build_policy(config.settings, request, trusted=config.trusted)
     if hooks.sandbox_mode:
         policy = dataclasses.replace(policy, mode=hooks.sandbox_mode)
+    changes: list[SettingChange] = []
+    if continued is not None:
+        changes = setting_changes(
+            continued.settings,
+            request=request,
+            config=config,
+            provider_id=provider_id,
+            policy=policy,
+            output_schema=output_schema,
+            forced_mode=hooks.sandbox_mode is not None,
+        )
     return _Prepared(
         request, hooks, config, provider_id, provider, api_key, images, output_schema, policy,
-        started,
+        started, continued, tuple(changes),
     )  # fmt: skip
 
 
@@ -162,6 +196,7 @@ class _Run:
         # Registered before the tool cleanup, so it runs after every command has ended.
         stack.callback(self.tracker.close)
         self.harness: Harness | None = None
+        self.changes = list(prepared.changes)
 
     def execute(self) -> RunResult:
         self._header()
@@ -216,6 +251,10 @@ class _Run:
                     "type": "task_complete",
                     "last_agent_message": self.result.final_message,
                     "duration_ms": int(self.result.duration_s * 1000),
+                    # What `sessions list/show` report and a pipeline decides a retry on.
+                    "status": _status(self.result.exit_code),
+                    "exit_code": int(self.result.exit_code),
+                    "failure": self.result.failure,
                 },
             )
         self.result.usage = usage
@@ -238,6 +277,13 @@ class _Run:
         """Config and flag warnings, before `turn.started`."""
         for text in (*self.request.warnings, *self.p.config.warnings, *self._sandbox_warnings()):
             self.processor.startup_warning(text, self.items)
+        verb = "fork" if self.request.fork_from else "resume"
+        for change in self.changes:
+            if change.sandbox:
+                # Narrowed or widened: a consumer of the JSON stream must be able to see it.
+                self.processor.startup_warning(change.line(verb), self.items)
+            else:
+                self.processor.warning(change.line(verb))
 
     def _sandbox_summary(self) -> str:
         summary = self.p.policy.summary()
@@ -339,7 +385,9 @@ class _Run:
             for item in harness.initial_context(request.cwd, p.policy):
                 history.append(item)
                 self.store.append("response_item", item.model_dump())
-        self.store.append("turn_context", self._turn_context())
+        else:
+            history.extend(self._continue_context(harness))
+        self.store.append("turn_context", self._turn_context(harness))
         prompt = Message(role="user", text=request.prompt, images=p.images)
         history.append(prompt)
         self.store.append("response_item", prompt.model_dump())
@@ -371,7 +419,26 @@ class _Run:
         )
         return loop, history
 
-    def _turn_context(self) -> dict[str, Any]:
+    def _continue_context(self, harness: Harness) -> list[HistoryItem]:
+        """On a resumed or forked history: announce a re-selected harness, and tell the model
+        the environment enforced now when it is not the one the history describes."""
+        continued = self.p.continued
+        if continued is None:
+            return []
+        recorded = continued.settings
+        if recorded.harness and recorded.harness != harness.id:
+            change = SettingChange("harness", recorded.harness, harness.id, "the model given now")
+            self.changes.append(change)
+            self.processor.warning(change.line("fork" if self.request.fork_from else "resume"))
+        if not environment_differs(recorded, self.request.cwd, self.p.policy):
+            return []
+        item = harness.environment_context(self.request.cwd, self.p.policy)
+        if item is None:
+            return []
+        self.store.append("response_item", item.model_dump())
+        return [item]
+
+    def _turn_context(self, harness: Harness) -> dict[str, Any]:
         policy, settings = self.p.policy, self.p.config.settings
         return {
             "cwd": str(self.request.cwd),
@@ -385,12 +452,24 @@ class _Run:
             "model": settings.model,
             "model_provider": self.p.provider_id,
             "effort": settings.model_reasoning_effort,
+            # What a resume restores (the configured network access, not the effective one).
+            "harness": harness.id,
+            "writable_roots": [str(root) for root in policy.extra_roots],
+            "network_access": policy.network_access,
+            "output_schema": self.p.output_schema,
+            "overrides": [change.wire_dict() for change in self.changes],
         }
 
     def _record_usage(self, usage: Usage) -> None:
         self.store.append(
             "event_msg", {"type": "token_count", "total_token_usage": usage.model_dump()}
         )
+
+
+def _status(code: ExitCode) -> str:
+    if code == ExitCode.SUCCESS:
+        return "completed"
+    return "interrupted" if code == ExitCode.INTERRUPTED else "failed"
 
 
 def _open_runlog(prepared: _Prepared, warn: Callable[[str], None]) -> RunLogSink | None:

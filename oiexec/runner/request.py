@@ -23,6 +23,9 @@ class ExecRequest:
     prompt: str
     cwd: Path
     config: ConfigInputs
+    #: False when `cwd` is only where the command was started (no `-C`): a resumed or forked
+    #: run then works in the session's directory.
+    cwd_explicit: bool = True
     images: tuple[Path, ...] = ()
     add_dirs: tuple[Path, ...] = ()
     skip_git_repo_check: bool = False

@@ -1,18 +1,31 @@
-"""New, resumed or forked threads: which rollout to write, what history to start from, and
-the sink that mirrors the run's events into it."""
+"""New, resumed or forked threads: which session a run continues, what it restores from it,
+which rollout to write, what history to start from, and the sink that mirrors the run's
+events into it.
+
+A resumed or forked run is made as the session's run was (model, provider, harness, sandbox,
+writable roots, directory, effort, output schema); what is given now on the command line
+overrides, and each override is announced and recorded in the new `turn_context`.
+"""
 
 from __future__ import annotations
 
+import dataclasses
 import sys
 from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
 
 from oiexec import __version__
 from oiexec.config.loader import LoadedConfig
-from oiexec.core.errors import SessionError
+from oiexec.config.overrides import parse_override
+from oiexec.core.errors import OiexecError, SessionError, UsageError
 from oiexec.core.events import ThreadEvent, Usage
+from oiexec.core.policy import SandboxPolicy
 from oiexec.core.protocols import SessionStore
 from oiexec.core.types import HistoryItem
 from oiexec.runner.request import ExecRequest
+from oiexec.session.index import LoadedSession
+from oiexec.session.settings import RunSettings
 
 
 @dataclass
@@ -20,50 +33,225 @@ class OpenedSession:
     store: SessionStore
     history: list[HistoryItem] = field(default_factory=list)
     usage: Usage = field(default_factory=Usage)
+    #: The session this run continues (resume or fork), None for a new thread.
+    continued: LoadedSession | None = None
 
 
-def open_session(request: ExecRequest, config: LoadedConfig, provider_id: str) -> OpenedSession:
+# --- which session ------------------------------------------------------------------------
+
+
+def locate_session(request: ExecRequest, home: Path, provider_id: str) -> LoadedSession | None:
+    """The session a resume or fork continues; None for a new thread (`--last --or-new` with
+    nothing to continue). An unknown id exits 1, as in Codex; `--last` with no session of
+    this directory exits 2, since a retry that silently starts over is not a retry."""
     from oiexec.session.index import find_last, find_rollout, load_rollout
+
+    if request.fork_from:
+        path = find_rollout(home, request.fork_from)
+        if path is None:
+            raise SessionError(f"no rollout found for thread id {request.fork_from}")
+        return load_rollout(path)
+    target = request.resume
+    if target is None:
+        return None
+    if target.session_id:
+        path = find_rollout(home, target.session_id)
+        if path is None:
+            raise SessionError(f"no rollout found for thread id {target.session_id}")
+        return load_rollout(path)
+    path = find_last(home, cwd=request.cwd, model_provider=provider_id, all_cwds=target.all_cwds)
+    if path is not None:
+        return load_rollout(path)
+    where = "" if target.all_cwds else f" in {request.cwd}"
+    if target.or_new:
+        sys.stderr.write(f"resume: no session of provider `{provider_id}`{where}; "
+                         "starting a new one (--or-new)\n")  # fmt: skip
+        return None
+    raise UsageError(
+        f"no session of provider `{provider_id}` to resume{where}",
+        hint="List them with `interpreter sessions list --all`, resume one by id, widen the "
+        "search with --all, or pass --or-new to start a new session when there is none.",
+    )
+
+
+# --- what it restores ---------------------------------------------------------------------
+
+#: Config keys that decide which harness is chosen: overriding one re-selects the harness
+#: instead of keeping the session's.
+_HARNESS_DECIDERS = ("model", "model_provider", "harness")
+
+
+def restored_request(request: ExecRequest, loaded: LoadedSession) -> ExecRequest:
+    """`request` continued from `loaded`: its settings as a config layer under the command
+    line, its directory unless `-C` was given, its output schema unless one is given now."""
+    settings = loaded.settings
+    layer: dict[str, Any] = {}
+    if settings.model:
+        layer["model"] = settings.model
+    if settings.model_provider:
+        layer["model_provider"] = settings.model_provider
+    if settings.harness and not _given_now(request, _HARNESS_DECIDERS):
+        layer["harness"] = settings.harness
+    if settings.sandbox_mode:
+        layer["sandbox_mode"] = settings.sandbox_mode
+    if settings.writable_roots is not None:
+        layer["sandbox_workspace_write.writable_roots"] = list(settings.writable_roots)
+    if settings.network_access is not None:
+        layer["sandbox_workspace_write.network_access"] = settings.network_access
+    if settings.effort:
+        layer["model_reasoning_effort"] = settings.effort
+    cwd = request.cwd
+    if not request.cwd_explicit and settings.cwd and Path(settings.cwd).is_dir():
+        cwd = Path(settings.cwd)
+    schema = request.output_schema
+    if request.output_schema_file is None and schema is None:
+        schema = settings.output_schema
+    config = dataclasses.replace(
+        request.config, cwd=cwd, session=layer, session_origin=f"session {loaded.thread_id}"
+    )
+    return dataclasses.replace(request, cwd=cwd, output_schema=schema, config=config)
+
+
+def _given_now(request: ExecRequest, keys: tuple[str, ...]) -> bool:
+    if any(request.config.flags.get(key) is not None for key in keys):
+        return True
+    for text in request.config.overrides:
+        try:
+            key_path, _ = parse_override(text)
+        except OiexecError:
+            continue  # reported when the config is loaded
+        if ".".join(key_path) in keys:
+            return True
+    return False
+
+
+@dataclass(frozen=True)
+class SettingChange:
+    """A setting that differs from the session's run, and what changed it."""
+
+    name: str
+    before: str
+    after: str
+    source: str
+    #: The sandbox was narrowed or widened (announced as an `error` item in JSON mode too).
+    sandbox: bool = False
+
+    def line(self, verb: str) -> str:
+        return f"{verb}: {self.name} {self.before} -> {self.after} (from {self.source})"
+
+    def wire_dict(self) -> dict[str, Any]:
+        return dataclasses.asdict(self)
+
+
+_FLAG_NAMES = {
+    "model": "-m",
+    "sandbox_mode": "-s",
+    "model_provider": "--oss/--local-provider",
+}
+
+
+def setting_changes(
+    recorded: RunSettings,
+    *,
+    request: ExecRequest,
+    config: LoadedConfig,
+    provider_id: str,
+    policy: SandboxPolicy,
+    output_schema: dict[str, Any] | None,
+    forced_mode: bool = False,
+) -> list[SettingChange]:
+    """What this run does differently from the session's, each with its source."""
+    settings = config.settings
+
+    def source(key: str) -> str:
+        origin = config.origins.get(key, "built-in default")
+        if origin == "command-line flag":
+            return _FLAG_NAMES.get(key, origin)
+        if origin == "-c override":
+            return f"-c {key}"
+        return origin
+
+    changes: list[SettingChange] = []
+
+    def compare(name: str, before: Any, after: Any, src: str, sandbox: bool = False) -> None:
+        if before is not None and before != after:
+            changes.append(SettingChange(name, _show(before), _show(after), src, sandbox))
+
+    compare("model", recorded.model, settings.model, source("model"))
+    compare("provider", recorded.model_provider, provider_id, source("model_provider"))
+    compare("reasoning effort", recorded.effort, settings.model_reasoning_effort,
+            source("model_reasoning_effort"))  # fmt: skip
+    if request.dangerously_bypass:
+        mode_source = "--dangerously-bypass-approvals-and-sandbox"
+    elif forced_mode:
+        mode_source = "this command"
+    else:
+        mode_source = source("sandbox_mode")
+    compare("sandbox", recorded.sandbox_mode, policy.mode, mode_source, sandbox=True)
+    if recorded.writable_roots is not None:
+        now = tuple(str(root) for root in policy.extra_roots)
+        roots_source = (
+            "--add-dir" if request.add_dirs else source("sandbox_workspace_write.writable_roots")
+        )
+        compare("writable roots", list(recorded.writable_roots), list(now), roots_source, True)
+    compare("network access", recorded.network_access, policy.network_access,
+            source("sandbox_workspace_write.network_access"), sandbox=True)  # fmt: skip
+    compare("working directory", recorded.cwd, str(request.cwd), "-C")
+    if recorded.output_schema is not None and output_schema != recorded.output_schema:
+        changes.append(SettingChange("output schema", "the session's", "a new one",
+                                     "--output-schema"))  # fmt: skip
+    return changes
+
+
+def _show(value: Any) -> str:
+    if value is None:
+        return "default"
+    if isinstance(value, bool):
+        return "enabled" if value else "restricted"
+    if isinstance(value, list):
+        return "[" + ", ".join(str(v) for v in value) + "]"
+    return str(value)
+
+
+def environment_differs(recorded: RunSettings, cwd: Path, policy: SandboxPolicy) -> bool:
+    """Whether the environment the history last described is not what is enforced now."""
+    if recorded.cwd is not None and recorded.cwd != str(cwd):
+        return True
+    if recorded.sandbox_mode is not None and recorded.sandbox_mode != policy.mode:
+        return True
+    if recorded.network_access is not None and recorded.network_access != policy.network_access:
+        return True
+    now = tuple(str(root) for root in policy.extra_roots)
+    return recorded.writable_roots is not None and recorded.writable_roots != now
+
+
+# --- the rollout --------------------------------------------------------------------------
+
+
+def open_session(
+    request: ExecRequest, config: LoadedConfig, provider_id: str, continued: LoadedSession | None
+) -> OpenedSession:
+    """The store this run writes to and the history it starts from."""
     from oiexec.session.store import NullStore, RolloutStore, fork_rollout
 
     home = config.home
-    if request.fork_from:
-        parent = find_rollout(home, request.fork_from)
-        if parent is None:
-            raise SessionError(f"no rollout found for thread id {request.fork_from}")
-        loaded = load_rollout(parent)
+    if continued is not None and request.fork_from:
         store = fork_rollout(
             home,
-            parent,
+            continued.path,
             cwd=request.cwd,
             model_provider=provider_id,
             cli_version=__version__,
             base_instructions=None,
         )
-        return OpenedSession(store, list(loaded.history), loaded.usage)
-
-    if request.resume:
-        target = request.resume
-        path = None
-        if target.session_id:
-            path = find_rollout(home, target.session_id)
-            if path is None:
-                raise SessionError(f"no rollout found for thread id {target.session_id}")
-        elif target.last:
-            path = find_last(
-                home, cwd=request.cwd, model_provider=provider_id, all_cwds=target.all_cwds
-            )
-            if path is None:
-                sys.stderr.write("No previous session for this directory; starting a new one.\n")
-        if path is not None:
-            loaded = load_rollout(path)
-            resumed: SessionStore = (
-                NullStore(loaded.thread_id)
-                if request.ephemeral
-                else RolloutStore.open_existing(path)
-            )
-            return OpenedSession(resumed, list(loaded.history), loaded.usage)
-
+        return OpenedSession(store, list(continued.history), continued.usage, continued)
+    if continued is not None:
+        resumed: SessionStore = (
+            NullStore(continued.thread_id)
+            if request.ephemeral
+            else RolloutStore.open_existing(continued.path)
+        )
+        return OpenedSession(resumed, list(continued.history), continued.usage, continued)
     if request.ephemeral:
         return OpenedSession(NullStore())
     return OpenedSession(

@@ -21,6 +21,8 @@ from pydantic import TypeAdapter, ValidationError
 from oiexec.core.errors import SessionError
 from oiexec.core.events import Usage
 from oiexec.core.types import HistoryItem, Message
+from oiexec.session.repair import close_orphan_calls
+from oiexec.session.settings import INCOMPLETE, Outcome, RunSettings, outcome_of, settings_of
 
 __all__ = [
     "LoadedSession",
@@ -60,6 +62,14 @@ class LoadedSession:
     cwd: str | None = None
     #: Payload of the last `event_msg`/`token_count` record, copied verbatim on fork.
     last_token_count: dict[str, Any] | None = field(default=None, repr=False)
+    #: What the latest run was made with (its `turn_context`).
+    settings: RunSettings = field(default_factory=RunSettings)
+    #: How the latest run ended; `incomplete` when it was killed before saying.
+    outcome: Outcome = INCOMPLETE
+    #: Runs (`turn_context` records) in the thread.
+    runs: int = 0
+    #: Tool calls a killed run left without output, closed with a synthetic one in `history`.
+    closed_calls: int = 0
 
     @property
     def model_provider(self) -> str | None:
@@ -112,6 +122,9 @@ def load_rollout(path: Path) -> LoadedSession:
     usage = Usage()
     last_token_count: dict[str, Any] | None = None
     cwd: str | None = None
+    settings = RunSettings()
+    outcome = INCOMPLETE
+    runs = 0
     count = 0
     for number, record in read_records(path):
         count += 1
@@ -121,6 +134,11 @@ def load_rollout(path: Path) -> LoadedSession:
             cwd = _str_or(payload.get("cwd"), cwd)
         elif kind == "turn_context":
             cwd = _str_or(payload.get("cwd"), cwd)
+            settings = settings_of(payload)
+            outcome = INCOMPLETE
+            runs += 1
+        elif kind == "event_msg" and payload.get("type") == "task_complete":
+            outcome = outcome_of(payload)
         elif kind == "response_item":
             history.append(_validate(path, number, _HISTORY_ADAPTER, payload))
         elif kind == "event_msg" and payload.get("type") == "token_count":
@@ -130,6 +148,7 @@ def load_rollout(path: Path) -> LoadedSession:
                 last_token_count = payload
     if meta is None or not isinstance(meta.get("id"), str):
         raise SessionError(f"corrupt session file {path}: no session_meta record with an id")
+    history, closed = close_orphan_calls(history)
     return LoadedSession(
         path=path,
         thread_id=meta["id"],
@@ -139,6 +158,10 @@ def load_rollout(path: Path) -> LoadedSession:
         ordinal_count=count,
         cwd=cwd,
         last_token_count=last_token_count,
+        settings=settings,
+        outcome=outcome,
+        runs=runs,
+        closed_calls=closed,
     )
 
 
@@ -237,6 +260,11 @@ class SessionInfo:
     model_provider: str | None
     #: The first prompt of the thread, shortened (None when it never got one).
     preview: str | None
+    #: The model of the latest run.
+    model: str | None = None
+    #: Runs (exec, resumes) in the thread.
+    runs: int = 0
+    outcome: Outcome = INCOMPLETE
 
 
 def list_sessions(home: Path, cwd: Path | None = None) -> list[SessionInfo]:
@@ -260,6 +288,9 @@ def list_sessions(home: Path, cwd: Path | None = None) -> list[SessionInfo]:
                 cwd=loaded.cwd,
                 model_provider=loaded.model_provider,
                 preview=_first_prompt(path),
+                model=loaded.settings.model,
+                runs=loaded.runs,
+                outcome=loaded.outcome,
             )
         )
     return infos

@@ -73,13 +73,22 @@ def test_top_level_resume_last(model_server: ModelServer, repo: Path) -> None:
     assert second.events[0]["thread_id"] == first.events[0]["thread_id"]
 
 
-def test_resume_last_without_a_session_starts_a_new_thread(
-    model_server: ModelServer, repo: Path
+def test_resume_last_without_a_session_is_a_usage_error_unless_or_new(
+    model_server: ModelServer, repo: Path, oi_home: Path
 ) -> None:
     model_server.enqueue(reply("fresh"))
-    result = run_cli([*exec_args(model_server), "resume", "--last", "hello"], cwd=repo)
-    assert result.returncode == 0, result.stderr
-    assert "starting a new one" in result.stderr
+    missing = run_cli([*exec_args(model_server), "resume", "--last", "hello"], cwd=repo)
+    assert missing.returncode == 2, missing.stderr
+    assert f"no session of provider `scripted` to resume in {repo}" in missing.stderr
+    assert "interpreter sessions list --all" in missing.stderr and "--or-new" in missing.stderr
+    assert missing.stdout == "" and _rollouts(oi_home) == []
+    assert model_server.bodies == []
+
+    fresh = run_cli([*exec_args(model_server), "resume", "--last", "--or-new", "hello"], cwd=repo)
+    assert fresh.returncode == 0, fresh.stderr
+    assert "starting a new one (--or-new)" in fresh.stderr
+    [rollout] = _rollouts(oi_home)
+    assert rollout.name.endswith(f"-{fresh.events[0]['thread_id']}.jsonl")
 
 
 def test_resume_unknown_id_fails_clearly(model_server: ModelServer, repo: Path) -> None:
