@@ -1,0 +1,188 @@
+"""`interpreter batch TASKS --out DIR [...]` and `interpreter batch merge DIR... --out DIR`.
+
+`batch` is a group whose default is the run, as `exec` is: a first argument that is not
+`merge` (or `run`) is the tasks file. The exec options given here apply to every task (a
+task's own keys win); they are passed on to each task's `interpreter exec` as written.
+"""
+
+from __future__ import annotations
+
+import os
+from typing import Any
+
+import click
+
+from oiexec.cli.options import exec_options
+
+_RUN = "run"
+
+#: Exec options a batch sets per task itself; giving them once for all tasks makes no sense.
+_PER_TASK = {
+    "cd": "-C/--cd (each task runs in its own worktree; use the task's `repo`)",
+    "last_message_file": "-o/--output-last-message (written to DIR/<id>/last-message.txt)",
+    "junit_file": "--junit (written to DIR/<id>/junit.xml and DIR/junit.xml)",
+    "diff_file": "--diff (written to DIR/<id>/diff.patch)",
+    "ephemeral": "--ephemeral (a batch keeps sessions so failed tasks can be resumed)",
+}
+#: Exec options that only shape this process's own output; not passed on, not hashed.
+_LOCAL = {"json_mode", "experimental_json", "color"}
+
+
+class BatchGroup(click.Group):
+    """`batch [OPTIONS] TASKS` runs; `batch merge ...` merges."""
+
+    def resolve_command(
+        self, ctx: click.Context, args: list[str]
+    ) -> tuple[str | None, click.Command | None, list[str]]:
+        if args and args[0] in self.commands:
+            return super().resolve_command(ctx, args)
+        return _RUN, self.commands[_RUN], args
+
+
+@click.group(
+    "batch",
+    cls=BatchGroup,
+    invoke_without_command=False,
+    subcommand_metavar="TASKS --out DIR [OPTIONS] | merge DIR... --out DIR",
+    context_settings={"ignore_unknown_options": True},
+)
+def batch_group() -> None:
+    """Run many tasks, each in its own git worktree and session, and report on them.
+
+    `interpreter batch TASKS --out DIR` is `interpreter batch run ...`: see
+    `interpreter batch run --help` for every option. Exit code: 0 when every task
+    succeeded, 1 when any failed or hit a limit, 2 for a bad tasks file or usage,
+    130 when interrupted.
+    """
+
+
+@batch_group.command(_RUN)
+@click.argument("tasks_file", metavar="TASKS", type=click.Path(dir_okay=False, path_type=str))
+@click.option(
+    "--out",
+    "out_dir",
+    required=True,
+    type=click.Path(file_okay=False, path_type=str),
+    help="Output directory (reused by a rerun: finished tasks are skipped).",
+)
+@click.option(
+    "-j",
+    "--jobs",
+    type=click.IntRange(min=1),
+    help="Tasks run at once (default: the number of CPU cores).",
+)
+@click.option(
+    "--shard",
+    metavar="I/N",
+    help="Run slice I of N (0-based: tasks I, I+N, ...). Default: JOB_COMPLETION_INDEX/"
+    "JOB_COMPLETIONS when set, else every task.",
+)
+@click.option(
+    "--retry-failed",
+    is_flag=True,
+    help="Resume the sessions of tasks that finished unsuccessfully (same inputs).",
+)
+@click.option("--name", help="Batch name in the reports (default: the TASKS file name stem).")
+@exec_options
+@click.pass_context
+def run_command(
+    ctx: click.Context,
+    /,
+    tasks_file: str,
+    out_dir: str,
+    jobs: int | None,
+    shard: str | None,
+    retry_failed: bool,
+    name: str | None,
+    **params: Any,
+) -> None:
+    """Run every task of TASKS (JSONL, or TOML `[[tasks]]`) and write DIR/summary.json,
+    DIR/junit.xml and DIR/<id>/{events.jsonl,diff.patch,last-message.txt,junit.xml}.
+
+    Task keys: id and prompt (required); repo, ref, check, model, harness, sandbox,
+    max_turns, timeout, profile. The exec options below apply to every task.
+    """
+    from pathlib import Path
+
+    from oiexec.core.errors import UsageError
+    from oiexec.runner.batch.plan import parse_shard, shard_from_env
+    from oiexec.runner.batch.pool import BatchOptions, run_batch
+
+    given = [key for key in _PER_TASK if _given(ctx, key)]
+    if given:
+        raise UsageError(
+            "not available in batch: " + "; ".join(_PER_TASK[key] for key in given),
+            hint="Remove it; every task gets its own.",
+        )
+    tasks_path = Path(tasks_file)
+    options = BatchOptions(
+        tasks_file=tasks_path,
+        out=Path(out_dir),
+        name=name or tasks_path.stem,
+        jobs=jobs or os.cpu_count() or 1,
+        shard=parse_shard(shard) if shard is not None else shard_from_env(),
+        retry_failed=retry_failed,
+        exec_options=_exec_argv(ctx),
+        timeout_s=params.get("timeout_s"),
+    )
+    ctx.exit(run_batch(options))
+
+
+@batch_group.command("merge")
+@click.argument(
+    "dirs", nargs=-1, required=True, type=click.Path(file_okay=False, exists=True, path_type=str)
+)
+@click.option(
+    "--out",
+    "out_dir",
+    required=True,
+    type=click.Path(file_okay=False, path_type=str),
+    help="Directory for the merged summary.json, junit.xml and task files.",
+)
+def merge_command(dirs: tuple[str, ...], out_dir: str) -> None:
+    """Combine the output directories of a batch's shards into one, as a single run over
+    all tasks would have written it. Exits as that run would: 0 only if every task
+    succeeded."""
+    from pathlib import Path
+
+    from oiexec.runner.batch.merge import merge_batches
+
+    code = merge_batches([Path(d) for d in dirs], Path(out_dir))
+    click.get_current_context().exit(code)
+
+
+def _given(ctx: click.Context, name: str) -> bool:
+    source = ctx.get_parameter_source(name)
+    return source is not None and source.name not in {"DEFAULT", "DEFAULT_MAP"}
+
+
+def _exec_argv(ctx: click.Context) -> list[str]:
+    """The exec options given on this command line, back in command-line form, in the
+    order click declares them (stable, so the input hash is too)."""
+    argv: list[str] = []
+    names = _exec_option_names()
+    for param in ctx.command.params:
+        if not isinstance(param, click.Option) or param.name not in names:
+            continue
+        if param.name in _LOCAL or param.name in _PER_TASK or not _given(ctx, param.name):
+            continue
+        value = ctx.params.get(param.name)
+        flag = max(param.opts, key=len)
+        if param.is_flag:
+            if value:
+                argv.append(flag)
+        elif param.multiple:
+            for item in value or ():
+                argv += [flag, str(item)]
+        elif value is not None:
+            argv += [flag, repr(value) if isinstance(value, float) else str(value)]
+    return argv
+
+
+def _exec_option_names() -> set[str]:
+    @exec_options
+    def probe(**_: Any) -> None:
+        pass
+
+    command = click.command()(probe)
+    return {param.name for param in command.params if param.name}

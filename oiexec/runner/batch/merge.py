@@ -1,0 +1,76 @@
+"""`interpreter batch merge DIR... --out DIR`: the shards' reports combined into the
+`summary.json` and `junit.xml` one run over all tasks writes (same function, same records,
+same order), with each task's files copied beside them so the merged directory stands alone.
+Kept worktrees are not copied: they belong to the machine that ran the shard.
+"""
+
+from __future__ import annotations
+
+import json
+import shutil
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+from oiexec.core.errors import UsageError
+from oiexec.runner.batch.record import TaskRecord
+from oiexec.runner.batch.report import SUMMARY_FILE, batch_exit_code, write_reports
+from oiexec.runner.batch.workspace import WORKTREE_DIR
+
+__all__ = ["merge_batches"]
+
+
+def merge_batches(dirs: Sequence[Path], out: Path) -> int:
+    """Writes the merged reports to `out`; returns the batch's exit code (0 only when every
+    task of every shard succeeded)."""
+    names: set[str] = set()
+    records: list[TaskRecord] = []
+    seen: dict[str, Path] = {}
+    for directory in dirs:
+        summary = _read_summary(directory)
+        names.add(str(summary.get("batch")))
+        for entry in summary.get("tasks", []):
+            try:
+                record = TaskRecord.from_dict(entry)
+            except TypeError as exc:
+                raise UsageError(
+                    f"{directory / SUMMARY_FILE}: unexpected task entry: {exc}"
+                ) from None
+            if record.id in seen:
+                raise UsageError(
+                    f"task {record.id!r} is in both {seen[record.id]} and {directory}",
+                    hint="Merge each shard's directory once, and only shards of one batch.",
+                )
+            seen[record.id] = directory
+            records.append(record)
+    if len(names) > 1:
+        raise UsageError(
+            f"these directories hold different batches ({', '.join(sorted(names))})",
+            hint="Merge only the shards of one batch (same TASKS file or --name).",
+        )
+    out.mkdir(parents=True, exist_ok=True)
+    for record in records:
+        _copy_task(seen[record.id] / record.id, out / record.id)
+    write_reports(out, names.pop() if names else "batch", records)
+    return batch_exit_code(records)
+
+
+def _read_summary(directory: Path) -> dict[str, Any]:
+    path = directory / SUMMARY_FILE
+    try:
+        data = json.loads(path.read_text(encoding="utf-8"))
+    except FileNotFoundError:
+        raise UsageError(
+            f"{directory} has no {SUMMARY_FILE}; is it a batch --out directory?"
+        ) from None
+    except (OSError, ValueError) as exc:
+        raise UsageError(f"cannot read {path}: {exc}") from None
+    if not isinstance(data, dict) or not isinstance(data.get("tasks"), list):
+        raise UsageError(f"{path} is not a batch summary (no `tasks` list)")
+    return data
+
+
+def _copy_task(src: Path, dst: Path) -> None:
+    if not src.is_dir() or src.resolve() == dst.resolve():
+        return
+    shutil.copytree(src, dst, ignore=shutil.ignore_patterns(WORKTREE_DIR), dirs_exist_ok=True)

@@ -1,0 +1,155 @@
+"""The batch's reports, built by one function from the task records: `summary.json`,
+`junit.xml`, and the table on stderr.
+
+A single run and `batch merge` of its shards both call `write_reports` with the same records
+in the same order (position in TASKS), and nothing else goes in: no timestamps, no host, no
+shard. So the two write the same bytes.
+
+summary.json (field names are stable):
+
+    {"batch": NAME,
+     "exit_code": 0 | 1 | 130,
+     "totals": {"tasks": N, "<status>": count for every status, "tokens": {...},
+                "duration_s": sum of the tasks' durations},
+     "tasks": [{"index", "id", "status", "exit_code", "message", "turns",
+                "tokens": {"input", "cached_input", "output", "reasoning"},
+                "duration_s", "session_id", "attempts", "worktree",
+                "paths": {"events", "diff", "last_message", "junit"}}, ...]}
+
+Paths are relative to the output directory.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any, TextIO
+
+from junit_xml import TestCase, TestSuite, to_xml_report_string
+
+from oiexec.core.errors import ExitCode
+from oiexec.core.redact import redact
+from oiexec.output.reportfile import write_report
+from oiexec.runner.batch.record import STATUSES, TaskRecord, Tokens
+
+__all__ = [
+    "JUNIT_FILE",
+    "SUMMARY_FILE",
+    "batch_exit_code",
+    "print_table",
+    "render",
+    "write_reports",
+]
+
+SUMMARY_FILE = "summary.json"
+JUNIT_FILE = "junit.xml"
+
+
+def batch_exit_code(records: Sequence[TaskRecord]) -> int:
+    """0 when every task succeeded; 130 when the batch was interrupted before every task
+    ended; 1 otherwise."""
+    if any(record.status in ("interrupted", "not_run") for record in records):
+        return int(ExitCode.INTERRUPTED)
+    if all(record.status == "success" for record in records):
+        return int(ExitCode.SUCCESS)
+    return int(ExitCode.FAILED)
+
+
+def render(name: str, records: Sequence[TaskRecord]) -> tuple[str, str]:
+    """(summary.json text, junit.xml text) for `records` in TASKS order."""
+    ordered = sorted(records, key=lambda record: record.index)
+    tokens = Tokens()
+    for record in ordered:
+        tokens.add(record.tokens)
+    totals: dict[str, Any] = {"tasks": len(ordered)}
+    totals.update({status: sum(r.status == status for r in ordered) for status in STATUSES})
+    totals["tokens"] = vars(tokens)
+    totals["duration_s"] = round(sum(r.duration_s for r in ordered), 3)
+    summary = {
+        "batch": name,
+        "exit_code": batch_exit_code(ordered),
+        "totals": totals,
+        "tasks": [record.summary_entry() for record in ordered],
+    }
+    text = json.dumps(summary, indent=2, ensure_ascii=False) + "\n"
+    return text, _junit(name, ordered)
+
+
+def write_reports(out: Path, name: str, records: Sequence[TaskRecord]) -> None:
+    summary, junit = render(name, records)
+    write_report(out / SUMMARY_FILE, summary)
+    write_report(out / JUNIT_FILE, junit)
+
+
+def _junit(name: str, records: Sequence[TaskRecord]) -> str:
+    cases = []
+    for record in records:
+        case = TestCase(
+            record.id,
+            classname=name,
+            elapsed_sec=round(record.duration_s, 3),
+            stdout=redact(_case_out(record)),
+        )
+        if record.status in ("not_run", "interrupted"):
+            case.add_skipped_info(message=f"{record.status}: the batch stopped before it ended")
+        elif record.status != "success":
+            message = redact(record.message or f"exit code {record.exit_code}")
+            case.add_failure_info(
+                message=f"{record.status} (exit code {record.exit_code}): {message}",
+                output=message,
+                failure_type=record.status,
+            )
+        cases.append(case)
+    suite = TestSuite(name, cases)
+    xml: str = to_xml_report_string([suite], prettyprint=True, encoding="utf-8")
+    return xml
+
+
+def _case_out(record: TaskRecord) -> str:
+    lines = [
+        f"status: {record.status}",
+        f"exit code: {record.exit_code}",
+        f"session: {record.session_id}",
+        f"turns: {record.turns}, attempts: {record.attempts}",
+    ]
+    lines += [f"{key}: {path}" for key, path in record.paths.items()]
+    if record.worktree:
+        lines.append(f"worktree (kept): {record.worktree}")
+    return "\n".join(lines)
+
+
+def print_table(
+    name: str, records: Sequence[TaskRecord], skipped: set[str], out: Path, stream: TextIO
+) -> None:
+    """The end-of-batch table on stderr (rich; plain columns when stderr is not a TTY)."""
+    from rich.console import Console
+    from rich.table import Table
+
+    table = Table(title=f"batch {name}: {out}", title_justify="left")
+    for column in ("task", "status", "exit", "turns", "tokens", "time", "session"):
+        table.add_column(
+            column, justify="right" if column in ("exit", "turns", "tokens", "time") else "left"
+        )
+    for record in sorted(records, key=lambda r: r.index):
+        status = record.status + (" (earlier run)" if record.id in skipped else "")
+        style = "green" if record.status == "success" else "red"
+        tokens = record.tokens.input + record.tokens.output
+        table.add_row(
+            record.id,
+            f"[{style}]{status}[/]",
+            "" if record.exit_code is None else str(record.exit_code),
+            str(record.turns),
+            str(tokens),
+            f"{record.duration_s:.1f}s",
+            record.session_id or "",
+        )
+    # Off a terminal (CI logs, cron mail) nothing wraps, so session ids stay whole.
+    console = Console(file=stream, highlight=False, width=None if stream.isatty() else 200)
+    console.print(table)
+    kept = [r.worktree for r in records if r.worktree]
+    if kept:
+        console.print(
+            f"Kept worktrees of unsuccessful tasks (for --retry-failed) under {out}: "
+            + ", ".join(kept)
+        )

@@ -1,0 +1,313 @@
+"""Running one task: its workspace, one `interpreter exec --json` child process, and the
+record of what came of it.
+
+Each task is its own process because a run's timeout (SIGALRM), signal handlers and secret
+registry are process-global: threads could not keep tasks apart. The prompt goes to the
+child's stdin, never onto a command line or into a shell.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import signal
+import subprocess
+import sys
+import threading
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import IO, Any
+
+from oiexec.core.errors import ExitCode
+from oiexec.git import GitError
+from oiexec.output.reportfile import write_report
+from oiexec.runner.batch.plan import Action
+from oiexec.runner.batch.record import (
+    RECORD_FILE,
+    TaskRecord,
+    Tokens,
+    status_for_exit,
+    write_record,
+)
+from oiexec.runner.batch.tasks import Task
+from oiexec.runner.batch.workspace import WORKTREE_DIR, Source, full_diff, prepare, release
+
+__all__ = ["PATHS", "BatchContext", "Children", "run_task"]
+
+#: The files of a task, relative to its directory (the `paths` of its record).
+PATHS = {
+    "events": "events.jsonl",
+    "diff": "diff.patch",
+    "last_message": "last-message.txt",
+    "junit": "junit.xml",
+    "stderr": "stderr.log",
+}
+#: Seconds a child may outlive its own --timeout before it is killed from outside.
+KILL_GRACE_S = 30.0
+
+
+class Children:
+    """The running child processes, so an interrupted batch can signal them all."""
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._procs: set[subprocess.Popen[bytes]] = set()
+        self.stopping = threading.Event()
+
+    def add(self, proc: subprocess.Popen[bytes]) -> None:
+        with self._lock:
+            self._procs.add(proc)
+        if self.stopping.is_set():
+            _signal_group(proc, signal.SIGTERM)
+
+    def discard(self, proc: subprocess.Popen[bytes]) -> None:
+        with self._lock:
+            self._procs.discard(proc)
+
+    def signal_all(self, signum: int) -> int:
+        with self._lock:
+            procs = list(self._procs)
+        for proc in procs:
+            _signal_group(proc, signum)
+        return len(procs)
+
+
+@dataclass
+class BatchContext:
+    out: Path
+    #: Exec options every task gets (already validated), in command-line form.
+    options: Sequence[str]
+    #: The shared --timeout, when given (a task's `timeout` wins).
+    timeout_s: float | None
+    children: Children
+    env: dict[str, str] = field(default_factory=lambda: dict(os.environ))
+    kill_grace_s: float = KILL_GRACE_S
+
+
+def run_task(
+    task: Task,
+    source: Source,
+    action: Action,
+    previous: TaskRecord | None,
+    digest: str,
+    ctx: BatchContext,
+    note: Callable[[str], None],
+) -> TaskRecord:
+    """Runs `task` to its end and returns its record; the record is also written to
+    `DIR/<id>/result.json` when the task finished (not when the batch was interrupted)."""
+    task_dir = ctx.out / task.id
+    task_dir.mkdir(parents=True, exist_ok=True)
+    record = TaskRecord(
+        index=task.index,
+        id=task.id,
+        status="failed",
+        paths={key: f"{task.id}/{name}" for key, name in PATHS.items() if key != "stderr"},
+        input_hash=digest,
+    )
+    resume = action is Action.RESUME and previous is not None and previous.session_id is not None
+    if resume and not (task_dir / WORKTREE_DIR).is_dir():
+        note(f"{task.id}: its kept worktree is gone; running it again from the start")
+        resume = False
+    started = time.monotonic()
+    try:
+        if resume:
+            assert previous is not None
+            record.attempts = previous.attempts
+            base = _base_of(task_dir)
+            cwd = task_dir / WORKTREE_DIR / source.subdir
+        else:
+            _clear(task_dir)
+            cwd, base = prepare(source, task_dir)
+            _write_base(task_dir, base)
+    except GitError as exc:
+        record.message = f"could not prepare the workspace: {exc}"
+        record.attempts += 1
+        write_record(task_dir / RECORD_FILE, record)
+        return record
+    record.attempts += 1
+    argv = _argv(task, ctx, cwd, task_dir, previous.session_id if resume and previous else None)
+    prompt = _retry_prompt(task, previous) if resume and previous else task.prompt
+    code, killed = _run_child(argv, prompt, task, ctx, task_dir, append=resume)
+    _read_events(task_dir / PATHS["events"], record)
+    record.duration_s = round(time.monotonic() - started, 3) + (
+        previous.duration_s if resume and previous else 0.0
+    )
+    if killed is not None:
+        record.exit_code, record.status, record.message = ExitCode.TIMEOUT, "timeout", killed
+    elif code < 0:
+        record.exit_code, record.status = code, "failed"
+        record.message = f"killed by signal {-code}"
+    else:
+        record.exit_code, record.status = code, status_for_exit(code)
+    if record.status == "success":
+        record.message = None
+    if record.status == "interrupted" or (ctx.children.stopping.is_set() and code < 0):
+        record.status = "interrupted"
+        return record  # not finished: a rerun starts it again
+    worktree = task_dir / WORKTREE_DIR
+    if resume and worktree.is_dir():
+        try:
+            write_report(task_dir / PATHS["diff"], full_diff(worktree, base))
+        except (GitError, OSError) as exc:
+            note(f"{task.id}: could not write diff.patch: {exc}")
+    if record.status == "success":
+        try:
+            release(source, task_dir)
+        except GitError as exc:
+            note(f"{task.id}: could not remove its worktree: {exc}")
+    if worktree.exists():
+        record.worktree = f"{task.id}/{WORKTREE_DIR}"
+    write_record(task_dir / RECORD_FILE, record)
+    return record
+
+
+def _argv(
+    task: Task, ctx: BatchContext, cwd: Path, task_dir: Path, session_id: str | None
+) -> list[str]:
+    argv = [sys.executable, "-m", "oiexec", "exec"]
+    if session_id is not None:
+        argv.append("resume")
+    argv += [*ctx.options, "--json", "--color", "never", "-C", str(cwd)]
+    argv += ["-o", str(task_dir / PATHS["last_message"]), "--junit", str(task_dir / PATHS["junit"])]
+    # A resumed run's own patch covers only what it changed; the whole one is computed after.
+    diff = task_dir / (".resume.patch" if session_id else PATHS["diff"])
+    argv += ["--diff", str(diff)]
+    if task.model is not None:
+        argv += ["-m", task.model]
+    if task.profile is not None:
+        argv += ["-p", task.profile]
+    if task.harness is not None:
+        argv += ["-c", f"harness={json.dumps(task.harness)}"]
+    if task.sandbox is not None:
+        argv += ["-s", task.sandbox]
+    if task.max_turns is not None:
+        argv += ["--max-turns", str(task.max_turns)]
+    if task.timeout is not None:
+        argv += ["--timeout", repr(task.timeout)]
+    if task.check is not None:
+        argv += ["--check", task.check]
+    if session_id is not None:
+        argv.append(session_id)
+    argv.append("-")
+    return argv
+
+
+def _retry_prompt(task: Task, previous: TaskRecord) -> str:
+    reason = previous.message or f"exit code {previous.exit_code}"
+    return (
+        f"The previous attempt at this task did not succeed ({previous.status}: {reason}). "
+        "Continue from where you stopped and finish the task.\n\n"
+        f"The task was:\n{task.prompt}"
+    )
+
+
+def _run_child(
+    argv: list[str], prompt: str, task: Task, ctx: BatchContext, task_dir: Path, *, append: bool
+) -> tuple[int, str | None]:
+    """(exit status, why it was killed from outside or None)."""
+    mode = "ab" if append else "wb"
+    timeout = task.timeout if task.timeout is not None else ctx.timeout_s
+    deadline = None if timeout is None else time.monotonic() + timeout + ctx.kill_grace_s
+    with (
+        open(task_dir / PATHS["events"], mode) as events,
+        open(task_dir / PATHS["stderr"], mode) as stderr,
+    ):
+        proc = subprocess.Popen(
+            argv,
+            stdin=subprocess.PIPE,
+            stdout=events,
+            stderr=stderr,
+            env=ctx.env,
+            start_new_session=True,  # its own process group: signalled and killed as a whole
+        )
+        ctx.children.add(proc)
+        try:
+            _feed(proc.stdin, prompt)
+            killed = None
+            while True:
+                try:
+                    code = proc.wait(timeout=0.2)
+                    break
+                except subprocess.TimeoutExpired:
+                    if deadline is not None and time.monotonic() > deadline:
+                        _signal_group(proc, signal.SIGKILL)
+                        code = proc.wait()
+                        killed = (
+                            f"killed: still running {ctx.kill_grace_s:g}s after its "
+                            f"{timeout:g}s timeout"
+                        )
+                        break
+        finally:
+            ctx.children.discard(proc)
+            _signal_group(proc, signal.SIGKILL)  # leftovers of the child's group
+    return code, killed
+
+
+def _feed(stdin: IO[bytes] | None, prompt: str) -> None:
+    if stdin is None:
+        return
+    with contextlib.suppress(BrokenPipeError, OSError):
+        stdin.write(prompt.encode("utf-8"))
+    with contextlib.suppress(BrokenPipeError, OSError):
+        stdin.close()
+
+
+def _signal_group(proc: subprocess.Popen[bytes], signum: int) -> None:
+    with contextlib.suppress(ProcessLookupError, PermissionError):
+        os.killpg(proc.pid, signum)
+
+
+def _read_events(path: Path, record: TaskRecord) -> None:
+    """Session id, turns, tokens and the failure message, from the child's JSONL."""
+    try:
+        lines = path.read_text(encoding="utf-8", errors="replace").splitlines()
+    except OSError:
+        return
+    turns = 0
+    for line in lines:
+        try:
+            event: Any = json.loads(line)
+        except ValueError:
+            continue
+        if not isinstance(event, dict):
+            continue
+        kind = event.get("type")
+        if kind == "thread.started" and record.session_id is None:
+            record.session_id = event.get("thread_id")
+        elif kind == "turn.started":
+            turns += 1
+        elif kind in ("turn.completed", "turn.failed"):
+            usage = event.get("usage")
+            if isinstance(usage, dict):  # cumulative for the thread: the last one counts
+                record.tokens = Tokens(
+                    input=int(usage.get("input_tokens", 0)),
+                    cached_input=int(usage.get("cached_input_tokens", 0)),
+                    output=int(usage.get("output_tokens", 0)),
+                    reasoning=int(usage.get("reasoning_output_tokens", 0)),
+                )
+            error = event.get("error")
+            if kind == "turn.failed" and isinstance(error, dict):
+                record.message = str(error.get("message") or "") or None
+    record.turns = turns
+
+
+def _clear(task_dir: Path) -> None:
+    """A fresh start: nothing of an earlier, different or unfinished run may be mistaken for
+    this one's."""
+    for name in (*PATHS.values(), RECORD_FILE, ".base", ".resume.patch"):
+        with contextlib.suppress(FileNotFoundError):
+            (task_dir / name).unlink()
+
+
+def _write_base(task_dir: Path, commit: str) -> None:
+    write_report(task_dir / ".base", commit + "\n")
+
+
+def _base_of(task_dir: Path) -> str:
+    try:
+        return (task_dir / ".base").read_text().strip()
+    except OSError as exc:
+        raise GitError(f"the base commit of {task_dir} is unknown", cwd=task_dir) from exc
