@@ -35,13 +35,22 @@ import os
 import subprocess
 from collections.abc import Mapping, Sequence
 from pathlib import Path
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from git import Git, Repo
 
 __all__ = [
     "QUICK_TIMEOUT",
     "TIMEOUT",
     "GitError",
+    "add_worktree",
+    "clone_at",
     "find_project_root",
     "is_git_marker",
+    "remove_worktree",
+    "repository_root",
+    "resolve_commit",
     "run_git",
     "run_git_text",
 ]
@@ -263,3 +272,94 @@ def find_project_root(cwd: Path, markers: Sequence[str] = (".git",)) -> Path | N
         if any(holds(directory, marker) for marker in markers):
             return directory
     return None
+
+
+# --- workspaces for batch tasks (GitPython; imported on first use, keeping --help fast) ----
+#
+# These act on the user's own repository (the source of a batch), never on one a model has
+# written to, so its filters stay in force; hooks do not run (`SAFE_CONFIG`), and git never
+# prompts (`_env`).
+
+
+def _gitpython_error(exc: Exception, what: str, where: Path | str) -> GitError:
+    stderr = str(getattr(exc, "stderr", "") or "").strip().removeprefix("stderr:").strip()
+    detail = stderr.strip("'\" \n") or str(exc)
+    return GitError(f"{what} failed for {where}: {detail}", cwd=Path(str(where)), stderr=stderr)
+
+
+def _safe_git(repo: Repo) -> Git:
+    """`repo.git` with the hardening options for its next command."""
+    return repo.git(c=list(SAFE_CONFIG))
+
+
+def repository_root(path: Path) -> Path:
+    """The work tree root of the repository containing `path`; `GitError` when there is none."""
+    import git
+
+    try:
+        repo = git.Repo(path, search_parent_directories=True)
+    except (git.InvalidGitRepositoryError, git.NoSuchPathError) as exc:
+        raise GitError(f"{path} is not inside a git repository", cwd=path) from exc
+    if repo.working_tree_dir is None:
+        raise GitError(f"{path} is a bare repository; a work tree is needed", cwd=path)
+    return Path(repo.working_tree_dir)
+
+
+def resolve_commit(repo_root: Path, ref: str | None) -> str:
+    """The full commit id `ref` (default HEAD) names in the repository at `repo_root`."""
+    import git
+
+    try:
+        return git.Repo(repo_root).commit(ref or "HEAD").hexsha
+    except (git.GitError, ValueError, git.BadName) as exc:
+        raise GitError(f"{ref or 'HEAD'!r} is not a commit in {repo_root}", cwd=repo_root) from exc
+
+
+def add_worktree(repo_root: Path, dest: Path, commit: str) -> None:
+    """A detached worktree of `repo_root` at `commit` in `dest` (a stale one there is removed
+    first). The source checkout's HEAD, index and files are left as they are."""
+    import git
+
+    remove_worktree(repo_root, dest)
+    repo = git.Repo(repo_root)
+    try:
+        with repo.git.custom_environment(**_env()):
+            _safe_git(repo).worktree("add", "--detach", "--force", str(dest), commit)
+    except git.GitCommandError as exc:
+        raise _gitpython_error(exc, "git worktree add", repo_root) from exc
+
+
+def remove_worktree(repo_root: Path, dest: Path) -> None:
+    """Removes the worktree at `dest` (files and registration); nothing there is fine."""
+    import shutil
+
+    import git
+
+    repo = git.Repo(repo_root)
+    with repo.git.custom_environment(**_env()):
+        if dest.exists():
+            try:
+                _safe_git(repo).worktree("remove", "--force", "--force", str(dest))
+            except git.GitCommandError:
+                shutil.rmtree(dest, ignore_errors=True)
+        try:
+            _safe_git(repo).worktree("prune")
+        except git.GitCommandError as exc:
+            raise _gitpython_error(exc, "git worktree prune", repo_root) from exc
+
+
+def clone_at(url: str, dest: Path, ref: str | None) -> str:
+    """Clones `url` into `dest` (replacing what is there) with `ref` (default: the remote's
+    HEAD) checked out detached; returns the commit id."""
+    import shutil
+
+    import git
+
+    shutil.rmtree(dest, ignore_errors=True)
+    try:
+        repo = git.Repo.clone_from(url, dest, env=_env(), multi_options=["--no-checkout"])
+        with repo.git.custom_environment(**_env()):
+            _safe_git(repo).checkout("--detach", ref or "HEAD")
+        return repo.head.commit.hexsha
+    except git.GitCommandError as exc:
+        raise _gitpython_error(exc, "git clone", url) from exc
