@@ -21,6 +21,9 @@ class Retry:
     """Reject the answer; `message` goes back to the model as a user message."""
 
     message: str
+    #: What the event stream says about the rejection, when `message` is too long for a
+    #: warning (a check's output is already in its own command item).
+    notice: str | None = None
 
 
 class FinalAnswerPolicy(Protocol):

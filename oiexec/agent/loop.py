@@ -122,7 +122,7 @@ class AgentLoop:
                     ErrorItem(
                         id=self.ctx.items.next_id(),
                         message="final answer rejected, asking for a correction: "
-                        + verdict.message,
+                        + (verdict.notice or verdict.message),
                     )
                 )
                 self._append(history, [Message(role="user", text=verdict.message)])

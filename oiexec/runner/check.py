@@ -119,7 +119,11 @@ class _CheckedAnswer:
                 f"`{spec.command}` {_verdict(check, spec)}"
             )
         self._answers = 0
-        return Retry(_correction(check, spec))
+        return Retry(
+            _correction(check, spec),
+            notice=f"the check `{spec.command}` {_verdict(check, spec)} (attempt "
+            f"{check.attempt} of {spec.max_attempts}); its output went back to the model",
+        )
 
     def present(self, text: str, items: ItemEmitter) -> None:
         self._inner.present(text, items)
