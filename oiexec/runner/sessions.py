@@ -76,10 +76,6 @@ def locate_session(request: ExecRequest, home: Path, provider_id: str) -> Loaded
 
 # --- what it restores ---------------------------------------------------------------------
 
-#: Config keys that decide which harness is chosen: overriding one re-selects the harness
-#: instead of keeping the session's.
-_HARNESS_DECIDERS = ("model", "model_provider", "harness")
-
 
 def restored_request(request: ExecRequest, loaded: LoadedSession) -> ExecRequest:
     """`request` continued from `loaded`: its settings as a config layer under the command
@@ -90,7 +86,13 @@ def restored_request(request: ExecRequest, loaded: LoadedSession) -> ExecRequest
         layer["model"] = settings.model
     if settings.model_provider:
         layer["model_provider"] = settings.model_provider
-    if settings.harness and not _given_now(request, _HARNESS_DECIDERS):
+    # A different model or provider given now re-selects the harness, as would a harness
+    # given now; the same ones (a pipeline repeating its flags) keep the session's.
+    if settings.harness and not (
+        _differs_now(request, "model", settings.model)
+        or _differs_now(request, "model_provider", settings.model_provider)
+        or _differs_now(request, "harness", settings.harness)
+    ):
         layer["harness"] = settings.harness
     if settings.sandbox_mode:
         layer["sandbox_mode"] = settings.sandbox_mode
@@ -112,17 +114,19 @@ def restored_request(request: ExecRequest, loaded: LoadedSession) -> ExecRequest
     return dataclasses.replace(request, cwd=cwd, output_schema=schema, config=config)
 
 
-def _given_now(request: ExecRequest, keys: tuple[str, ...]) -> bool:
-    if any(request.config.flags.get(key) is not None for key in keys):
-        return True
+def _differs_now(request: ExecRequest, key: str, recorded: str | None) -> bool:
+    """Whether the command line sets `key` to something other than `recorded`."""
+    given: Any = None
     for text in request.config.overrides:
         try:
-            key_path, _ = parse_override(text)
+            key_path, value = parse_override(text)
         except OiexecError:
             continue  # reported when the config is loaded
-        if ".".join(key_path) in keys:
-            return True
-    return False
+        if ".".join(key_path) == key:
+            given = value
+    flag = request.config.flags.get(key)  # flags sit above -c
+    given = flag if flag is not None else given
+    return given is not None and given != recorded
 
 
 @dataclass(frozen=True)

@@ -1,0 +1,100 @@
+"""Sessions as `interpreter sessions list/show` report them: plain dicts with documented,
+stable field names (the `--json` output), built from rollouts.
+
+A session holds one or more runs (the first exec, then each resume): each run starts with a
+`turn_context` record (its settings and the overrides it was given) and ends with a
+`task_complete` record (its outcome). A run with no `task_complete` was killed: `incomplete`.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from oiexec.session.index import SessionInfo, load_rollout, read_records
+from oiexec.session.settings import INCOMPLETE, Outcome, settings_of
+
+__all__ = ["session_detail", "session_summary"]
+
+
+def session_summary(info: SessionInfo) -> dict[str, Any]:
+    """One row of `sessions list --json`."""
+    return {
+        "id": info.thread_id,
+        "path": str(info.path),
+        "created_at": info.created_at,
+        "updated_at": info.updated_at.strftime("%Y-%m-%dT%H:%M:%SZ"),
+        "cwd": info.cwd,
+        "model_provider": info.model_provider,
+        "model": info.model,
+        "turns": info.runs,
+        "status": info.outcome.status,
+        "exit_code": info.outcome.exit_code,
+        "first_prompt": info.preview,
+    }
+
+
+@dataclass
+class _Run:
+    settings: dict[str, Any]
+    overrides: list[Any]
+    prompt: str | None = None
+    outcome: Outcome = INCOMPLETE
+    items: list[dict[str, Any]] = field(default_factory=list)
+
+    def wire_dict(self) -> dict[str, Any]:
+        return {
+            "prompt": self.prompt,
+            "settings": self.settings,
+            "overrides": self.overrides,
+            **self.outcome.wire_dict(),
+            "items": self.items,
+        }
+
+
+def session_detail(path: Path) -> dict[str, Any]:
+    """`sessions show --json`: the session's meta, the latest run's settings, each run with
+    its items (the `item.completed` events it mirrored), cumulative usage and the outcome."""
+    from oiexec.session.settings import outcome_of
+
+    loaded = load_rollout(path)
+    runs: list[_Run] = []
+    for _, record in read_records(path):
+        kind, payload = record["type"], record["payload"]
+        if kind == "turn_context":
+            overrides = payload.get("overrides")
+            runs.append(
+                _Run(
+                    settings_of(payload).wire_dict(),
+                    overrides if isinstance(overrides, list) else [],
+                )
+            )
+        elif not runs:
+            continue
+        elif kind == "response_item" and runs[-1].prompt is None:
+            if payload.get("kind") == "message" and payload.get("role") == "user":
+                text = payload.get("text")
+                runs[-1].prompt = text if isinstance(text, str) else None
+        elif kind == "event_msg" and payload.get("type") == "task_complete":
+            runs[-1].outcome = outcome_of(payload)
+        elif kind == "event_msg" and payload.get("type") == "thread_event":
+            event = payload.get("event")
+            if isinstance(event, dict) and event.get("type") == "item.completed":
+                item = event.get("item")
+                if isinstance(item, dict):
+                    runs[-1].items.append(item)
+    meta = loaded.meta
+    return {
+        "id": loaded.thread_id,
+        "path": str(path),
+        "created_at": meta.get("timestamp"),
+        "cwd": loaded.cwd,
+        "model_provider": loaded.model_provider,
+        "forked_from_id": meta.get("forked_from_id"),
+        "settings": loaded.settings.wire_dict(),
+        "turns": len(runs),
+        "usage": loaded.usage.model_dump(),
+        **loaded.outcome.wire_dict(),
+        "runs": [run.wire_dict() for run in runs],
+    }
