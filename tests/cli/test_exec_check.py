@@ -281,3 +281,12 @@ def test_a_policy_of_its_own_is_never_checked(tool_context: MakeToolContext, rep
     assert warnings == ["--check and --max-attempts apply to `exec` runs only; ignoring them here"]
     plain = PlainAnswer()
     assert checked_policy(plain, request, Settings(), ctx, result) is not plain
+
+
+def test_resume_takes_the_check_too(model_server: ModelServer, repo: Path) -> None:
+    model_server.enqueue(reply("first"), reply("second"))
+    assert run_cli([*exec_args(model_server), "x"], cwd=repo).returncode == 0
+    args = [*exec_args(model_server), "resume", "--last", "--check", "exit 4"]
+    resumed = run_cli([*args, "--max-attempts", "1", "again"], cwd=repo)
+    assert resumed.returncode == 8, resumed.stderr
+    assert resumed.events[-1]["error"]["message"].endswith("`exit 4` exited 4")

@@ -7,7 +7,7 @@ import pytest
 
 from oiexec.core.events import Usage
 from oiexec.core.redact import clear_secrets, register_secret
-from oiexec.output.junit import RunReport, write_junit
+from oiexec.output.junit import CheckRun, RunReport, write_junit
 
 
 def _report(**changes: object) -> RunReport:
@@ -133,3 +133,92 @@ def test_empty_prompt_and_bad_status() -> None:
 
     assert case_name("\n  \n") == "exec"
     assert case_name("\n  second line first\nthird") == "second line first"
+
+
+def _cases(path: Path) -> dict[str, ET.Element]:
+    return {c.attrib["classname"]: c for c in ET.parse(path).getroot().iter("testcase")}
+
+
+def test_check_fixed_on_a_later_attempt_passes_and_lists_every_attempt(tmp_path: Path) -> None:
+    path = tmp_path / "junit.xml"
+    runs = [
+        CheckRun(1, 1, "".join(f"noise {i}\n" for i in range(50)) + "1 failed\n", 1.25),
+        CheckRun(2, 0, "5 passed\n", 0.5),
+    ]
+    write_junit(path, _report(check_command="pytest -q", checks=runs))
+    _, suite, _ = _read(path)
+    # The run succeeded: nothing in the report may turn the CI's test view red.
+    assert (suite.attrib["tests"], suite.attrib["failures"]) == ("2", "0")
+    check = _cases(path)["oiexec.check"]
+    assert check.attrib["name"] == "check: pytest -q"
+    assert float(check.attrib["time"]) == pytest.approx(1.75)
+    assert check.find("failure") is None and check.find("skipped") is None
+    out = check.findtext("system-out") or ""
+    assert "attempt 1: [exit 1] 1.25s\n" in out and "1 failed" in out
+    assert "noise 5\n" not in out  # only the tail of a long output
+    assert out.endswith("attempt 2: [exit 0] 0.50s\n5 passed")
+
+
+def test_check_still_failing_names_the_check_in_both_cases(tmp_path: Path) -> None:
+    path = tmp_path / "junit.xml"
+    message = "check still failing after 2 attempts: `pytest -q` exited 1"
+    runs = [CheckRun(1, 1, "1 failed\n", 1.0), CheckRun(2, 1, "still 1 failed\n", 1.0)]
+    report = _report(
+        status="failed",
+        exit_code=8,
+        failure_message=message,
+        final_message=None,
+        check_command="pytest -q",
+        checks=runs,
+    )
+    write_junit(path, report)
+    cases = _cases(path)
+    run_failure = cases["oiexec.exec"].find("failure")
+    check_failure = cases["oiexec.check"].find("failure")
+    assert run_failure is not None and check_failure is not None
+    assert run_failure.attrib == {"type": "check_failed", "message": message}
+    assert check_failure.attrib == {"type": "check_failed", "message": message}
+    assert check_failure.text == "still 1 failed"
+
+
+def test_check_cut_short_or_never_run(tmp_path: Path) -> None:
+    timed_out = tmp_path / "timeout.xml"
+    runs = [CheckRun(1, None, "partial\n", 3.0)]
+    write_junit(
+        timed_out,
+        _report(
+            status="limit",
+            limit_name="timeout",
+            exit_code=5,
+            failure_message="time limit reached",
+            check_command="sleep 30",
+            checks=runs,
+        ),
+    )
+    cases = _cases(timed_out)
+    run_failure = cases["oiexec.exec"].find("failure")
+    assert run_failure is not None and run_failure.attrib["type"] == "timeout"
+    failure = cases["oiexec.check"].find("failure")
+    assert failure is not None
+    assert failure.attrib["message"] == "`sleep 30` did not finish (attempt 1)"
+    assert "attempt 1: [did not finish]" in (cases["oiexec.check"].findtext("system-out") or "")
+
+    never = tmp_path / "never.xml"
+    write_junit(
+        never,
+        _report(status="limit", limit_name="max_turns", exit_code=4, check_command="make test"),
+    )
+    _, suite, _ = _read(never)
+    assert (suite.attrib["tests"], suite.attrib["failures"], suite.attrib["skipped"]) == (
+        "2",
+        "1",
+        "1",
+    )
+    skipped = _cases(never)["oiexec.check"].find("skipped")
+    assert skipped is not None and "did not run" in skipped.attrib["message"]
+
+
+def test_no_check_no_check_case(tmp_path: Path) -> None:
+    path = tmp_path / "junit.xml"
+    write_junit(path, _report())
+    assert list(_cases(path)) == ["oiexec.exec"]
