@@ -281,6 +281,11 @@ def test_a_policy_of_its_own_is_never_checked(tool_context: MakeToolContext, rep
     assert warnings == ["--check and --max-attempts apply to `exec` runs only; ignoring them here"]
     plain = PlainAnswer()
     assert checked_policy(plain, request, Settings(), ctx, result) is not plain
+    # --max-attempts alone checks nothing, and says so.
+    warnings.clear()
+    alone = ExecRequest(prompt="x", cwd=repo, config=ConfigInputs(cwd=repo), max_attempts=2)
+    assert checked_policy(plain, alone, Settings(), ctx, result) is plain
+    assert warnings == ["--max-attempts has no effect without --check (or `check` in config)"]
 
 
 def test_resume_takes_the_check_too(model_server: ModelServer, repo: Path) -> None:
