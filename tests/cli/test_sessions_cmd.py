@@ -122,7 +122,7 @@ def test_show_has_settings_runs_items_usage_and_outcome(
     first, second = detail["runs"]
     assert first["prompt"] == "fix the adder" and second["prompt"] == "and again"
     commands = [i for i in first["items"] if i["type"] == "command_execution"]
-    assert commands[0]["command"].endswith("echo hi") and commands[0]["exit_code"] == 0
+    assert "echo hi" in commands[0]["command"] and commands[0]["exit_code"] == 0
     assert [i["text"] for i in first["items"] if i["type"] == "agent_message"] == ["done"]
 
     limited = _json(run_cli(["sessions", "show", "--json", sessions["limited"]], cwd=repo))
