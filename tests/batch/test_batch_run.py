@@ -112,6 +112,12 @@ def test_batch_reports_each_task_and_retry_failed_resumes_sessions(
             assert (out / path).is_file(), path
     assert (out / "fix" / "last-message.txt").read_text().strip() == "fixed"
     assert (out / "checked" / "last-message.txt").read_text().strip() == "now really done"
+    checks = [
+        json.loads(line)["item"]["exit_code"]
+        for line in (out / "checked" / "events.jsonl").read_text().splitlines()
+        if "item.completed" in line and "unittest" in line
+    ]
+    assert checks[0] != 0 and checks[-1] == 0  # the check failed, then passed
     # Succeeded tasks lose their worktree; failed ones keep it for --retry-failed.
     assert not (out / "fix" / "worktree").exists()
     assert by_id["broken"]["worktree"] == "broken/worktree"
