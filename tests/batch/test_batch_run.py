@@ -112,10 +112,17 @@ def test_batch_reports_each_task_and_retry_failed_resumes_sessions(
             assert (out / path).is_file(), path
     assert (out / "fix" / "last-message.txt").read_text().strip() == "fixed"
     assert (out / "checked" / "last-message.txt").read_text().strip() == "now really done"
+    events = [
+        json.loads(line)
+        for line in (out / "checked" / "events.jsonl").read_text().split("\n")
+        if line
+    ]
     checks = [
-        json.loads(line)["item"]["exit_code"]
-        for line in (out / "checked" / "events.jsonl").read_text().splitlines()
-        if "item.completed" in line and "unittest" in line
+        event["item"]["exit_code"]
+        for event in events
+        if event["type"] == "item.completed"
+        and event["item"]["type"] == "command_execution"
+        and "unittest" in event["item"]["command"]
     ]
     assert checks[0] != 0 and checks[-1] == 0  # the check failed, then passed
     # Succeeded tasks lose their worktree; failed ones keep it for --retry-failed.
