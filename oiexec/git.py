@@ -358,8 +358,20 @@ def clone_at(url: str, dest: Path, ref: str | None) -> str:
     shutil.rmtree(dest, ignore_errors=True)
     try:
         repo = git.Repo.clone_from(url, dest, env=_env(), multi_options=["--no-checkout"])
-        with repo.git.custom_environment(**_env()):
-            _safe_git(repo).checkout("--detach", ref or "HEAD")
-        return repo.head.commit.hexsha
     except git.GitCommandError as exc:
         raise _gitpython_error(exc, "git clone", url) from exc
+    # A branch of the remote exists only as origin/<name> in the new clone.
+    for candidate in (ref or "HEAD", f"origin/{ref}"):
+        try:
+            commit = repo.commit(candidate).hexsha
+            break
+        except (git.GitError, ValueError, git.BadName):
+            continue
+    else:
+        raise GitError(f"{ref!r} is not a branch, tag or commit of {url}", cwd=dest)
+    try:
+        with repo.git.custom_environment(**_env()):
+            _safe_git(repo).checkout("--detach", commit)
+    except git.GitCommandError as exc:
+        raise _gitpython_error(exc, "git checkout", url) from exc
+    return commit
