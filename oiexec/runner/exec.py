@@ -427,7 +427,9 @@ class _Run:
             return []
         recorded = continued.settings
         if recorded.harness and recorded.harness != harness.id:
-            change = SettingChange("harness", recorded.harness, harness.id, "the model given now")
+            origin = self.p.config.origins.get("harness")
+            source = "the model given now" if origin is None else origin
+            change = SettingChange("harness", recorded.harness, harness.id, source)
             self.changes.append(change)
             self.processor.warning(change.line("fork" if self.request.fork_from else "resume"))
         if not environment_differs(recorded, self.request.cwd, self.p.policy):

@@ -200,7 +200,8 @@ def setting_changes(
         compare("writable roots", list(recorded.writable_roots), list(now), roots_source, True)
     compare("network access", recorded.network_access, policy.network_access,
             source("sandbox_workspace_write.network_access"), sandbox=True)  # fmt: skip
-    compare("working directory", recorded.cwd, str(request.cwd), "-C")
+    cwd_source = "-C" if request.cwd_explicit else "the session's directory no longer exists"
+    compare("working directory", recorded.cwd, str(request.cwd), cwd_source)
     if recorded.output_schema is not None and output_schema != recorded.output_schema:
         changes.append(SettingChange("output schema", "the session's", "a new one",
                                      "--output-schema"))  # fmt: skip
