@@ -23,7 +23,13 @@ from oiexec.core.errors import CheckFailed, RunTimedOut, SandboxUnavailable
 from oiexec.core.redact import redact
 from oiexec.runner.request import ExecRequest
 from oiexec.runner.result import CheckAttempt, RunResult
-from oiexec.tools.command import NotStarted, RunningCommand, setup_failed, start_command
+from oiexec.tools.command import (
+    NotStarted,
+    RunningCommand,
+    deadline_bound,
+    setup_failed,
+    start_command,
+)
 from oiexec.tools.process import ProcessRegistry
 from oiexec.tools.truncate import cut_middle
 
@@ -169,9 +175,7 @@ class _CheckRunner:
             output = self._finish(running)
             if note:
                 output = f"{output.rstrip()}\n[{note}]".lstrip("\n")
-            check = CheckAttempt(
-                attempt, spec.command, code, output, time.monotonic() - started
-            )  # fmt: skip
+            check = CheckAttempt(attempt, spec.command, code, output, time.monotonic() - started)
             self._record(check)
         if setup_failed(running.prepared, code):
             raise SandboxUnavailable(
@@ -183,9 +187,8 @@ class _CheckRunner:
     def _wait(self, running: RunningCommand) -> tuple[int | None, str | None]:
         """The exit status, or None and why the check was killed."""
         spec, session = self._spec, running.session
-        remaining = self._ctx.remaining()
-        by_deadline = remaining is not None and remaining <= spec.timeout_s
-        code = session.wait(remaining if by_deadline and remaining is not None else spec.timeout_s)
+        wait_s, by_deadline = deadline_bound(self._ctx, spec.timeout_s)
+        code = session.wait(wait_s)
         if code is not None:
             return code, None
         running.killed = True
