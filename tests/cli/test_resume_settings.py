@@ -156,3 +156,20 @@ def test_or_new_and_all_need_last(model_server: ModelServer, repo: Path) -> None
     result = run_cli([*_args(model_server), "resume", "--or-new", "some-id", "x"], cwd=repo)
     assert result.returncode == 2
     assert "--all and --or-new only apply to `resume --last`" in result.stderr
+
+
+def test_fork_is_made_as_the_parent_was(
+    model_server: ModelServer, repo: Path, tmp_path: Path, oi_home: Path
+) -> None:
+    model_server.enqueue(reply("parent"), reply("fork"))
+    parent = run_cli(
+        [*_args(model_server, "-s", "workspace-write", "-m", "model-a"), "parent task"], cwd=repo
+    )
+    parent_id = parent.events[0]["thread_id"]
+    fork = run_cli([*_args(model_server), "fork", parent_id, "fork task"], cwd=tmp_path)
+    assert fork.returncode == 0, fork.stderr
+    assert "fork:" not in fork.stderr
+    assert model_server.bodies[-1]["model"] == "model-a"
+    fork_context = _turn_contexts(oi_home, fork.events[0]["thread_id"])[-1]
+    assert fork_context["sandbox_policy"]["type"] == "workspace-write"
+    assert fork_context["cwd"] == str(repo)
