@@ -4,6 +4,19 @@ stable field names (the `--json` output), built from rollouts.
 A session holds one or more runs (the first exec, then each resume): each run starts with a
 `turn_context` record (its settings and the overrides it was given) and ends with a
 `task_complete` record (its outcome). A run with no `task_complete` was killed: `incomplete`.
+
+`sessions list --json` prints `{"sessions": [row, ...]}`, newest first; a row has `id`,
+`path`, `created_at`, `updated_at`, `cwd`, `model_provider`, `model`, `turns` (runs in the
+session), `status` (`completed`, `failed`, `interrupted` or `incomplete`, of the latest run),
+`exit_code` (null when incomplete) and `first_prompt`.
+
+`sessions show --json` prints one object: `id`, `path`, `created_at`, `cwd`,
+`model_provider`, `forked_from_id`, `settings` (the latest run's: `cwd`, `model`,
+`model_provider`, `harness`, `sandbox_mode`, `network_access`, `writable_roots`,
+`reasoning_effort`, `output_schema`), `turns`, `usage` (cumulative), `status`, `exit_code`,
+`failure`, `last_message`, and `runs`: each with `prompt`, `settings`, `overrides` (`name`,
+`before`, `after`, `source`, `sandbox`), `status`, `exit_code`, `failure`, `last_message`
+and `items` (the `item.completed` items as `--json` printed them).
 """
 
 from __future__ import annotations
