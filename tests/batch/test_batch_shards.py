@@ -78,6 +78,13 @@ def test_two_shards_merged_equal_one_run(
     assert _junit_without_volatile((tmp_path / "m" / "junit.xml").read_text()) == (
         _junit_without_volatile((tmp_path / "all" / "junit.xml").read_text())
     )
+    # Merging one whole run reproduces its reports byte for byte.
+    again = run_cli(
+        ["batch", "merge", str(tmp_path / "all"), "--out", str(tmp_path / "again")], cwd=tmp_path
+    )
+    assert again.returncode == 0, again.stderr
+    for name in ("summary.json", "junit.xml"):
+        assert (tmp_path / "again" / name).read_bytes() == (tmp_path / "all" / name).read_bytes()
     # The merged directory stands alone: every task's files are there.
     assert (tmp_path / "m" / "t3" / "last-message.txt").read_text().strip() == "t3 done"
 

@@ -35,7 +35,7 @@ from oiexec.runner.batch.record import (
 from oiexec.runner.batch.tasks import Task
 from oiexec.runner.batch.workspace import WORKTREE_DIR, Source, full_diff, prepare, release
 
-__all__ = ["PATHS", "BatchContext", "Children", "run_task"]
+__all__ = ["PATHS", "BatchContext", "Children", "run_child", "run_task"]
 
 #: The files of a task, relative to its directory (the `paths` of its record).
 PATHS = {
@@ -130,7 +130,8 @@ def run_task(
     record.attempts += 1
     argv = _argv(task, ctx, cwd, task_dir, previous.session_id if resume and previous else None)
     prompt = _retry_prompt(task, previous) if resume and previous else task.prompt
-    code, killed = _run_child(argv, prompt, task, ctx, task_dir, append=resume)
+    timeout = task.timeout if task.timeout is not None else ctx.timeout_s
+    code, killed = run_child(argv, prompt, ctx, task_dir, timeout=timeout, append=resume)
     _read_events(task_dir / PATHS["events"], record)
     record.duration_s = round(time.monotonic() - started, 3) + (
         previous.duration_s if resume and previous else 0.0
@@ -204,12 +205,20 @@ def _retry_prompt(task: Task, previous: TaskRecord) -> str:
     )
 
 
-def _run_child(
-    argv: list[str], prompt: str, task: Task, ctx: BatchContext, task_dir: Path, *, append: bool
+def run_child(
+    argv: list[str],
+    prompt: str,
+    ctx: BatchContext,
+    task_dir: Path,
+    *,
+    timeout: float | None,
+    append: bool,
 ) -> tuple[int, str | None]:
-    """(exit status, why it was killed from outside or None)."""
+    """Runs one task process, the prompt on its stdin, stdout to events.jsonl and stderr to
+    stderr.log (appended to for a resumed run). Returns (exit status, why it was killed from
+    outside, or None): a child still running `kill_grace_s` after its own `timeout` has its
+    whole process group killed."""
     mode = "ab" if append else "wb"
-    timeout = task.timeout if task.timeout is not None else ctx.timeout_s
     deadline = None if timeout is None else time.monotonic() + timeout + ctx.kill_grace_s
     with (
         open(task_dir / PATHS["events"], mode) as events,

@@ -11,6 +11,7 @@ from __future__ import annotations
 import re
 import shutil
 import tempfile
+import threading
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -28,6 +29,10 @@ from oiexec.git import (
 __all__ = ["WORKTREE_DIR", "Source", "full_diff", "prepare", "release", "resolve_source"]
 
 WORKTREE_DIR = "worktree"
+
+# Worktree bookkeeping of one repository (add, remove, prune) is done one task at a time:
+# a prune must not judge a worktree another thread is half-way through adding.
+_WORKTREE_LOCK = threading.Lock()
 
 # scp-like `user@host:path` or anything with a scheme (https://, ssh://, file://, git://).
 _URL_RE = re.compile(r"^([A-Za-z][A-Za-z0-9+.-]*://|[\w.-]+@[\w.-]+:)")
@@ -71,7 +76,8 @@ def prepare(source: Source, task_dir: Path) -> tuple[Path, str]:
         commit = clone_at(source.location, dest, source.base)
     else:
         assert source.base is not None  # resolved for every local source
-        add_worktree(Path(source.location), dest, source.base)
+        with _WORKTREE_LOCK:
+            add_worktree(Path(source.location), dest, source.base)
         commit = source.base
     return dest / source.subdir if source.subdir else dest, commit
 
@@ -82,7 +88,8 @@ def release(source: Source, task_dir: Path) -> None:
     if source.is_url:
         shutil.rmtree(dest, ignore_errors=True)
     else:
-        remove_worktree(Path(source.location), dest)
+        with _WORKTREE_LOCK:
+            remove_worktree(Path(source.location), dest)
 
 
 def full_diff(workspace_root: Path, base_commit: str) -> bytes:
