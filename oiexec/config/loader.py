@@ -57,7 +57,8 @@ class ConfigInputs:
     forced: dict[str, Any] = field(default_factory=dict)
     strict: bool = False
     #: Dotted keys restored from the session being resumed or forked: above the files and
-    #: the environment (the run is continued as it was made), below `-c` and flags.
+    #: the environment (the run is continued as it was made), below `-c`, flags and what a
+    #: `--profile` given now sets.
     session: dict[str, Any] = field(default_factory=dict)
     #: How `config show --origins` and messages name the session layer.
     session_origin: str = "session"
@@ -79,8 +80,12 @@ def load_config(
 
     env_layers = environment_layers(environ)
     profile_name = inputs.profile or _env_profile(env_layers) or user_data.get("profile")
+    chosen_now: list[Layer] = []
     if profile_name:
-        layers.extend(_profile_layers(str(profile_name), home, user))
+        profile_layers = _profile_layers(str(profile_name), home, user)
+        layers.extend(profile_layers)
+        if inputs.profile:
+            chosen_now = profile_layers
 
     project_root = find_project_root(inputs.cwd) or inputs.cwd
     trusted = _is_trusted(user_data, project_root, inputs.cwd)
@@ -103,7 +108,14 @@ def load_config(
         )
     layers.extend(env_layers)
     if inputs.session:
-        layers.append(Layer(inputs.session_origin, nest_dotted(inputs.session)))
+        # `--profile` is given now, like a flag: what it sets overrides the session.
+        session = {
+            key: value
+            for key, value in inputs.session.items()
+            if not any(_layer_of([layer], key.split(".")) for layer in chosen_now)
+        }
+        if session:
+            layers.append(Layer(inputs.session_origin, nest_dotted(session)))
 
     cli: dict[str, Any] = {}
     for text in inputs.overrides:

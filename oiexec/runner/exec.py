@@ -60,6 +60,7 @@ from oiexec.runner.sessions import (
     open_session,
     restored_request,
     setting_changes,
+    without_session_harness,
 )
 from oiexec.runner.signals import deadline_alarm, terminate_as_interrupt
 from oiexec.sandbox.selfguard import protect_runner
@@ -132,6 +133,12 @@ def _prepare(request: ExecRequest, hooks: RunHooks) -> _Prepared:
         if continued is not None:
             request = restored_request(request, continued)
             config = load_config(request.config)
+            reselect = without_session_harness(
+                request, continued, config, resolve_provider(config.settings)[0]
+            )
+            if reselect is not None:
+                request = reselect
+                config = load_config(request.config)
     _check_git(request, config)
     output_schema = request.output_schema
     if request.output_schema_file is not None:

@@ -17,8 +17,7 @@ from typing import Any
 
 from oiexec import __version__
 from oiexec.config.loader import LoadedConfig
-from oiexec.config.overrides import parse_override
-from oiexec.core.errors import OiexecError, SessionError, UsageError
+from oiexec.core.errors import SessionError, UsageError
 from oiexec.core.events import ThreadEvent, Usage
 from oiexec.core.policy import SandboxPolicy
 from oiexec.core.protocols import SessionStore
@@ -86,13 +85,7 @@ def restored_request(request: ExecRequest, loaded: LoadedSession) -> ExecRequest
         layer["model"] = settings.model
     if settings.model_provider:
         layer["model_provider"] = settings.model_provider
-    # A different model or provider given now re-selects the harness, as would a harness
-    # given now; the same ones (a pipeline repeating its flags) keep the session's.
-    if settings.harness and not (
-        _differs_now(request, "model", settings.model)
-        or _differs_now(request, "model_provider", settings.model_provider)
-        or _differs_now(request, "harness", settings.harness)
-    ):
+    if settings.harness:
         layer["harness"] = settings.harness
     if settings.sandbox_mode:
         layer["sandbox_mode"] = settings.sandbox_mode
@@ -114,19 +107,21 @@ def restored_request(request: ExecRequest, loaded: LoadedSession) -> ExecRequest
     return dataclasses.replace(request, cwd=cwd, output_schema=schema, config=config)
 
 
-def _differs_now(request: ExecRequest, key: str, recorded: str | None) -> bool:
-    """Whether the command line sets `key` to something other than `recorded`."""
-    given: Any = None
-    for text in request.config.overrides:
-        try:
-            key_path, value = parse_override(text)
-        except OiexecError:
-            continue  # reported when the config is loaded
-        if ".".join(key_path) == key:
-            given = value
-    flag = request.config.flags.get(key)  # flags sit above -c
-    given = flag if flag is not None else given
-    return given is not None and given != recorded
+def without_session_harness(
+    request: ExecRequest, loaded: LoadedSession, config: LoadedConfig, provider_id: str
+) -> ExecRequest | None:
+    """When the model or provider now differs from the session's (a flag, `-c`, a profile
+    given now), the session's harness was made for another model: the request without it,
+    so the harness is chosen again. None when the session's harness stands."""
+    recorded = loaded.settings
+    from_session = config.origins.get("harness") == request.config.session_origin
+    changed = (recorded.model is not None and config.settings.model != recorded.model) or (
+        recorded.model_provider is not None and provider_id != recorded.model_provider
+    )
+    if not (from_session and changed):
+        return None
+    session = {k: v for k, v in request.config.session.items() if k != "harness"}
+    return dataclasses.replace(request, config=dataclasses.replace(request.config, session=session))
 
 
 @dataclass(frozen=True)

@@ -173,3 +173,23 @@ def test_fork_is_made_as_the_parent_was(
     fork_context = _turn_contexts(oi_home, fork.events[0]["thread_id"])[-1]
     assert fork_context["sandbox_policy"]["type"] == "workspace-write"
     assert fork_context["cwd"] == str(repo)
+
+
+def test_a_profile_given_now_overrides_the_session_but_the_environment_does_not(
+    model_server: ModelServer, repo: Path, oi_home: Path
+) -> None:
+    (oi_home / "config.toml").write_text('[profiles.fast]\nmodel = "model-fast"\n')
+    model_server.enqueue(reply("one"), reply("two"), reply("three"))
+    first = run_cli([*_args(model_server, "-s", "read-only", "-m", "model-a"), "x"], cwd=repo)
+    thread_id = first.events[0]["thread_id"]
+    from_env = run_cli(
+        [*_args(model_server), "resume", thread_id, "y"],
+        cwd=repo,
+        env={"OIEXEC_MODEL": "model-env"},
+    )
+    assert from_env.returncode == 0, from_env.stderr
+    assert model_server.bodies[-1]["model"] == "model-a"
+    profiled = run_cli([*_args(model_server, "-p", "fast"), "resume", thread_id, "z"], cwd=repo)
+    assert profiled.returncode == 0, profiled.stderr
+    assert model_server.bodies[-1]["model"] == "model-fast"
+    assert "resume: model model-a -> model-fast (from profile fast" in profiled.stderr
