@@ -104,10 +104,7 @@ def run_batch(options: BatchOptions, stream: TextIO = sys.stderr) -> int:
                 max_workers=max(1, options.jobs), thread_name_prefix="batch"
             ) as pool,
         ):
-            futures: dict[Future[TaskRecord], Task] = {
-                pool.submit(work, *entry): entry[0] for entry in todo
-            }
-            pending = set(futures)
+            pending: set[Future[TaskRecord]] = {pool.submit(work, *entry) for entry in todo}
             while pending:
                 done, pending = wait(pending, timeout=0.2, return_when=FIRST_COMPLETED)
                 for future in done:

@@ -133,11 +133,10 @@ def run_task(
     timeout = task.timeout if task.timeout is not None else ctx.timeout_s
     code, killed = run_child(argv, prompt, ctx, task_dir, timeout=timeout, append=resume)
     _read_events(task_dir / PATHS["events"], record)
-    record.duration_s = round(time.monotonic() - started, 3) + (
-        previous.duration_s if resume and previous else 0.0
-    )
+    earlier = previous.duration_s if resume and previous else 0.0
+    record.duration_s = round(earlier + time.monotonic() - started, 3)
     if killed is not None:
-        record.exit_code, record.status, record.message = ExitCode.TIMEOUT, "timeout", killed
+        record.exit_code, record.status, record.message = int(ExitCode.TIMEOUT), "timeout", killed
     elif code < 0:
         record.exit_code, record.status = code, "failed"
         record.message = f"killed by signal {-code}"
