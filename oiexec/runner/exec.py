@@ -55,12 +55,11 @@ from oiexec.runner.sessions import (
     OpenedSession,
     SessionSink,
     SettingChange,
+    continue_session,
     environment_differs,
-    locate_session,
     open_session,
-    restored_request,
+    outcome_status,
     setting_changes,
-    without_session_harness,
 )
 from oiexec.runner.signals import deadline_alarm, terminate_as_interrupt
 from oiexec.sandbox.selfguard import protect_runner
@@ -125,20 +124,7 @@ def run_exec(request: ExecRequest, hooks: RunHooks | None = None) -> RunResult:
 def _prepare(request: ExecRequest, hooks: RunHooks) -> _Prepared:
     started = time.monotonic()
     config = load_config(request.config)
-    continued: LoadedSession | None = None
-    if request.resume or request.fork_from:
-        # `--last` looks for the current provider's sessions, and the home comes from the
-        # config: load once to find the session, then again with its settings as a layer.
-        continued = locate_session(request, config.home, resolve_provider(config.settings)[0])
-        if continued is not None:
-            request = restored_request(request, continued)
-            config = load_config(request.config)
-            reselect = without_session_harness(
-                request, continued, config, resolve_provider(config.settings)[0]
-            )
-            if reselect is not None:
-                request = reselect
-                config = load_config(request.config)
+    request, config, continued = continue_session(request, config)
     _check_git(request, config)
     output_schema = request.output_schema
     if request.output_schema_file is not None:
@@ -259,7 +245,7 @@ class _Run:
                     "last_agent_message": self.result.final_message,
                     "duration_ms": int(self.result.duration_s * 1000),
                     # What `sessions list/show` report and a pipeline decides a retry on.
-                    "status": _status(self.result.exit_code),
+                    "status": outcome_status(self.result.exit_code),
                     "exit_code": int(self.result.exit_code),
                     "failure": self.result.failure,
                 },
@@ -473,12 +459,6 @@ class _Run:
         self.store.append(
             "event_msg", {"type": "token_count", "total_token_usage": usage.model_dump()}
         )
-
-
-def _status(code: ExitCode) -> str:
-    if code == ExitCode.SUCCESS:
-        return "completed"
-    return "interrupted" if code == ExitCode.INTERRUPTED else "failed"
 
 
 def _open_runlog(prepared: _Prepared, warn: Callable[[str], None]) -> RunLogSink | None:

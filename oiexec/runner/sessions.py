@@ -17,7 +17,7 @@ from typing import Any
 
 from oiexec import __version__
 from oiexec.config.loader import LoadedConfig
-from oiexec.core.errors import SessionError, UsageError
+from oiexec.core.errors import ExitCode, SessionError, UsageError
 from oiexec.core.events import ThreadEvent, Usage
 from oiexec.core.policy import SandboxPolicy
 from oiexec.core.protocols import SessionStore
@@ -71,6 +71,32 @@ def locate_session(request: ExecRequest, home: Path, provider_id: str) -> Loaded
         hint="List them with `interpreter sessions list --all`, resume one by id, widen the "
         "search with --all, or pass --or-new to start a new session when there is none.",
     )
+
+
+def continue_session(
+    request: ExecRequest, config: LoadedConfig
+) -> tuple[ExecRequest, LoadedConfig, LoadedSession | None]:
+    """The request and config a resume or fork runs with, and the session it continues.
+
+    `--last` looks for the current provider's sessions and the home comes from the config:
+    the config is loaded once to find the session, then again with its settings as a layer.
+    """
+    from oiexec.config.loader import load_config
+    from oiexec.config.providers import resolve_provider
+
+    if not (request.resume or request.fork_from):
+        return request, config, None
+    continued = locate_session(request, config.home, resolve_provider(config.settings)[0])
+    if continued is None:
+        return request, config, None
+    request = restored_request(request, continued)
+    config = load_config(request.config)
+    reselect = without_session_harness(
+        request, continued, config, resolve_provider(config.settings)[0]
+    )
+    if reselect is not None:
+        request, config = reselect, load_config(reselect.config)
+    return request, config, continued
 
 
 # --- what it restores ---------------------------------------------------------------------
@@ -223,6 +249,13 @@ def environment_differs(recorded: RunSettings, cwd: Path, policy: SandboxPolicy)
         return True
     now = tuple(str(root) for root in policy.extra_roots)
     return recorded.writable_roots is not None and recorded.writable_roots != now
+
+
+def outcome_status(code: ExitCode) -> str:
+    """The `status` a run's `task_complete` record gets (what `sessions list` shows)."""
+    if code == ExitCode.SUCCESS:
+        return "completed"
+    return "interrupted" if code == ExitCode.INTERRUPTED else "failed"
 
 
 # --- the rollout --------------------------------------------------------------------------
