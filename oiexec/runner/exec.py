@@ -57,6 +57,7 @@ from oiexec.runner.sessions import (
     SettingChange,
     continue_session,
     environment_differs,
+    killed_note,
     open_session,
     outcome_status,
     setting_changes,
@@ -419,12 +420,19 @@ class _Run:
         if continued is None:
             return []
         recorded = continued.settings
+        verb = "fork" if self.request.fork_from else "resume"
+        note = killed_note(continued, verb)
+        if note is not None:
+            self.processor.warning(note)
+            if not self.request.fork_from:
+                aborted = {"type": "turn_aborted", "reason": "killed"}
+                self.store.append("event_msg", {**aborted, "closed_calls": continued.closed_calls})
         if recorded.harness and recorded.harness != harness.id:
             origin = self.p.config.origins.get("harness")
             source = "the model given now" if origin is None else origin
             change = SettingChange("harness", recorded.harness, harness.id, source)
             self.changes.append(change)
-            self.processor.warning(change.line("fork" if self.request.fork_from else "resume"))
+            self.processor.warning(change.line(verb))
         if not environment_differs(recorded, self.request.cwd, self.p.policy):
             return []
         item = harness.environment_context(self.request.cwd, self.p.policy)

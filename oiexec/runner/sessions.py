@@ -239,6 +239,16 @@ def _show(value: Any) -> str:
     return str(value)
 
 
+def killed_note(continued: LoadedSession, verb: str) -> str | None:
+    """Said when the session's last run never recorded an outcome: its open tool calls were
+    closed when the history was read (session/repair.py), not run again."""
+    if not continued.runs or continued.outcome.status != "incomplete":
+        return None
+    closed = continued.closed_calls
+    tail = f"; {closed} unfinished tool call(s) closed as aborted" if closed else ""
+    return f"{verb}: the session's last run was killed before it finished{tail}"
+
+
 def environment_differs(recorded: RunSettings, cwd: Path, policy: SandboxPolicy) -> bool:
     """Whether the environment the history last described is not what is enforced now."""
     if recorded.cwd is not None and recorded.cwd != str(cwd):

@@ -125,5 +125,8 @@ def test_killed_while_a_command_runs(
     # The finished call keeps its real output; the killed one is closed, not re-run.
     assert "before" in outputs[calls[0]]
     assert outputs[calls[1]] == KILLED_OUTPUT
+    assert "last run was killed before it finished; 1 unfinished tool call(s) closed" in (
+        resumed.stderr
+    )
     assert [i["command"] for i in resumed.items("command_execution")] == []
     _assert_continuous(path)
