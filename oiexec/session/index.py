@@ -22,7 +22,14 @@ from oiexec.core.errors import SessionError
 from oiexec.core.events import Usage
 from oiexec.core.types import HistoryItem, Message
 from oiexec.session.repair import close_orphan_calls
-from oiexec.session.settings import INCOMPLETE, Outcome, RunSettings, outcome_of, settings_of
+from oiexec.session.settings import (
+    INCOMPLETE,
+    Outcome,
+    RunSettings,
+    is_run_start,
+    outcome_of,
+    settings_of,
+)
 
 __all__ = [
     "LoadedSession",
@@ -125,6 +132,7 @@ def load_rollout(path: Path) -> LoadedSession:
     settings = RunSettings()
     outcome = INCOMPLETE
     runs = 0
+    awaiting_context = False
     count = 0
     for number, record in read_records(path):
         count += 1
@@ -132,11 +140,14 @@ def load_rollout(path: Path) -> LoadedSession:
         if kind == "session_meta" and meta is None:
             meta = payload
             cwd = _str_or(payload.get("cwd"), cwd)
+        elif is_run_start(kind, payload):
+            runs, outcome, awaiting_context = runs + 1, INCOMPLETE, True
         elif kind == "turn_context":
             cwd = _str_or(payload.get("cwd"), cwd)
             settings = settings_of(payload)
-            outcome = INCOMPLETE
-            runs += 1
+            if not awaiting_context:  # a rollout without mirrored events
+                runs, outcome = runs + 1, INCOMPLETE
+            awaiting_context = False
         elif kind == "event_msg" and payload.get("type") == "task_complete":
             outcome = outcome_of(payload)
         elif kind == "response_item":

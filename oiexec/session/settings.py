@@ -10,9 +10,18 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any, Literal
 
-__all__ = ["Outcome", "RunSettings", "outcome_of", "settings_of"]
+__all__ = ["Outcome", "RunSettings", "is_run_start", "outcome_of", "settings_of"]
 
 OutcomeStatus = Literal["completed", "failed", "interrupted", "incomplete"]
+
+
+def is_run_start(record_type: str, payload: dict[str, Any]) -> bool:
+    """A run's mirrored `thread.started` event: its first record, before its `turn_context`
+    (so its startup warnings and a failure before the context belong to it)."""
+    if record_type != "event_msg" or payload.get("type") != "thread_event":
+        return False
+    event = payload.get("event")
+    return isinstance(event, dict) and event.get("type") == "thread.started"
 
 
 @dataclass(frozen=True)

@@ -26,7 +26,7 @@ from pathlib import Path
 from typing import Any
 
 from oiexec.session.index import SessionInfo, load_rollout, read_records
-from oiexec.session.settings import INCOMPLETE, Outcome, settings_of
+from oiexec.session.settings import INCOMPLETE, Outcome, RunSettings, is_run_start, settings_of
 
 __all__ = ["session_detail", "session_summary"]
 
@@ -68,24 +68,28 @@ class _Run:
 
 def session_detail(path: Path) -> dict[str, Any]:
     """`sessions show --json`: the session's meta, the latest run's settings, each run with
-    its items (the `item.completed` events it mirrored), cumulative usage and the outcome."""
+    its items (the `item.completed` events it mirrored), cumulative usage and the outcome. A
+    run starts at its mirrored `thread.started`; its `turn_context` comes a little later."""
     from oiexec.session.settings import outcome_of
 
     loaded = load_rollout(path)
     runs: list[_Run] = []
+    awaiting_context = False
     for _, record in read_records(path):
         kind, payload = record["type"], record["payload"]
-        if kind == "turn_context":
+        if is_run_start(kind, payload):
+            runs.append(_Run(RunSettings().wire_dict(), []))
+            awaiting_context = True
+        elif kind == "turn_context":
+            if not awaiting_context:  # a rollout without mirrored events
+                runs.append(_Run(RunSettings().wire_dict(), []))
+            awaiting_context = False
             overrides = payload.get("overrides")
-            runs.append(
-                _Run(
-                    settings_of(payload).wire_dict(),
-                    overrides if isinstance(overrides, list) else [],
-                )
-            )
+            runs[-1].settings = settings_of(payload).wire_dict()
+            runs[-1].overrides = overrides if isinstance(overrides, list) else []
         elif not runs:
             continue
-        elif kind == "response_item" and runs[-1].prompt is None:
+        elif kind == "response_item" and runs[-1].prompt is None and not awaiting_context:
             if payload.get("kind") == "message" and payload.get("role") == "user":
                 text = payload.get("text")
                 runs[-1].prompt = text if isinstance(text, str) else None

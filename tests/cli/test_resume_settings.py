@@ -79,6 +79,11 @@ def test_sandbox_and_roots_are_restored_and_a_narrower_sandbox_is_announced(
     assert latest["sandbox_policy"]["type"] == "read-only"
     assert latest["overrides"][0]["name"] == "sandbox"
     assert latest["overrides"][0]["source"] == "-s"
+    shown = json.loads(run_cli(["sessions", "show", "--json", thread_id], cwd=repo).stdout)
+    assert [run["prompt"] for run in shown["runs"]] == ["start", "write files", "write another"]
+    assert [i["type"] for i in shown["runs"][1]["items"]].count("error") == 0
+    assert line in [i.get("message") for i in shown["runs"][2]["items"]]
+    assert shown["runs"][2]["overrides"] == latest["overrides"]
 
 
 def test_model_effort_schema_and_harness_are_restored_and_a_model_override_is_recorded(
