@@ -161,7 +161,7 @@ def kubernetes_containers(path: Path) -> Iterator[tuple[dict[str, Any], dict[str
 
 
 def kubernetes_document(path: Path, kind: str) -> dict[str, Any]:
-    found = [doc for doc in load_yaml_all(path) if doc.get("kind") == kind]
+    found: list[dict[str, Any]] = [d for d in load_yaml_all(path) if d.get("kind") == kind]
     assert len(found) == 1, f"expected one {kind} in {path.name}, found {len(found)}"
     return found[0]
 
@@ -217,5 +217,6 @@ def systemd_exec_start(path: Path) -> list[str]:
     """ExecStart as the argv systemd runs: specifiers resolved (only `%%` is used), then
     split with systemd's quoting (the shell's, for what the examples use)."""
     raw = systemd_unit(path).get("Service", "ExecStart")
-    assert re.search(r"%[^%]", raw.replace("%%", "")) is None, f"unexpected specifier: {raw}"
-    return shlex.split(raw.replace("%%", "%"))
+    assert re.search(r"%", raw.replace("%%", "")) is None, f"unexpected specifier: {raw}"
+    assert re.search(r"\$", raw.replace("$$", "")) is None, f"systemd would expand: {raw}"
+    return shlex.split(raw.replace("%%", "%").replace("$$", "$"))
