@@ -57,6 +57,7 @@ from oiexec.runner.sessions import (
     SettingChange,
     continue_session,
     environment_differs,
+    extra_roots,
     killed_note,
     open_session,
     outcome_status,
@@ -457,7 +458,7 @@ class _Run:
             "effort": settings.model_reasoning_effort,
             # What a resume restores (the configured network access, not the effective one).
             "harness": harness.id,
-            "writable_roots": [str(root) for root in policy.extra_roots],
+            "writable_roots": extra_roots(policy),
             "network_access": policy.network_access,
             "output_schema": self.p.output_schema,
             "overrides": [change.wire_dict() for change in self.changes],

@@ -214,11 +214,15 @@ def setting_changes(
         mode_source = source("sandbox_mode")
     compare("sandbox", recorded.sandbox_mode, policy.mode, mode_source, sandbox=True)
     if recorded.writable_roots is not None:
-        now = tuple(str(root) for root in policy.extra_roots)
+        now = extra_roots(policy)
         roots_source = (
             "--add-dir" if request.add_dirs else source("sandbox_workspace_write.writable_roots")
         )
-        compare("writable roots", list(recorded.writable_roots), list(now), roots_source, True)
+        if set(recorded.writable_roots) != set(now):
+            changes.append(
+                SettingChange("writable roots", _show(list(recorded.writable_roots)),
+                              _show(list(now)), roots_source, sandbox=True)
+            )  # fmt: skip
     compare("network access", recorded.network_access, policy.network_access,
             source("sandbox_workspace_write.network_access"), sandbox=True)  # fmt: skip
     cwd_source = "-C" if request.cwd_explicit else "the session's directory no longer exists"
@@ -257,8 +261,14 @@ def environment_differs(recorded: RunSettings, cwd: Path, policy: SandboxPolicy)
         return True
     if recorded.network_access is not None and recorded.network_access != policy.network_access:
         return True
-    now = tuple(str(root) for root in policy.extra_roots)
-    return recorded.writable_roots is not None and recorded.writable_roots != now
+    roots = recorded.writable_roots
+    return roots is not None and set(roots) != set(extra_roots(policy))
+
+
+def extra_roots(policy: SandboxPolicy) -> list[str]:
+    """The extra writable roots as recorded: each once (the session's roots come back as
+    config, so an `--add-dir` repeated on resume would otherwise count twice), in order."""
+    return list(dict.fromkeys(str(root) for root in policy.extra_roots))
 
 
 def outcome_status(code: ExitCode) -> str:

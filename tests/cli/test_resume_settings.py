@@ -51,8 +51,12 @@ def test_sandbox_and_roots_are_restored_and_a_narrower_sandbox_is_announced(
     assert first.returncode == 0, first.stderr
     thread_id = first.events[0]["thread_id"]
 
-    # No -s, no --add-dir, started from another directory: the run is made as it was.
-    resumed = run_cli([*_args(model_server), "resume", thread_id, "write files"], cwd=elsewhere)
+    # No -s, started from another directory: the run is made as it was (an --add-dir given
+    # again is no change).
+    resumed = run_cli(
+        [*_args(model_server, "--add-dir", str(extra)), "resume", thread_id, "write files"],
+        cwd=elsewhere,
+    )
     assert resumed.returncode == 0, resumed.stderr
     assert "resume:" not in resumed.stderr
     assert (repo / "resumed.txt").exists() and (extra / "from-resume.txt").exists()
