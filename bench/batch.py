@@ -123,6 +123,14 @@ def _kind(pid: int) -> str:
     return Path(argv[0]).name if argv else "?"
 
 
+def _parent(pid: int) -> int:
+    try:
+        with open(f"/proc/{pid}/stat") as f:
+            return int(f.read().rsplit(")", 1)[1].split()[1])
+    except (OSError, IndexError, ValueError):
+        return 0
+
+
 def _pss_bytes(pid: int) -> int:
     try:
         with open(f"/proc/{pid}/smaps_rollup") as f:
@@ -154,9 +162,15 @@ class TreeSampler(threading.Thread):
             if sum(rss.values()) > self.peak_rss:
                 self.peak_rss = sum(rss.values())
                 kinds: dict[str, tuple[int, float]] = {}
+                names = {pid: _kind(pid) for pid in rss}
                 for pid, size in rss.items():
-                    count, total = kinds.get(_kind(pid), (0, 0.0))
-                    kinds[_kind(pid)] = (count + 1, total + size / 2**20)
+                    name = names[pid]
+                    if names.get(_parent(pid)) == name:
+                        # A fork on its way to exec() a command: its RSS is its parent's
+                        # pages, shared copy-on-write, counted a second time.
+                        name += " (fork)"
+                    count, total = kinds.get(name, (0, 0.0))
+                    kinds[name] = (count + 1, total + size / 2**20)
                 self.at_peak = kinds
             self.peak_pss = max(self.peak_pss, sum(_pss_bytes(pid) for pid in pids))
             self.peak_processes = max(self.peak_processes, len(pids))
