@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import shutil
 import subprocess
 import sys
@@ -18,8 +19,10 @@ from typing import Any
 import pytest
 
 from tests.conftest import git
+from tests.examples import sources
 from tests.support.model_server import ModelServer, call, reply
 
+GITHUB_BASH = ["bash", "--noprofile", "--norc", "-eo", "pipefail", "-c"]
 #: What the examples' secret holds in these tests; every model request must carry it.
 API_KEY = "sk-example-0123456789abcdef"
 TASK_IDS = ["note-0", "note-1", "note-2", "note-3"]
@@ -133,6 +136,47 @@ def assert_batch_complete(out: Path, machine: Machine) -> None:
     keys = {r.headers.get("authorization") for r in machine.server.model_requests}
     assert keys == {f"Bearer {API_KEY}"}
     assert machine.server.model.errors == []
+
+
+def run_action(
+    machine: Machine, checkout: Path, given: Mapping[str, str]
+) -> tuple[int, dict[str, str]]:
+    """The composite action's run step as GitHub runs a `shell: bash` step, its inputs (the
+    defaults, then `given`) expanded into its `env:` exactly as written there, RUNNER_TEMP
+    and GITHUB_OUTPUT as the runner provides them, the install step's venv holding the shim.
+    Returns the step's exit code and the outputs it set."""
+    action = sources.load_yaml(sources.GITHUB_ACTIONS[0])
+    inputs = {name: spec.get("default", "") for name, spec in action["inputs"].items()}
+    inputs.update(given)
+    step = sources.github_step(action["runs"], runs="interpreter exec")
+    context = {f"inputs.{name}": value for name, value in inputs.items()}
+    env = {key: sources.expand(str(value), context) for key, value in step["env"].items()}
+    runner_temp = machine.tmp / "runner-temp"
+    machine.shim(runner_temp / "oiexec-venv" / "bin")
+    outputs = machine.tmp / "github-output"
+    outputs.write_text("")
+    env.update(RUNNER_TEMP=str(runner_temp), GITHUB_OUTPUT=str(outputs))
+    proc = run_script([*GITHUB_BASH, step["run"]], cwd=checkout, env=machine.env(env))
+    return proc.returncode, parse_outputs(outputs.read_text())
+
+
+def parse_outputs(text: str) -> dict[str, str]:
+    """GITHUB_OUTPUT's format: name=value lines and name<<DELIMITER blocks."""
+    values: dict[str, str] = {}
+    lines = iter(text.splitlines())
+    for line in lines:
+        block = re.match(r"^([\w-]+)<<(.+)$", line)
+        if block:
+            body = []
+            for inner in lines:
+                if inner == block.group(2):
+                    break
+                body.append(inner)
+            values[block.group(1)] = "\n".join(body)
+        else:
+            name, _, value = line.partition("=")
+            values[name] = value
+    return values
 
 
 def copy_tree(source: Path, dest: Path, *, exclude: Sequence[str] = ()) -> None:

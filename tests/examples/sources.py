@@ -97,7 +97,7 @@ def github_step(job: Mapping[str, Any], *, runs: str | None = None, uses: str | 
         step
         for step in job["steps"]
         if (runs is not None and runs in step.get("run", ""))
-        or (uses is not None and step.get("uses", "").startswith(uses + "@"))
+        or (uses is not None and step.get("uses", "").partition("@")[0] == uses)
     ]
     assert len(found) == 1, f"expected one step with {runs or uses!r}, found {len(found)}"
     return found[0]

@@ -5,54 +5,15 @@ GITHUB_OUTPUT as the runner provides them, and the install step's venv holding t
 
 from __future__ import annotations
 
-import re
 from pathlib import Path
-from typing import Any
 
 from tests.conftest import git
-from tests.examples import sources
-from tests.examples.conftest import API_KEY, Machine, run_script
+from tests.examples.conftest import API_KEY, Machine, run_action
 from tests.support.model_server import call, reply, user_texts
 
-GITHUB_BASH = ["bash", "--noprofile", "--norc", "-eo", "pipefail", "-c"]
 #: A task a careless workflow would turn into code: quotes, a command substitution, a
 #: leading dash an option parser would take for a flag.
 NASTY_PROMPT = "-rf \"$(touch pwned)\" `touch pwned2` '; touch pwned3; ' route action/"
-
-
-def _run_action(machine: Machine, checkout: Path, given: dict[str, str]) -> tuple[int, Any]:
-    action = sources.load_yaml(sources.GITHUB_ACTIONS[0])
-    inputs = {name: spec.get("default", "") for name, spec in action["inputs"].items()}
-    inputs.update(given)
-    step = sources.github_step(action["runs"], runs="interpreter exec")
-    context = {f"inputs.{name}": value for name, value in inputs.items()}
-    env = {key: sources.expand(str(value), context) for key, value in step["env"].items()}
-    runner_temp = machine.tmp / "runner-temp"
-    machine.shim(runner_temp / "oiexec-venv" / "bin")
-    outputs = machine.tmp / "github-output"
-    outputs.write_text("")
-    env.update(RUNNER_TEMP=str(runner_temp), GITHUB_OUTPUT=str(outputs))
-    proc = run_script([*GITHUB_BASH, step["run"]], cwd=checkout, env=machine.env(env))
-    return proc.returncode, _parse_outputs(outputs.read_text())
-
-
-def _parse_outputs(text: str) -> dict[str, str]:
-    """GITHUB_OUTPUT's format: name=value lines and name<<DELIMITER blocks."""
-    values: dict[str, str] = {}
-    lines = iter(text.splitlines())
-    for line in lines:
-        block = re.match(r"^([\w-]+)<<(.+)$", line)
-        if block:
-            body = []
-            for inner in lines:
-                if inner == block.group(2):
-                    break
-                body.append(inner)
-            values[block.group(1)] = "\n".join(body)
-        else:
-            name, _, value = line.partition("=")
-            values[name] = value
-    return values
 
 
 def test_action_runs_the_task_from_its_input_and_sets_its_outputs(machine: Machine) -> None:
@@ -62,7 +23,7 @@ def test_action_runs_the_task_from_its_input_and_sets_its_outputs(machine: Machi
         reply("Wrote fixed.txt.\nSecond line."),
     )
     checkout = machine.checkout("action")
-    code, outputs = _run_action(machine, checkout, {"prompt": NASTY_PROMPT, "api-key": API_KEY})
+    code, outputs = run_action(machine, checkout, {"prompt": NASTY_PROMPT, "api-key": API_KEY})
 
     assert code == 0 and outputs["exit-code"] == "0", outputs
     assert outputs["final-message"].strip() == "Wrote fixed.txt.\nSecond line."
@@ -86,14 +47,14 @@ def test_action_reports_a_failed_run_in_its_outputs_and_fails_the_step(
         reply(tool_calls=[call("exec_command", {"cmd": "echo step one"})]),
     )
     checkout = machine.checkout("action")
-    code, outputs = _run_action(
+    code, outputs = run_action(
         machine, checkout, {"prompt": "route action/", "api-key": API_KEY, "max-turns": "1"}
     )
     # The turn limit (exit 4) is the step's exit code, and the outputs are set all the same.
     assert code == 4 and outputs["exit-code"] == "4", outputs
     assert outputs["diff"] == "" and outputs["final-message"] == ""
 
-    code, outputs = _run_action(
+    code, outputs = run_action(
         machine,
         checkout,
         {"prompt": "route action/", "max-turns": "1", "fail-on-error": "false"},
@@ -104,7 +65,7 @@ def test_action_reports_a_failed_run_in_its_outputs_and_fails_the_step(
 
 
 def test_action_refuses_an_unsandboxed_mode(machine: Machine) -> None:
-    code, outputs = _run_action(
+    code, outputs = run_action(
         machine, machine.checkout("action"), {"prompt": "anything", "sandbox": "danger-full-access"}
     )
     assert code == 2 and outputs == {}
