@@ -14,9 +14,16 @@ import shlex
 from pathlib import Path
 
 from tests.examples import sources
-from tests.examples.conftest import API_KEY, Machine, assert_batch_complete, copy_tree, run_script
+from tests.examples.conftest import (
+    API_KEY,
+    GITHUB_BASH,
+    Machine,
+    assert_batch_complete,
+    copy_tree,
+    run_script,
+    tasks_jsonl,
+)
 
-GITHUB_BASH = ["bash", "--noprofile", "--norc", "-eo", "pipefail", "-c"]
 GITLAB_BASH = ["bash", "-eo", "pipefail", "-c"]
 INSTALL_LINE = re.compile(r"^\s*(pip install|python -m venv|\"[^\"]*/pip\" install)")
 
@@ -162,7 +169,7 @@ def test_kubernetes_indexed_job_reads_its_shard_from_the_pod_then_merges(
                 assert volume["configMap"]["name"] == configmap["metadata"]["name"]
                 for key in configmap["data"]:
                     # The tasks the example ships clone from URLs; these work on the test repo.
-                    (local / key).write_text(_tasks_for(machine))
+                    (local / key).write_text(tasks_jsonl(repo=machine.repo))
             mounts[volume_mount["mountPath"]] = local
 
         def local_paths(text: str) -> str:
@@ -235,9 +242,3 @@ def test_systemd_service_runs_the_nightly_batch(machine: Machine) -> None:
     (out,) = list((workdir / "runs").iterdir())
     assert_batch_complete(out, machine)
     assert shlex.join(argv).count("interpreter batch") == 1
-
-
-def _tasks_for(machine: Machine) -> str:
-    from tests.examples.conftest import tasks_jsonl
-
-    return tasks_jsonl(repo=machine.repo)
