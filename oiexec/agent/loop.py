@@ -25,6 +25,7 @@ from oiexec.core.errors import (
 from oiexec.core.events import (
     AgentMessageItem,
     ErrorItem,
+    ModelPrice,
     ReasoningItem,
     StreamError,
     ThreadEvent,
@@ -48,6 +49,13 @@ class LoopLimits:
     max_turns: int | None = None
     #: `time.monotonic()` deadline of the whole run.
     deadline: float | None = None
+    #: `--max-tokens`: input + output tokens this invocation may use.
+    max_tokens: int | None = None
+    #: `--max-cost` in USD, priced with `price` (the runner refuses a budget without a price).
+    max_cost: float | None = None
+    price: ModelPrice | None = None
+    #: The model's context window in tokens (config, else the model catalog), for compaction.
+    context_window: int | None = None
 
 
 @dataclass(frozen=True)

@@ -145,6 +145,18 @@ _EXEC_OPTIONS: list[Callable[[Any], Any]] = [
         help="Fail (exit 5) if the run takes longer.",
     ),
     click.option(
+        "--max-tokens",
+        type=click.IntRange(min=1),
+        metavar="N",
+        help="Fail (exit 9) once the run has used more than N tokens (input + output).",
+    ),
+    click.option(
+        "--max-cost",
+        type=click.FloatRange(min=0, min_open=True),
+        metavar="USD",
+        help="Fail (exit 10) once the run has cost more than USD at the model's price.",
+    ),
+    click.option(
         "--check",
         "check",
         metavar="CMD",

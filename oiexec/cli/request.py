@@ -72,6 +72,8 @@ def build_request(params: dict[str, Any], prompt: str, **extra: Any) -> ExecRequ
         diff=path_of("diff_file"),
         max_turns=params.get("max_turns"),
         timeout=params.get("timeout_s"),
+        max_tokens=params.get("max_tokens"),
+        max_cost=params.get("max_cost"),
         dangerously_bypass=bool(params.get("bypass")),
         check=params.get("check"),
         max_attempts=params.get("max_attempts"),

@@ -75,6 +75,16 @@ class ShellEnvironmentPolicy(_Table):
     set: dict[str, str] = Field(default_factory=dict)
 
 
+class ModelPricing(_Table):
+    """`[model_pricing]`: the current model's price in USD per million tokens, for
+    `--max-cost` when the model catalog has none (or to correct it)."""
+
+    input_per_mtok: float = Field(ge=0)
+    output_per_mtok: float = Field(ge=0)
+    cached_input_per_mtok: float | None = Field(default=None, ge=0)
+    cache_write_per_mtok: float | None = Field(default=None, ge=0)
+
+
 class ProjectConfig(_Table):
     trust_level: Literal["trusted", "untrusted"] | None = None
 
@@ -95,6 +105,7 @@ class Settings(BaseSettings):
     model_reasoning_summary: Literal["auto", "concise", "detailed", "none"] | None = None
     model_verbosity: Literal["low", "medium", "high"] | None = None
     model_context_window: int | None = None
+    model_pricing: ModelPricing | None = None
 
     harness: str | None = None
     harness_guidance: bool = True

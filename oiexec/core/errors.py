@@ -5,12 +5,14 @@
     ├── ConfigError             exit 3  (config files, -c overrides, providers, API keys)
     ├── LimitExceeded           (never raised directly)
     │   ├── MaxTurnsExceeded    exit 4
-    │   └── RunTimedOut         exit 5
+    │   ├── RunTimedOut         exit 5
+    │   ├── MaxTokensExceeded   exit 9  (`--max-tokens`)
+    │   └── MaxCostExceeded     exit 10 (`--max-cost`)
     ├── SandboxUnavailable      exit 6
     ├── CheckFailed             exit 8  (`--check` still failing after the last attempt)
     ├── ProviderError           exit 1  (the model provider failed after retries)
     └── SessionError            exit 1  (unknown or unreadable session)
-    Interrupted                 exit 130 (SIGINT / SIGTERM)
+    Interrupted                 exit 130 (SIGINT), 143 (SIGTERM)
 
 A blocking review finding is an outcome, not an error: the review returns
 `ExitCode.REVIEW_BLOCKED` (exit 7) with its findings.
@@ -44,7 +46,11 @@ class ExitCode(IntEnum):
     SANDBOX_UNAVAILABLE = 6
     REVIEW_BLOCKED = 7
     CHECK_FAILED = 8
+    MAX_TOKENS = 9
+    MAX_COST = 10
     INTERRUPTED = 130
+    #: 128 + SIGTERM: what CI runners expect from a job they cancelled.
+    TERMINATED = 143
 
 
 class OiexecError(Exception):
@@ -83,6 +89,20 @@ class MaxTurnsExceeded(LimitExceeded):
 class RunTimedOut(LimitExceeded):
     exit_code = ExitCode.TIMEOUT
     limit = "timeout"
+
+
+class MaxTokensExceeded(LimitExceeded):
+    """`--max-tokens`: the run's input + output tokens went past the budget."""
+
+    exit_code = ExitCode.MAX_TOKENS
+    limit = "max_tokens"
+
+
+class MaxCostExceeded(LimitExceeded):
+    """`--max-cost`: the run's priced usage went past the budget."""
+
+    exit_code = ExitCode.MAX_COST
+    limit = "max_cost"
 
 
 class SandboxUnavailable(OiexecError):

@@ -128,6 +128,38 @@ class Usage(_Model):
         )
 
 
+class ModelPrice(_Model):
+    """USD per million tokens, as price catalogs quote them. Cached input is billed at its
+    own rate when the provider reports it; output includes reasoning tokens."""
+
+    input_per_mtok: float
+    output_per_mtok: float
+    cached_input_per_mtok: float | None = None
+    cache_write_per_mtok: float | None = None
+
+    def cost(self, usage: Usage) -> float:
+        cached = usage.cached_input_tokens
+        cached_rate = (
+            self.input_per_mtok
+            if self.cached_input_per_mtok is None
+            else (self.cached_input_per_mtok)
+        )
+        written = usage.cache_write_input_tokens
+        write_rate = (
+            self.input_per_mtok
+            if self.cache_write_per_mtok is None
+            else (self.cache_write_per_mtok)
+        )
+        fresh = max(0, usage.input_tokens - cached - written)
+        total = (
+            fresh * self.input_per_mtok
+            + cached * cached_rate
+            + written * write_rate
+            + usage.output_tokens * self.output_per_mtok
+        )
+        return total / 1_000_000
+
+
 class ThreadError(_Model):
     message: str
 

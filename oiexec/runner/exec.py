@@ -17,11 +17,13 @@ from typing import TYPE_CHECKING, Any
 
 from oiexec import __version__
 from oiexec.agent.final import FinalAnswerPolicy, PlainAnswer, SchemaAnswer
+from oiexec.config.catalog import ModelFacts, model_facts
 from oiexec.config.loader import LoadedConfig, load_config
 from oiexec.config.providers import resolve_api_key, resolve_provider
 from oiexec.config.settings import ProviderConfig
 from oiexec.core.context import ItemEmitter
 from oiexec.core.errors import (
+    ConfigError,
     ExitCode,
     Interrupted,
     LimitExceeded,
@@ -45,7 +47,7 @@ from oiexec.git import is_git_marker
 from oiexec.output.dispatch import Dispatcher
 from oiexec.output.human import HumanProcessor, use_color
 from oiexec.output.jsonl import JsonlProcessor
-from oiexec.runner.check import checked_policy
+from oiexec.runner.check import check_header, checked_policy
 from oiexec.runner.inputs import read_images, read_output_schema
 from oiexec.runner.reports import CommandCollector, capture_baseline, write_reports
 from oiexec.runner.request import ExecRequest
@@ -100,6 +102,8 @@ class _Prepared:
     output_schema: dict[str, Any] | None
     policy: SandboxPolicy
     started: float
+    #: The model's context window and price (config, else the catalog).
+    facts: ModelFacts
     #: The session a resume or fork continues.
     continued: LoadedSession | None = None
     #: Where this run differs from the continued session's (announced and recorded).
@@ -151,9 +155,15 @@ def _prepare(request: ExecRequest, hooks: RunHooks) -> _Prepared:
             output_schema=output_schema,
             forced_mode=hooks.sandbox_mode is not None,
         )
+    facts = model_facts(config.settings, provider_id)
+    if request.max_cost is not None and facts.price is None:
+        raise ConfigError(
+            f"--max-cost needs a price for model `{config.settings.model}`, and none is known",
+            hint="give one: -c model_pricing.input_per_mtok=N -c model_pricing.output_per_mtok=N",
+        )
     return _Prepared(
         request, hooks, config, provider_id, provider, api_key, images, output_schema, policy,
-        started, continued, tuple(changes),
+        started, facts, continued, tuple(changes),
     )  # fmt: skip
 
 
@@ -328,6 +338,7 @@ class _Run:
                 ("approval", "never"),
                 ("sandbox", self._sandbox_summary()),
                 ("reasoning effort", settings.model_reasoning_effort or "default"),
+                *([] if self.p.hooks.final else check_header(self.request, settings)),
                 ("session id", self.store.thread_id),
             ],
         )
@@ -407,7 +418,14 @@ class _Run:
                 output_schema=p.output_schema,
                 prompt_cache_key=thread_id,
             ),
-            limits=LoopLimits(max_turns=request.max_turns, deadline=self.deadline),
+            limits=LoopLimits(
+                max_turns=request.max_turns,
+                deadline=self.deadline,
+                max_tokens=request.max_tokens,
+                max_cost=request.max_cost,
+                price=p.facts.price,
+                context_window=p.facts.context_window,
+            ),
             on_step=self.processor.step,
             final=final,
             instructions=p.hooks.instructions,

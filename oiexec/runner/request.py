@@ -41,6 +41,10 @@ class ExecRequest:
     diff: Path | None = None
     max_turns: int | None = None
     timeout: float | None = None
+    #: `--max-tokens N`: input + output tokens this run may use (exit 9 past it).
+    max_tokens: int | None = None
+    #: `--max-cost USD`: what this run may cost at the model's catalog price (exit 10).
+    max_cost: float | None = None
     dangerously_bypass: bool = False
     #: `--check CMD`: the run succeeds only when CMD passes after the model's final answer.
     check: str | None = None
