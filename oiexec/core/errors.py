@@ -11,6 +11,7 @@
     ├── SandboxUnavailable      exit 6
     ├── CheckFailed             exit 8  (`--check` still failing after the last attempt)
     ├── ProviderError           exit 1  (the model provider failed after retries)
+    │   └── ContextWindowExceeded exit 1 (the request is larger than the model's window)
     └── SessionError            exit 1  (unknown or unreadable session)
     Interrupted                 exit 130 (SIGINT), 143 (SIGTERM)
 
@@ -117,6 +118,11 @@ class CheckFailed(OiexecError):
 
 class ProviderError(OiexecError):
     """The provider answered with an error we do not retry, or retries ran out."""
+
+
+class ContextWindowExceeded(ProviderError):
+    """The provider refused the request as too long for the model (HTTP 413 or a
+    context-length error). The loop compacts and retries once before giving up."""
 
 
 class SessionError(OiexecError):
