@@ -147,7 +147,9 @@ def merge_command(dirs: tuple[str, ...], out_dir: str) -> None:
 
     from oiexec.runner.batch.merge import merge_batches
 
-    code = merge_batches([Path(d) for d in dirs], Path(out_dir))
+    code = merge_batches(
+        [Path(d) for d in dirs], Path(out_dir), warn=lambda message: click.echo(message, err=True)
+    )
     click.get_current_context().exit(code)
 
 

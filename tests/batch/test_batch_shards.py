@@ -111,3 +111,34 @@ def test_merge_rejects_overlapping_shards_and_bad_shard_specs(
     )
     assert orphan.returncode == 2 and "JOB_COMPLETIONS" in orphan.stderr
     assert not (tmp_path / "b").exists()
+
+
+def test_merge_without_a_shard_reports_its_tasks_missing(
+    model_server: ModelServer, repo: Path, tmp_path: Path
+) -> None:
+    """A shard whose machine died never uploads its directory: the merged reports must not
+    pass on what the other shards did alone."""
+    tasks = write_tasks(
+        tmp_path / "suite.jsonl",
+        [{"id": i, "prompt": f"do [task:{i}]", "repo": str(repo)} for i in _IDS],
+    )
+    _script(model_server, runs=1)
+    shard = run_batch(model_server, tasks, tmp_path / "s0", "--shard", "0/2", cwd=tmp_path)
+    assert shard.returncode == 0, shard.stderr
+
+    merged = run_cli(
+        ["batch", "merge", str(tmp_path / "s0"), "--out", str(tmp_path / "m")], cwd=tmp_path
+    )
+    assert merged.returncode == 1, merged.stderr
+    assert "t1, t3" in merged.stderr and "shard" in merged.stderr
+    summary = json.loads((tmp_path / "m" / "summary.json").read_text())
+    assert [(t["id"], t["status"]) for t in summary["tasks"]] == [
+        ("t0", "success"),
+        ("t1", "missing"),
+        ("t2", "success"),
+        ("t3", "missing"),
+        ("t4", "success"),
+    ]
+    assert summary["exit_code"] == 1 and summary["totals"]["missing"] == 2
+    junit = (tmp_path / "m" / "junit.xml").read_text()
+    assert junit.count("<failure") == 2 and 'name="t3"' in junit

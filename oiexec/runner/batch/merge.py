@@ -2,17 +2,22 @@
 `summary.json` and `junit.xml` one run over all tasks writes (same function, same records,
 same order), with each task's files copied beside them so the merged directory stands alone.
 Kept worktrees are not copied: they belong to the machine that ran the shard.
+
+Each shard's `shard.json` lists every task of the batch, so a shard that never reported (its
+machine died, its artifact expired) is not merged away silently: its tasks appear as
+`missing`, failing the merged reports and the exit code.
 """
 
 from __future__ import annotations
 
 import json
 import shutil
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
 from oiexec.core.errors import UsageError
+from oiexec.runner.batch.pool import SHARD_FILE
 from oiexec.runner.batch.record import TaskRecord
 from oiexec.runner.batch.report import SUMMARY_FILE, batch_exit_code, write_reports
 from oiexec.runner.batch.workspace import WORKTREE_DIR
@@ -20,9 +25,11 @@ from oiexec.runner.batch.workspace import WORKTREE_DIR
 __all__ = ["merge_batches"]
 
 
-def merge_batches(dirs: Sequence[Path], out: Path) -> int:
+def merge_batches(
+    dirs: Sequence[Path], out: Path, warn: Callable[[str], None] = lambda _message: None
+) -> int:
     """Writes the merged reports to `out`; returns the batch's exit code (0 only when every
-    task of every shard succeeded)."""
+    task of the batch succeeded, in the shards given)."""
     names: set[str] = set()
     records: list[TaskRecord] = []
     seen: dict[str, Path] = {}
@@ -48,11 +55,42 @@ def merge_batches(dirs: Sequence[Path], out: Path) -> int:
             f"these directories hold different batches ({', '.join(sorted(names))})",
             hint="Merge only the shards of one batch (same TASKS file or --name).",
         )
+    missing = _missing(dirs, seen)
+    if missing:
+        warn(
+            f"batch merge: {len(missing)} task(s) of the batch are in none of the directories "
+            f"given (a shard that did not report?): {', '.join(r.id for r in missing)}"
+        )
+    records += missing
     out.mkdir(parents=True, exist_ok=True)
     for record in records:
         _copy_task(seen[record.id] / record.id, out / record.id)
     write_reports(out, names.pop() if names else "batch", records)
     return batch_exit_code(records)
+
+
+def _missing(dirs: Sequence[Path], seen: dict[str, Path]) -> list[TaskRecord]:
+    """A record for each task the shards' `shard.json` name but no directory holds."""
+    batch: list[str] = []
+    for directory in dirs:
+        try:
+            listed = json.loads((directory / SHARD_FILE).read_text(encoding="utf-8"))
+        except (OSError, ValueError):
+            continue  # written by every run; a copy without it just cannot be checked
+        ids = listed.get("batch_tasks") if isinstance(listed, dict) else None
+        if isinstance(ids, list) and len(ids) > len(batch):
+            batch = [str(task_id) for task_id in ids]
+    return [
+        TaskRecord(
+            index=index,
+            id=task_id,
+            status="missing",
+            message="no directory given to `batch merge` holds this task; its shard's "
+            "output is missing",
+        )
+        for index, task_id in enumerate(batch)
+        if task_id not in seen
+    ]
 
 
 def _read_summary(directory: Path) -> dict[str, Any]:

@@ -56,11 +56,12 @@ class BatchOptions:
 def run_batch(options: BatchOptions, stream: TextIO = sys.stderr) -> int:
     """Runs the batch; returns its exit code (see `report.batch_exit_code`). A bad tasks file
     or an unusable repository raises `UsageError` before anything runs."""
-    tasks = select(load_tasks(options.tasks_file), options.shard)
+    every = load_tasks(options.tasks_file)
+    tasks = select(every, options.shard)
     sources = _resolve_sources(tasks, options.cwd)
     out = options.out
     out.mkdir(parents=True, exist_ok=True)
-    _write_shard_file(options, tasks)
+    _write_shard_file(options, tasks, every)
 
     plan: list[tuple[Task, Action, TaskRecord | None, str]] = []
     for task in tasks:
@@ -149,13 +150,15 @@ def _unfinished(task: Task, status: str) -> TaskRecord:
     )
 
 
-def _write_shard_file(options: BatchOptions, tasks: Sequence[Task]) -> None:
-    """Which slice this directory holds; kept out of summary.json so shards merge exactly."""
+def _write_shard_file(options: BatchOptions, tasks: Sequence[Task], every: Sequence[Task]) -> None:
+    """Which slice this directory holds, and every task of the batch (so `batch merge` can
+    tell a shard that never reported); kept out of summary.json so shards merge exactly."""
     data = {
         "batch": options.name,
         "tasks_file": str(options.tasks_file),
         "shard": None if options.shard is None else str(options.shard),
         "tasks": [task.id for task in tasks],
+        "batch_tasks": [task.id for task in every],
     }
     write_report(options.out / SHARD_FILE, json.dumps(data, indent=2) + "\n")
 

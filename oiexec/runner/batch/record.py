@@ -38,10 +38,12 @@ STATUSES = (
     "sandbox",
     "interrupted",
     "not_run",
+    # Only in a merge: no shard directory given to `batch merge` holds the task.
+    "missing",
 )
-#: Statuses of a task that ended on its own (a record is written); the other two mean the
-#: batch stopped before or while running it, and a rerun starts it again.
-FINISHED = frozenset(STATUSES) - {"interrupted", "not_run"}
+#: Statuses of a task that ended on its own (a record is written); the others mean the
+#: batch stopped before or while running it (or, merged, never saw it): it runs again.
+FINISHED = frozenset(STATUSES) - {"interrupted", "not_run", "missing"}
 
 _BY_EXIT = {
     ExitCode.SUCCESS: "success",
