@@ -61,10 +61,10 @@ def merge_batches(
             f"batch merge: {len(missing)} task(s) of the batch are in none of the directories "
             f"given (a shard that did not report?): {', '.join(r.id for r in missing)}"
         )
-    records += missing
     out.mkdir(parents=True, exist_ok=True)
     for record in records:
         _copy_task(seen[record.id] / record.id, out / record.id)
+    records += missing
     write_reports(out, names.pop() if names else "batch", records)
     return batch_exit_code(records)
 
