@@ -1,39 +1,15 @@
-"""Token-budgeted output caps: keep the head and the tail, mark what was cut in the middle.
+"""Output caps: token-budgeted head-and-tail cuts (Codex's `tool_output_token_limit`) and a
+character-budgeted one for the products that count characters.
 
-Tokens are approximated as UTF-8 bytes / 4 (rounded up), which is what Codex reports as the
-"Original token count" and close enough to real tokenizers for budgeting.
+The token arithmetic lives in `oiexec.core.tokens` (the agent loop's compaction uses the same
+unit); it is re-exported here for the tools.
 """
 
 from __future__ import annotations
 
-BYTES_PER_TOKEN = 4
+from oiexec.core.tokens import BYTES_PER_TOKEN, approx_tokens, truncate_middle
 
-
-def approx_tokens(text: str) -> int:
-    """Approximate token count of `text`."""
-    return _tokens_for_bytes(len(text.encode("utf-8")))
-
-
-def truncate_middle(text: str, max_tokens: int) -> str:
-    """`text` unchanged if it fits in `max_tokens`, else its head and tail around a marker
-    `…N tokens truncated…`. The head and tail split the budget evenly; cuts never split a
-    character."""
-    data = text.encode("utf-8")
-    budget = max(0, max_tokens) * BYTES_PER_TOKEN
-    if len(data) <= budget:
-        return text
-    head_len = budget // 2
-    tail_len = budget - head_len
-    # Decoding with "ignore" drops a character cut in half at either edge.
-    head = data[:head_len].decode("utf-8", errors="ignore")
-    tail = data[len(data) - tail_len :].decode("utf-8", errors="ignore") if tail_len else ""
-    kept = len(head.encode("utf-8")) + len(tail.encode("utf-8"))
-    removed = _tokens_for_bytes(len(data) - kept)
-    return f"{head}…{removed} tokens truncated…{tail}"
-
-
-def _tokens_for_bytes(n: int) -> int:
-    return (n + BYTES_PER_TOKEN - 1) // BYTES_PER_TOKEN
+__all__ = ["BYTES_PER_TOKEN", "approx_tokens", "cut_middle", "truncate_middle"]
 
 
 def cut_middle(text: str, limit: int) -> str:
