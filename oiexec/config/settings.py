@@ -105,6 +105,7 @@ class Settings(BaseSettings):
     model_reasoning_summary: Literal["auto", "concise", "detailed", "none"] | None = None
     model_verbosity: Literal["low", "medium", "high"] | None = None
     model_context_window: int | None = None
+    model_auto_compact_token_limit: int | None = Field(default=None, gt=0)
     model_pricing: ModelPricing | None = None
 
     harness: str | None = None
