@@ -17,11 +17,12 @@ Measured for each run of the whole batch:
   Python binary, libraries) count once per process, so this overstates what the tree takes
   from the machine; the peak sum of PSS (/proc/<pid>/smaps_rollup, shared pages divided
   among their users) is printed beside it;
-- CPU time of the tree (user + sys of the batch and its `interpreter exec` children, from
-  rusage of reaped children; the sandboxed commands' bwrap is reparented away and not
-  counted), and how busy the machine's cores were during the run (/proc/stat, everything
-  running, other programs included): near 100% means the cores, not the model, were the
-  limit.
+- CPU time of the tree: user + sys of every process seen in it (/proc/<pid>/stat, the last
+  sample of each; the task processes are forks of the batch's preloaded server, so rusage
+  of reaped children would miss them; the last 20 ms of each process and the sandboxed
+  commands' bwrap, reparented away, are not counted), and how busy the machine's cores
+  were during the run (/proc/stat, everything running, other programs included): near 100%
+  means the cores, not the model, were the limit.
 
 Targets: at 8 jobs at least 6x faster than at 1 job; peak RSS of the tree under 8 x 60 MiB.
 """
@@ -31,7 +32,6 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import resource
 import shutil
 import subprocess
 import sys
@@ -101,6 +101,19 @@ def _tree(root: int) -> list[int]:
     return found
 
 
+TICK = os.sysconf("SC_CLK_TCK")
+
+
+def _cpu_seconds(pid: int) -> float | None:
+    """User + system CPU of `pid` so far (not its children's)."""
+    try:
+        with open(f"/proc/{pid}/stat") as f:
+            fields = f.read().rsplit(")", 1)[1].split()
+        return (int(fields[11]) + int(fields[12])) / TICK
+    except (OSError, IndexError, ValueError):
+        return None
+
+
 def _rss_bytes(pid: int) -> int:
     try:
         with open(f"/proc/{pid}/statm") as f:
@@ -154,10 +167,15 @@ class TreeSampler(threading.Thread):
         self.peak_processes = 0
         self.at_peak: dict[str, tuple[int, float]] = {}
         self.samples = 0
+        self.cpu: dict[int, float] = {}
 
     def run(self) -> None:
         while not self.stop.is_set():
             pids = _tree(self.root)
+            for pid in pids:
+                used = _cpu_seconds(pid)
+                if used is not None:
+                    self.cpu[pid] = used
             rss = {pid: _rss_bytes(pid) for pid in pids}
             if sum(rss.values()) > self.peak_rss:
                 self.peak_rss = sum(rss.values())
@@ -239,7 +257,6 @@ def run_batch(argv: list[str], base: Path, repo: Path, jobs: int, args: argparse
             args.sandbox,
             *server.config_args(),
         ]
-        before = resource.getrusage(resource.RUSAGE_CHILDREN)
         busy_before, total_before = _cpu_ticks()
         with open(log, "w") as stderr:
             started = time.perf_counter()
@@ -253,7 +270,6 @@ def run_batch(argv: list[str], base: Path, repo: Path, jobs: int, args: argparse
             wall = time.perf_counter() - started
             sampler.stop.set()
             sampler.join()
-        after = resource.getrusage(resource.RUSAGE_CHILDREN)
         busy_after, total_after = _cpu_ticks()
         if server.model.errors:
             print(f"  model server: {server.model.errors[:3]}", file=sys.stderr)
@@ -263,7 +279,7 @@ def run_batch(argv: list[str], base: Path, repo: Path, jobs: int, args: argparse
         succeeded = json.loads(summary.read_text())["totals"]["success"]
     if code != 0 or succeeded != args.tasks:
         print(f"  warning: exit {code}, {succeeded}/{args.tasks} succeeded; see {log}")
-    cpu = (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
+    cpu = sum(sampler.cpu.values())
     return Run(
         jobs=jobs,
         busy=(busy_after - busy_before) / max(1, total_after - total_before),

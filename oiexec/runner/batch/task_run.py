@@ -2,8 +2,9 @@
 record of what came of it.
 
 Each task is its own process because a run's timeout (SIGALRM), signal handlers and secret
-registry are process-global: threads could not keep tasks apart. The prompt goes to the
-child's stdin, never onto a command line or into a shell.
+registry are process-global: threads could not keep tasks apart. The processes are forks of a
+preloaded server (`launcher`), which spares each the interpreter's start-up. The prompt goes to
+the child's stdin, never onto a command line or into a shell.
 """
 
 from __future__ import annotations
@@ -12,18 +13,17 @@ import contextlib
 import json
 import os
 import signal
-import subprocess
-import sys
 import threading
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import IO, Any
+from typing import Any
 
 from oiexec.core.errors import ExitCode
 from oiexec.git import GitError
 from oiexec.output.reportfile import write_report
+from oiexec.runner.batch.launcher import Launcher, TaskProcess
 from oiexec.runner.batch.plan import Action
 from oiexec.runner.batch.record import (
     RECORD_FILE,
@@ -54,16 +54,16 @@ class Children:
 
     def __init__(self) -> None:
         self._lock = threading.Lock()
-        self._procs: set[subprocess.Popen[bytes]] = set()
+        self._procs: set[TaskProcess] = set()
         self.stopping = threading.Event()
 
-    def add(self, proc: subprocess.Popen[bytes]) -> None:
+    def add(self, proc: TaskProcess) -> None:
         with self._lock:
             self._procs.add(proc)
         if self.stopping.is_set():
             _signal_group(proc, signal.SIGTERM)
 
-    def discard(self, proc: subprocess.Popen[bytes]) -> None:
+    def discard(self, proc: TaskProcess) -> None:
         with self._lock:
             self._procs.discard(proc)
 
@@ -83,6 +83,7 @@ class BatchContext:
     #: The shared --timeout, when given (a task's `timeout` wins).
     timeout_s: float | None
     children: Children
+    launcher: Launcher = field(default_factory=Launcher)
     env: dict[str, str] = field(default_factory=lambda: dict(os.environ))
     kill_grace_s: float = KILL_GRACE_S
 
@@ -131,7 +132,9 @@ def run_task(
     argv = _argv(task, ctx, cwd, task_dir, previous.session_id if resume and previous else None)
     prompt = _retry_prompt(task, previous) if resume and previous else task.prompt
     timeout = task.timeout if task.timeout is not None else ctx.timeout_s
-    code, killed = run_child(argv, prompt, ctx, task_dir, timeout=timeout, append=resume)
+    code, killed = run_child(
+        ("oiexec", argv), prompt, ctx, task_dir, timeout=timeout, append=resume
+    )
     _read_events(task_dir / PATHS["events"], record)
     earlier = previous.duration_s if resume and previous else 0.0
     record.duration_s = round(earlier + time.monotonic() - started, 3)
@@ -167,7 +170,7 @@ def run_task(
 def _argv(
     task: Task, ctx: BatchContext, cwd: Path, task_dir: Path, session_id: str | None
 ) -> list[str]:
-    argv = [sys.executable, "-m", "oiexec", "exec"]
+    argv = ["exec"]
     if session_id is not None:
         argv.append("resume")
     argv += [*ctx.options, "--json", "--color", "never", "-C", str(cwd)]
@@ -205,7 +208,7 @@ def _retry_prompt(task: Task, previous: TaskRecord) -> str:
 
 
 def run_child(
-    argv: list[str],
+    command: tuple[str, list[str]],
     prompt: str,
     ctx: BatchContext,
     task_dir: Path,
@@ -213,57 +216,40 @@ def run_child(
     timeout: float | None,
     append: bool,
 ) -> tuple[int, str | None]:
-    """Runs one task process, the prompt on its stdin, stdout to events.jsonl and stderr to
-    stderr.log (appended to for a resumed run). Returns (exit status, why it was killed from
-    outside, or None): a child still running `kill_grace_s` after its own `timeout` has its
-    whole process group killed."""
-    mode = "ab" if append else "wb"
+    """Runs one task process (`command` is the module run as `python -m` and its arguments),
+    the prompt on its stdin, stdout to events.jsonl and stderr to stderr.log (appended to for a
+    resumed run). Returns (exit status, why it was killed from outside, or None): a child still
+    running `kill_grace_s` after its own `timeout` has its whole process group killed."""
     deadline = None if timeout is None else time.monotonic() + timeout + ctx.kill_grace_s
-    with (
-        open(task_dir / PATHS["events"], mode) as events,
-        open(task_dir / PATHS["stderr"], mode) as stderr,
-    ):
-        proc = subprocess.Popen(
-            argv,
-            stdin=subprocess.PIPE,
-            stdout=events,
-            stderr=stderr,
-            env=ctx.env,
-            start_new_session=True,  # its own process group: signalled and killed as a whole
-        )
-        ctx.children.add(proc)
-        try:
-            _feed(proc.stdin, prompt)
-            killed = None
-            while True:
-                try:
-                    code = proc.wait(timeout=0.2)
-                    break
-                except subprocess.TimeoutExpired:
-                    if deadline is not None and time.monotonic() > deadline:
-                        _signal_group(proc, signal.SIGKILL)
-                        code = proc.wait()
-                        killed = (
-                            f"killed: still running {ctx.kill_grace_s:g}s after its "
-                            f"{timeout:g}s timeout"
-                        )
-                        break
-        finally:
-            ctx.children.discard(proc)
-            _signal_group(proc, signal.SIGKILL)  # leftovers of the child's group
+    module, args = command
+    proc = ctx.launcher.start(
+        module,
+        args,
+        env=ctx.env,
+        stdin=prompt,
+        stdout=task_dir / PATHS["events"],
+        stderr=task_dir / PATHS["stderr"],
+        append=append,
+    )
+    ctx.children.add(proc)
+    try:
+        killed = None
+        while (code := proc.wait(0.2)) is None:
+            if deadline is not None and time.monotonic() > deadline:
+                _signal_group(proc, signal.SIGKILL)
+                while (code := proc.wait(1.0)) is None:
+                    pass
+                killed = (
+                    f"killed: still running {ctx.kill_grace_s:g}s after its {timeout:g}s timeout"
+                )
+                break
+    finally:
+        ctx.children.discard(proc)
+        _signal_group(proc, signal.SIGKILL)  # leftovers of the child's group
     return code, killed
 
 
-def _feed(stdin: IO[bytes] | None, prompt: str) -> None:
-    if stdin is None:
-        return
-    with contextlib.suppress(BrokenPipeError, OSError):
-        stdin.write(prompt.encode("utf-8"))
-    with contextlib.suppress(BrokenPipeError, OSError):
-        stdin.close()
-
-
-def _signal_group(proc: subprocess.Popen[bytes], signum: int) -> None:
+def _signal_group(proc: TaskProcess, signum: int) -> None:
     with contextlib.suppress(ProcessLookupError, PermissionError):
         os.killpg(proc.pid, signum)
 
