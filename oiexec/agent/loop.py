@@ -13,9 +13,12 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from oiexec.agent.budget import Budget
+from oiexec.agent.compact import Compactor, estimate_request, thresholds
 from oiexec.agent.final import FinalAnswerPolicy, PlainAnswer, Retry
 from oiexec.core.context import ToolContext
 from oiexec.core.errors import (
+    ContextWindowExceeded,
     LimitExceeded,
     MaxTurnsExceeded,
     ModelFacingError,
@@ -31,7 +34,14 @@ from oiexec.core.events import (
     ThreadEvent,
     Usage,
 )
-from oiexec.core.protocols import DrivingHarness, Harness, HarnessStep, ModelClient, Tool
+from oiexec.core.protocols import (
+    CompactingHarness,
+    DrivingHarness,
+    Harness,
+    HarnessStep,
+    ModelClient,
+    Tool,
+)
 from oiexec.core.types import (
     HistoryItem,
     Message,
@@ -40,6 +50,11 @@ from oiexec.core.types import (
     Reasoning,
     ToolCall,
     ToolOutput,
+)
+
+_WINDOW_HINT = (
+    "Set model_context_window to the model's real window so compaction starts in time, or "
+    "lower tool_output_token_limit."
 )
 
 
@@ -56,6 +71,8 @@ class LoopLimits:
     price: ModelPrice | None = None
     #: The model's context window in tokens (config, else the model catalog), for compaction.
     context_window: int | None = None
+    #: `model_auto_compact_token_limit`: compact at this request size (else 90% of the window).
+    auto_compact_tokens: int | None = None
 
 
 @dataclass(frozen=True)
@@ -89,15 +106,41 @@ class AgentLoop:
     final: FinalAnswerPolicy = field(default_factory=PlainAnswer)
     #: Replaces the harness's instructions (the review rubric).
     instructions: str | None = None
+    #: Records a compaction in the rollout: the payload of a `compacted` record (the summary
+    #: and the history that replaces everything before it).
+    on_compacted: Callable[[dict[str, Any]], None] = lambda _payload: None
     #: Model requests made so far (also after a limit or failure ended the run).
     steps: int = field(default=0, init=False)
+    #: The thread's usage so far, this run's requests included (also after a failure).
+    usage: Usage = field(default_factory=Usage, init=False)
     _tools: dict[str, Tool] = field(init=False)
+    _budget: Budget = field(init=False)
+    _compactor: Compactor | None = field(init=False)
+    #: Texts of the user-role messages the loop added itself (corrections, observations).
+    _own: set[str] = field(default_factory=set, init=False)
 
     def __post_init__(self) -> None:
         self._tools = {tool.spec.name: tool for tool in self.harness.tools()}
+        limits = self.limits
+        self._budget = Budget(limits.max_tokens, limits.max_cost, limits.price)
+        self._compactor = None
+        if isinstance(self.harness, CompactingHarness):
+            instruction, heading = self.harness.compaction_prompts()
+            window, trigger = thresholds(limits.context_window, limits.auto_compact_tokens)
+            self._compactor = Compactor(
+                window=window,
+                trigger=trigger,
+                instruction=instruction,
+                summary_heading=heading,
+                context=lambda: self.harness.initial_context(self.ctx.cwd, self.ctx.sandbox.policy),
+                send=self._summary_request,
+                measure=lambda items: estimate_request(self._request(items)),
+            )
 
     def run(self, history: list[HistoryItem], usage: Usage) -> TurnOutcome:
-        """Runs until a final answer. `history` is extended in place (and recorded)."""
+        """Runs until a final answer. `history` is extended in place (and recorded), and
+        replaced in place when it is compacted."""
+        self.usage = usage
         attempt = 0
         while True:
             self._check_deadline()
@@ -108,8 +151,7 @@ class AgentLoop:
                 )
             self.steps += 1
             self.on_step(self.steps)
-            response = self.client.respond(self._request(history), self._on_retry)
-            usage = usage.plus(response.usage)
+            response = self._respond(history)
             self._append(history, response.items)
             step = self._interpret(response)
             self._emit_response_items(response.items, final=step.final)
@@ -117,7 +159,7 @@ class AgentLoop:
             if step.final:
                 text = step.final_text if step.final_text is not None else response.final_text
             else:
-                self._append(history, step.feedback)
+                self._append(history, step.feedback, own=True)
                 text = self._run_calls(history, step.calls)
                 if text is None:
                     continue
@@ -133,10 +175,10 @@ class AgentLoop:
                         + (verdict.notice or verdict.message),
                     )
                 )
-                self._append(history, [Message(role="user", text=verdict.message)])
+                self._append(history, [Message(role="user", text=verdict.message)], own=True)
                 continue
             self.final.present(verdict, self.ctx.items)
-            return TurnOutcome(verdict, usage, self.steps)
+            return TurnOutcome(verdict, self.usage, self.steps)
 
     def _interpret(self, response: ModelResponse) -> HarnessStep:
         if isinstance(self.harness, DrivingHarness):
@@ -154,7 +196,7 @@ class AgentLoop:
                 self._append(history, [output])
                 continue
             observed = self.harness.observe(call, output)
-            self._append(history, observed.items)
+            self._append(history, observed.items, own=True)
             if observed.submission is not None:
                 return observed.submission
         return None
@@ -177,10 +219,82 @@ class AgentLoop:
             prompt_cache_key=self.options.prompt_cache_key,
         )
 
-    def _append(self, history: list[HistoryItem], items: Sequence[HistoryItem]) -> None:
+    def _append(
+        self, history: list[HistoryItem], items: Sequence[HistoryItem], *, own: bool = False
+    ) -> None:
         for item in items:
+            if own and isinstance(item, Message):
+                self._own.add(item.text)
             history.append(item)
             self.record(item)
+
+    # -- requests, budgets and compaction --------------------------------------------------
+
+    def _respond(self, history: list[HistoryItem]) -> ModelResponse:
+        """One model request: compacted first when the history nears the context window, and
+        compacted and sent once more when the provider still finds it too long."""
+        compactor = self._compactor
+        if compactor is not None and compactor.due(history):
+            self._compact(history, compactor)
+        try:
+            response = self.client.respond(self._request(history), self._on_retry)
+        except ContextWindowExceeded as exc:
+            if compactor is None:
+                raise
+            self.ctx.warn(f"the model refused the request as too long ({exc.message}); compacting")
+            self._compact(history, compactor)
+            try:
+                response = self.client.respond(self._request(history), self._on_retry)
+            except ContextWindowExceeded as again:
+                raise ContextWindowExceeded(
+                    "the request is too long for the model even after compacting the "
+                    f"conversation: {again.message}",
+                    hint=_WINDOW_HINT,
+                ) from again
+        self._charge(response)
+        if compactor is not None:
+            compactor.observed(response, len(history))
+        return response
+
+    def _summary_request(self, items: Sequence[HistoryItem]) -> ModelResponse:
+        """The compaction's request for a summary: the harness's shaping, no answer schema."""
+        self._check_deadline()
+        request = self._request(items).model_copy(update={"output_schema": None})
+        response = self.client.respond(request, self._on_retry)
+        self._charge(response)
+        return response
+
+    def _charge(self, response: ModelResponse) -> None:
+        self.usage = self.usage.plus(response.usage)
+        self._budget.charge(response.usage)
+
+    def _compact(self, history: list[HistoryItem], compactor: Compactor) -> None:
+        done = compactor.compact(history, self._own)
+        history[:] = done.history
+        self.on_compacted(
+            {
+                "message": done.summary,
+                "replacement_history": [item.model_dump(mode="json") for item in done.history],
+            }
+        )
+        # Codex's exec stream has no compaction item; a warning item keeps the stream within
+        # what SDKs parse, and human mode prints it as a line.
+        self.ctx.items.completed(
+            ErrorItem(
+                id=self.ctx.items.next_id(),
+                message=f"context compacted: about {done.before_tokens:,} tokens of history "
+                f"became {done.after_tokens:,} (context window {compactor.window:,}); "
+                f"{done.summarised} earlier items were summarised by the model",
+            )
+        )
+        size = compactor.estimate(history)
+        if size > compactor.window:
+            raise ContextWindowExceeded(
+                f"the conversation does not fit in the model's context window of "
+                f"{compactor.window:,} tokens even after compacting it (about {size:,} tokens: "
+                "instructions, tools, initial context and the latest turn)",
+                hint=_WINDOW_HINT,
+            )
 
     def _emit_response_items(self, items: Sequence[HistoryItem], *, final: bool) -> None:
         emitter = self.ctx.items

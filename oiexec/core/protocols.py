@@ -116,6 +116,16 @@ class DrivingHarness(Harness, Protocol):
     def observe(self, call: ToolCall, output: ToolOutput) -> Observation: ...
 
 
+@runtime_checkable
+class CompactingHarness(Protocol):
+    """A harness that words the context compaction (the loop summarises only with one)."""
+
+    def compaction_prompts(self) -> tuple[str, str]:
+        """The request asking the model for a summary of the conversation so far, and the
+        heading the summary gets when it replaces the older turns in the history."""
+        ...
+
+
 class Sandbox(Protocol):
     """Confines one command. `prepare` raises `SandboxUnavailable` rather than ever
     running a command with less confinement than the policy asks for."""

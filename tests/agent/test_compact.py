@@ -1,0 +1,321 @@
+"""Compaction and budgets in the agent loop at its seams: an in-memory model that answers
+summary requests and tool turns, a harness with an initial context, real tool context."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from pathlib import Path
+
+import pytest
+
+from oiexec.agent.compact import estimate_request
+from oiexec.agent.loop import AgentLoop, LoopLimits, ModelOptions
+from oiexec.core.context import ToolContext
+from oiexec.core.errors import ContextWindowExceeded, MaxCostExceeded, MaxTokensExceeded
+from oiexec.core.events import ItemCompleted, ModelPrice, ThreadEvent, Usage
+from oiexec.core.policy import SandboxPolicy
+from oiexec.core.protocols import RetryCallback, Tool
+from oiexec.core.types import (
+    HistoryItem,
+    Message,
+    ModelRequest,
+    ModelResponse,
+    ToolCall,
+    ToolOutput,
+    ToolSpec,
+)
+from tests.conftest import MakeToolContext
+
+ASK = "SUMMARISE NOW"
+HEADING = "[summary heading]"
+CONTEXT = "AGENTS.md: run the tests with make"
+TASK = "fix every bug"
+
+
+class BigTool:
+    """Returns `size` characters of output, numbered so the tail is recognisable."""
+
+    spec = ToolSpec(name="big", description="prints a lot", parameters={"type": "object"})
+
+    def __init__(self, size: int) -> None:
+        self.size = size
+        self.calls = 0
+
+    def run(self, call: ToolCall, ctx: ToolContext) -> ToolOutput:
+        self.calls += 1
+        body = f"output {self.calls} " + "x" * self.size
+        return ToolOutput(call_id=call.call_id, output=body)
+
+
+class CompactingHarness:
+    id = "compacting"
+
+    def __init__(self, tools: Sequence[Tool]) -> None:
+        self._tools = list(tools)
+
+    def instructions(self) -> str:
+        return "be brief"
+
+    def tools(self) -> Sequence[Tool]:
+        return self._tools
+
+    def initial_context(self, cwd: Path, policy: SandboxPolicy) -> list[HistoryItem]:
+        return [Message(role="user", text=CONTEXT)]
+
+    def environment_context(self, cwd: Path, policy: SandboxPolicy) -> HistoryItem | None:
+        return None
+
+    def is_complete(self, response: ModelResponse) -> bool:
+        return not response.tool_calls
+
+    def finish_turn(self, ctx: ToolContext) -> None:
+        pass
+
+    def close(self) -> None:
+        pass
+
+    def compaction_prompts(self) -> tuple[str, str]:
+        return ASK, HEADING
+
+
+class PlainHarness(CompactingHarness):
+    compaction_prompts = None  # type: ignore[assignment]  # not a CompactingHarness
+
+
+class Model:
+    """Calls `big` for `turns` turns, then answers; summarises when asked. `before` may
+    raise for a request (a provider refusing it)."""
+
+    def __init__(
+        self,
+        turns: int,
+        *,
+        usage: Usage | None = None,
+        before: Callable[[ModelRequest], None] | None = None,
+    ) -> None:
+        self.turns = turns
+        self.usage = usage or Usage(input_tokens=10, output_tokens=5)
+        self.before = before
+        self.requests: list[ModelRequest] = []
+        self.done = 0
+
+    def respond(self, request: ModelRequest, on_retry: RetryCallback) -> ModelResponse:
+        self.requests.append(request)
+        if self.before is not None:
+            self.before(request)
+        last = request.history[-1]
+        if isinstance(last, Message) and last.text == ASK:
+            return ModelResponse(
+                items=(Message(role="assistant", text=f"summary after {self.done} turns"),),
+                usage=self.usage,
+            )
+        if self.done >= self.turns:
+            return ModelResponse(items=(Message(role="assistant", text="done"),), usage=self.usage)
+        self.done += 1
+        call = ToolCall(call_id=f"c{self.done}", name="big", arguments="{}")
+        return ModelResponse(items=(call,), usage=self.usage)
+
+    def close(self) -> None:
+        pass
+
+
+def _run(
+    tool_context: MakeToolContext,
+    tmp_path: Path,
+    model: Model,
+    *,
+    harness: CompactingHarness | None = None,
+    size: int = 4_000,
+    **limits: object,
+) -> tuple[AgentLoop, list[HistoryItem], list[ThreadEvent], list[dict[str, object]]]:
+    events: list[ThreadEvent] = []
+    compacted: list[dict[str, object]] = []
+    harness = harness or CompactingHarness([BigTool(size)])
+    loop = AgentLoop(
+        client=model,
+        harness=harness,
+        ctx=tool_context(tmp_path, events=events),
+        emit=events.append,
+        record=lambda _item: None,
+        options=ModelOptions(model="m"),
+        limits=LoopLimits(**limits),  # type: ignore[arg-type]
+        on_compacted=compacted.append,
+    )
+    history: list[HistoryItem] = [
+        *harness.initial_context(tmp_path, SandboxPolicy(mode="read-only", cwd=tmp_path)),
+        Message(role="user", text=TASK),
+    ]
+    loop.run(history, Usage())
+    return loop, history, events, compacted
+
+
+def _warnings(events: list[ThreadEvent]) -> list[str]:
+    return [
+        e.item.message
+        for e in events
+        if isinstance(e, ItemCompleted) and e.item.type == "error"  # type: ignore[union-attr]
+    ]
+
+
+def test_a_long_run_is_compacted_and_every_request_fits_the_window(
+    tmp_path: Path, tool_context: MakeToolContext
+) -> None:
+    model = Model(turns=60)
+    _loop, history, events, compacted = _run(tool_context, tmp_path, model, context_window=8_000)
+    task_requests = [r for r in model.requests if r.history[-1] != Message(role="user", text=ASK)]
+    assert len(task_requests) == 61  # every turn ran, then the answer
+    assert max(estimate_request(r) for r in model.requests) < 8_000
+    assert compacted, "the history outgrew the window, so it must have been compacted"
+    assert len(_warnings(events)) == len(compacted)
+    assert "context compacted" in _warnings(events)[0]
+    # The history that ended the run: context, task, the latest summary, then recent turns.
+    texts = [i.text for i in history if isinstance(i, Message)]
+    assert texts[:2] == [CONTEXT, TASK]
+    summaries = [t for t in texts if t.startswith(HEADING)]
+    assert len(summaries) == 1, "an earlier summary is replaced, not kept"
+    outputs = [i for i in history if isinstance(i, ToolOutput)]
+    assert outputs and outputs[-1].output.startswith("output 60 ")
+    # What the rollout records replaces the history exactly.
+    assert compacted[-1]["message"] == summaries[0]
+
+
+def test_the_summary_request_carries_the_whole_history_and_the_harness_request(
+    tmp_path: Path, tool_context: MakeToolContext
+) -> None:
+    model = Model(turns=20)
+    _run(tool_context, tmp_path, model, context_window=8_000, size=2_000)
+    asks = [r for r in model.requests if r.history[-1] == Message(role="user", text=ASK)]
+    assert asks
+    first = asks[0].history
+    assert first[0] == Message(role="user", text=CONTEXT)
+    assert first[1] == Message(role="user", text=TASK)
+    assert any(isinstance(i, ToolOutput) and i.output.startswith("output 1 ") for i in first)
+
+
+def test_a_refused_request_is_compacted_and_sent_again_once(
+    tmp_path: Path, tool_context: MakeToolContext
+) -> None:
+    refused: list[int] = []
+
+    def refuse_once(request: ModelRequest) -> None:
+        # The provider's window is smaller than configured: it refuses the 4th turn once.
+        turns = sum(isinstance(i, ToolOutput) for i in request.history)
+        if turns == 3 and not refused and request.history[-1] != Message(role="user", text=ASK):
+            refused.append(turns)
+            raise ContextWindowExceeded("prompt is too long: 20000 tokens > 10000 maximum")
+
+    model = Model(turns=5, before=refuse_once)
+    _, history, _events, compacted = _run(tool_context, tmp_path, model, context_window=100_000)
+    assert refused and len(compacted) == 1
+    assert isinstance(history[-1], Message) and history[-1].text == "done"
+
+
+def test_a_request_still_too_long_after_compaction_fails_clearly(
+    tmp_path: Path, tool_context: MakeToolContext
+) -> None:
+    def always_too_long(request: ModelRequest) -> None:
+        if request.history[-1] != Message(role="user", text=ASK) and len(request.history) > 4:
+            raise ContextWindowExceeded("context_length_exceeded")
+
+    model = Model(turns=5, before=always_too_long)
+    with pytest.raises(ContextWindowExceeded, match="even after compacting") as failure:
+        _run(tool_context, tmp_path, model, context_window=100_000)
+    assert failure.value.hint and "model_context_window" in failure.value.hint
+
+
+class HugeContextHarness(CompactingHarness):
+    def initial_context(self, cwd: Path, policy: SandboxPolicy) -> list[HistoryItem]:
+        return [Message(role="user", text="rules " * 2_000)]  # about 3,000 tokens
+
+
+def test_a_window_too_small_for_what_must_be_kept_fails_clearly(
+    tmp_path: Path, tool_context: MakeToolContext
+) -> None:
+    with pytest.raises(
+        ContextWindowExceeded, match="does not fit in the model's context window of 2,000"
+    ):
+        _run(
+            tool_context,
+            tmp_path,
+            Model(turns=5),
+            harness=HugeContextHarness([BigTool(10)]),
+            context_window=2_000,
+        )
+
+
+def test_one_huge_turn_is_cut_to_fit(tmp_path: Path, tool_context: MakeToolContext) -> None:
+    # One tool result of about 5,000 tokens in a 4,000-token window: nothing older to
+    # summarise, so the latest result itself is cut (head and tail kept).
+    model = Model(turns=1)
+    _, history, _, compacted = _run(
+        tool_context, tmp_path, model, context_window=4_000, size=20_000
+    )
+    assert compacted
+    output = next(i for i in history if isinstance(i, ToolOutput))
+    assert output.output.startswith("output 1 ") and "tokens truncated" in output.output
+    assert max(estimate_request(r) for r in model.requests[2:]) < 4_000
+
+
+def test_without_a_compacting_harness_a_refusal_ends_the_run(
+    tmp_path: Path, tool_context: MakeToolContext
+) -> None:
+    def refuse(request: ModelRequest) -> None:
+        raise ContextWindowExceeded("413 request too large")
+
+    with pytest.raises(ContextWindowExceeded, match="413"):
+        _run(
+            tool_context,
+            tmp_path,
+            Model(turns=1, before=refuse),
+            harness=PlainHarness([BigTool(10)]),
+        )
+
+
+def test_token_budget_is_checked_after_every_response(
+    tmp_path: Path, tool_context: MakeToolContext
+) -> None:
+    model = Model(turns=10, usage=Usage(input_tokens=300, output_tokens=50))
+    with pytest.raises(MaxTokensExceeded, match=r"used 1,050 tokens.*--max-tokens 1,000"):
+        _run(tool_context, tmp_path, model, max_tokens=1_000)
+    assert len(model.requests) == 3
+
+
+def test_summary_requests_count_against_the_budget(
+    tmp_path: Path, tool_context: MakeToolContext
+) -> None:
+    model = Model(turns=40, usage=Usage(input_tokens=100, output_tokens=0))
+    loop_requests: list[int] = []
+    with pytest.raises(MaxTokensExceeded):
+        _run(tool_context, tmp_path, model, context_window=8_000, max_tokens=1_500)
+    loop_requests.append(len(model.requests))
+    asks = [r for r in model.requests if r.history[-1] == Message(role="user", text=ASK)]
+    assert asks, "a compaction happened inside the budget"
+    assert loop_requests == [16]  # 1,500 tokens at 100 a request, summaries included
+
+
+def test_cost_budget_uses_the_price(tmp_path: Path, tool_context: MakeToolContext) -> None:
+    price = ModelPrice(input_per_mtok=10.0, output_per_mtok=30.0)
+    model = Model(turns=10, usage=Usage(input_tokens=1_000, output_tokens=100))  # $0.013 each
+    with pytest.raises(MaxCostExceeded, match=r"cost \$0\.0390.*--max-cost 0\.03"):
+        _run(tool_context, tmp_path, model, max_cost=0.03, price=price)
+    assert len(model.requests) == 3
+
+
+def test_usage_is_kept_when_a_budget_ends_the_run(
+    tmp_path: Path, tool_context: MakeToolContext
+) -> None:
+    model = Model(turns=10, usage=Usage(input_tokens=300, output_tokens=50))
+    events: list[ThreadEvent] = []
+    loop = AgentLoop(
+        client=model,
+        harness=CompactingHarness([BigTool(10)]),
+        ctx=tool_context(tmp_path, events=events),
+        emit=events.append,
+        record=lambda _item: None,
+        options=ModelOptions(model="m"),
+        limits=LoopLimits(max_tokens=1_000),
+    )
+    with pytest.raises(MaxTokensExceeded):
+        loop.run([Message(role="user", text=TASK)], Usage(input_tokens=5_000))
+    # The thread's usage includes the earlier runs; the budget counted only this one.
+    assert loop.usage.input_tokens == 5_000 + 900
