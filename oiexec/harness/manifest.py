@@ -31,6 +31,7 @@ from oiexec.core.types import (
     ToolOutput,
 )
 from oiexec.harness import actions
+from oiexec.harness.compaction import compaction_prompts
 from oiexec.harness.context import fill
 from oiexec.harness.data import load_tool_schemas, read_harness_file
 from oiexec.harness.spec import HarnessSpec
@@ -163,6 +164,9 @@ class ManifestHarness:
 
     def finish_turn(self, ctx: ToolContext) -> None:
         self.runtime.finish(ctx)
+
+    def compaction_prompts(self) -> tuple[str, str]:
+        return compaction_prompts(self.id)
 
     def close(self) -> None:
         self.runtime.close()
