@@ -152,6 +152,10 @@ def load_rollout(path: Path) -> LoadedSession:
             outcome = outcome_of(payload)
         elif kind == "response_item":
             history.append(_validate(path, number, _HISTORY_ADAPTER, payload))
+        elif kind == "compacted" and isinstance(payload.get("replacement_history"), list):
+            # A context compaction: the summarised history replaces everything before it.
+            replacement = payload["replacement_history"]
+            history = [_validate(path, number, _HISTORY_ADAPTER, item) for item in replacement]
         elif kind == "event_msg" and payload.get("type") == "token_count":
             total = payload.get("total_token_usage")
             if total is not None:
