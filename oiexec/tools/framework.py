@@ -28,11 +28,16 @@ from oiexec.tools.process import ProcessRegistry
 from oiexec.tools.results import Result
 from oiexec.tools.schema import ArgumentSchema
 from oiexec.tools.style import Style
+from oiexec.tools.truncate import BYTES_PER_TOKEN, truncate_middle
 
 if TYPE_CHECKING:
     from oiexec.tools.fs import FileStateTracker, TodoList
 
 __all__ = ["IMPLS", "Invocation", "ManifestTool", "Runtime", "register"]
+
+#: Room above a cap for what a tool puts around the output it cut (Codex's header with the
+#: exit code and token count, a product's truncation note), so the backstop never cuts twice.
+FRAMING_TOKENS = 1_024
 
 
 @dataclass
@@ -229,10 +234,24 @@ class ManifestTool:
             self._rt.submissions[call.call_id] = result.submission
         return ToolOutput(
             call_id=call.call_id,
-            output=result.text,
+            output=truncate_middle(result.text, self.output_ceiling),
             call_type=call.call_type,
             is_error=result.is_error,
         )
+
+    @cached_property
+    def output_ceiling(self) -> int:
+        """Most tokens one result of this tool may hand the model, whatever the tool: no
+        tool returns unbounded output. Tools cut their own output first, in their product's
+        wording (Codex's `tool_output_token_limit`, a harness's `max_output_chars`); this
+        backstop sits above the larger of the two and only catches what nothing else cut
+        (an editor view of a huge file, a product that clips nothing), keeping head and tail
+        as Codex does."""
+        chars = self.entry.limits.get("max_output_chars") or self.entry.options.get(
+            "max_output_chars"
+        )
+        own = int(chars) // BYTES_PER_TOKEN if chars else 0
+        return max(self._rt.output_token_limit, own) + FRAMING_TOKENS
 
     def invoke(self, call: ToolCall, ctx: ToolContext) -> Result:
         """Run the call; bad input and tool failures come back as error results."""
