@@ -27,6 +27,7 @@ class _LazyGroup(click.Group):
         "harness": ("oiexec.cli.harness_cmd", "harness_group"),
         "batch": ("oiexec.cli.batch_cmd", "batch_group"),
         "sessions": ("oiexec.cli.sessions_cmd", "sessions_group"),
+        "models": ("oiexec.cli.models_cmd", "models_group"),
     }
     _aliases: ClassVar[dict[str, str]] = {"e": "exec"}
 
@@ -67,7 +68,10 @@ def main() -> None:
     except click.exceptions.Abort:
         click.echo("Aborted.", err=True)
         code = ExitCode.INTERRUPTED
-    except (KeyboardInterrupt, Interrupted):
+    except Interrupted as exc:
+        click.echo(str(exc), err=True)
+        code = exc.exit_code
+    except KeyboardInterrupt:
         click.echo("interrupted", err=True)
         code = ExitCode.INTERRUPTED
     except BrokenPipeError:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
 import click
@@ -92,10 +93,7 @@ def resume_command(
 @click.pass_context
 def fork_command(ctx: click.Context, /, session_id: str, prompt: str | None, **_: Any) -> None:
     """Start a new session from a copy of SESSION_ID's history, made as its run was."""
-    from oiexec.cli.prompt import resolve_prompt
-
-    text = resolve_prompt(prompt, append_stdin=False)
-    _execute(ctx, text, fork_from=session_id)
+    _execute(ctx, prompt, append_stdin=False, fork_from=session_id)
 
 
 exec_group.add_command(exec_review_command, "review")
@@ -110,31 +108,59 @@ def _resume(
     all_cwds: bool,
     or_new: bool,
 ) -> None:
-    from oiexec.cli.prompt import resolve_prompt
-    from oiexec.core.errors import UsageError
     from oiexec.runner.request import ResumeTarget
 
     if last and session_id is not None and prompt is None:
         # With --last a lone positional is the prompt.
         session_id, prompt = None, session_id
-    if not last and session_id is None:
-        raise UsageError("exec resume needs a SESSION_ID or --last")
-    if (all_cwds or or_new) and not last:
-        raise UsageError("--all and --or-new only apply to `resume --last`")
-    text = resolve_prompt(prompt, append_stdin=False)
     target = ResumeTarget(session_id=session_id, last=last, all_cwds=all_cwds, or_new=or_new)
-    _execute(ctx, text, resume=target)
+
+    def check() -> None:
+        from oiexec.core.errors import UsageError
+
+        if not last and session_id is None:
+            raise UsageError("exec resume needs a SESSION_ID or --last")
+        if (all_cwds or or_new) and not last:
+            raise UsageError("--all and --or-new only apply to `resume --last`")
+
+    _execute(ctx, prompt, append_stdin=False, check=check, resume=target)
 
 
 def _run(ctx: click.Context, prompt: str | None) -> None:
-    from oiexec.cli.prompt import resolve_prompt
-
-    _execute(ctx, resolve_prompt(prompt))
+    _execute(ctx, prompt, append_stdin=True)
 
 
-def _execute(ctx: click.Context, prompt: str, **extra: Any) -> None:
+def _execute(
+    ctx: click.Context,
+    prompt: str | None,
+    *,
+    append_stdin: bool,
+    check: Callable[[], None] | None = None,
+    **extra: Any,
+) -> None:
+    """Checks, then runs; the prompt is read from stdin only once everything that can be
+    checked without it has passed. Once the flags parsed, every exit writes the reports."""
+    from oiexec.cli.prompt import PromptSource
+    from oiexec.cli.request import report_paths
     from oiexec.runner.exec import run_exec
+    from oiexec.runner.failure_reports import reports_on_failure
+    from oiexec.runner.signals import interrupt_signals
 
-    request = build_request(merged_params(ctx), prompt, **extra)
-    result = run_exec(request)
+    params = merged_params(ctx)
+    source = PromptSource(prompt, append_stdin)
+    # The JUnit case is named after the prompt; before stdin is read only the argument is known.
+    name = prompt if prompt and prompt != "-" else "exec"
+    reporting = reports_on_failure(
+        report_paths(params), kind="exec", name=name, model=params.get("model") or "", warn=_warn
+    )
+    with interrupt_signals(), reporting:
+        if check is not None:
+            check()
+        source.check()
+        request = build_request(params, "", **extra)
+        result = run_exec(request, prompt=source.read)
     ctx.exit(int(result.exit_code))
+
+
+def _warn(text: str) -> None:
+    click.echo(f"warning: {text}", err=True)

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import codecs
 import sys
+from dataclasses import dataclass
 from typing import BinaryIO
 
 from oiexec.core.errors import UsageError
@@ -39,25 +40,50 @@ def _stdin_is_tty() -> bool:
         return False
 
 
-def resolve_prompt(prompt: str | None, *, append_stdin: bool = True) -> str:
-    """The prompt text.
+@dataclass(frozen=True)
+class PromptSource:
+    """Where the prompt will come from, checked now and read later.
 
-    No prompt (or `-`): all of stdin is the prompt, untrimmed. A prompt plus piped stdin: the
-    stdin text is appended in a `<stdin>` block (not on resume, as in Codex).
+    `check` finds what is wrong without touching stdin (no prompt on a terminal, an empty
+    argument); `read` takes stdin. Exec reads only after config, key and flags passed, so a
+    mistake fails at once even when stdin stays open (`sleep 4 | interpreter exec …`).
     """
-    if prompt is None or prompt == "-":
+
+    argument: str | None
+    #: A prompt plus piped stdin: the stdin text is appended (not on resume, as in Codex).
+    append_stdin: bool = True
+
+    def check(self) -> None:
+        prompt = self.argument
         if prompt is None and _stdin_is_tty():
             raise UsageError(NO_PROMPT)
-        sys.stderr.write("Reading prompt from stdin...\n")
-        text = decode_stdin(_stdin().read())
-        if not text.strip():
-            raise UsageError(EMPTY_STDIN)
-        return text
-    if not prompt.strip():
-        raise UsageError("The prompt is empty. Pass the task as an argument or pipe it to stdin.")
-    if append_stdin and sys.stdin is not None and not _stdin_is_tty():
-        sys.stderr.write("Reading additional input from stdin...\n")
-        extra = decode_stdin(_stdin().read())
-        if extra.strip():
-            return f"{prompt}\n\n<stdin>\n{extra.rstrip(chr(10))}\n</stdin>"
-    return prompt
+        if prompt is not None and prompt != "-" and not prompt.strip():
+            raise UsageError(
+                "The prompt is empty. Pass the task as an argument or pipe it to stdin."
+            )
+
+    def read(self) -> str:
+        """The prompt text.
+
+        No prompt (or `-`): all of stdin is the prompt, untrimmed. A prompt plus piped stdin:
+        the stdin text is appended in a `<stdin>` block.
+        """
+        self.check()
+        prompt = self.argument
+        if prompt is None or prompt == "-":
+            sys.stderr.write("Reading prompt from stdin...\n")
+            text = decode_stdin(_stdin().read())
+            if not text.strip():
+                raise UsageError(EMPTY_STDIN)
+            return text
+        if self.append_stdin and sys.stdin is not None and not _stdin_is_tty():
+            sys.stderr.write("Reading additional input from stdin...\n")
+            extra = decode_stdin(_stdin().read())
+            if extra.strip():
+                return f"{prompt}\n\n<stdin>\n{extra.rstrip(chr(10))}\n</stdin>"
+        return prompt
+
+
+def resolve_prompt(prompt: str | None, *, append_stdin: bool = True) -> str:
+    """The prompt text, read now (see `PromptSource`)."""
+    return PromptSource(prompt, append_stdin).read()

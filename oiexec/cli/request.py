@@ -8,7 +8,25 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
+    from oiexec.runner.failure_reports import ReportPaths
     from oiexec.runner.request import ExecRequest
+
+
+def _path(params: dict[str, Any], key: str) -> Path | None:
+    value = params.get(key)
+    return Path(value).expanduser() if value else None
+
+
+def report_paths(params: dict[str, Any]) -> ReportPaths:
+    """The report files the parsed options name (written on every exit from here on)."""
+    from oiexec.runner.failure_reports import ReportPaths
+
+    return ReportPaths(
+        junit=_path(params, "junit_file"),
+        diff=_path(params, "diff_file"),
+        sarif=_path(params, "sarif_file"),
+        markdown=_path(params, "markdown_file"),
+    )
 
 
 def build_request(params: dict[str, Any], prompt: str, **extra: Any) -> ExecRequest:
@@ -42,8 +60,7 @@ def build_request(params: dict[str, Any], prompt: str, **extra: Any) -> ExecRequ
         flags["chat_completions"] = True
 
     def path_of(key: str) -> Path | None:
-        value = params.get(key)
-        return Path(value).expanduser() if value else None
+        return _path(params, key)
 
     return ExecRequest(
         prompt=prompt,

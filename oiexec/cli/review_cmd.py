@@ -4,7 +4,6 @@ run the review, exit with the gate's code."""
 from __future__ import annotations
 
 from collections.abc import Callable
-from pathlib import Path
 from typing import Any, TypeVar
 
 import click
@@ -91,36 +90,61 @@ review_command = _review_command("review", _DOC)
 
 
 def run_review_command(ctx: click.Context) -> None:
+    from dataclasses import replace
+
+    from oiexec.cli.request import report_paths
     from oiexec.review.gate import GatePolicy, parse_fail_on, parse_min_confidence
+    from oiexec.runner.failure_reports import reports_on_failure
     from oiexec.runner.review import ReviewRequest, run_review
+    from oiexec.runner.signals import interrupt_signals
 
     params = merged_params(ctx)
-    target = _target(params)
-    gate = GatePolicy(
-        fail_on=parse_fail_on(params["fail_on"]),
-        min_confidence=parse_min_confidence(params["min_confidence"]),
-    )
-    base = build_request(params, "")
-
-    def path_of(key: str) -> Path | None:
-        value = params.get(key)
-        return Path(value).expanduser() if value else None
-
-    result = run_review(
-        ReviewRequest(
-            exec=base,
-            target=target,
-            gate=gate,
-            junit=base.junit,
-            sarif=path_of("sarif_file"),
-            markdown=path_of("markdown_file"),
-            structured_output=bool(params.get("structured_output", True)),
+    paths = report_paths(params)
+    # Once the flags parsed, every exit leaves the reports they name (a usage error too).
+    reporting = reports_on_failure(paths, kind="review", name="review", warn=_warn)
+    with interrupt_signals(), reporting:
+        target, prompt = _target(params)
+        gate = GatePolicy(
+            fail_on=parse_fail_on(params["fail_on"]),
+            min_confidence=parse_min_confidence(params["min_confidence"]),
         )
-    )
+        base = build_request(params, "")
+        base = replace(base, warnings=(*base.warnings, *_read_only_warnings(params)))
+        result = run_review(
+            ReviewRequest(
+                exec=base,
+                target=target,
+                gate=gate,
+                junit=paths.junit,
+                sarif=paths.sarif,
+                markdown=paths.markdown,
+                structured_output=bool(params.get("structured_output", True)),
+            ),
+            prompt=prompt,
+        )
     ctx.exit(int(result.exit_code))
 
 
-def _target(params: dict[str, Any]) -> Any:
+def _read_only_warnings(params: dict[str, Any]) -> list[str]:
+    """A review always runs read-only: a flag asking otherwise is named, not silently lost."""
+    asked = []
+    if params.get("sandbox_mode") and params["sandbox_mode"] != "read-only":
+        asked.append(f"-s {params['sandbox_mode']}")
+    if params.get("bypass"):
+        asked.append("--dangerously-bypass-approvals-and-sandbox")
+    if not asked:
+        return []
+    return [f"review always runs in the read-only sandbox; ignoring {' and '.join(asked)}"]
+
+
+def _warn(text: str) -> None:
+    click.echo(f"warning: {text}", err=True)
+
+
+def _target(params: dict[str, Any]) -> tuple[Any, Callable[[], str] | None]:
+    """The review target, and for `-` the reader of its instructions (stdin is read only
+    once everything else has been checked)."""
+    from oiexec.cli.prompt import PromptSource
     from oiexec.core.errors import UsageError
     from oiexec.review.targets import (
         BaseBranchTarget,
@@ -147,20 +171,13 @@ def _target(params: dict[str, Any]) -> Any:
     if not given:
         raise UsageError(NO_TARGET)
     if params.get("uncommitted"):
-        return UncommittedTarget()
+        return UncommittedTarget(), None
     if params.get("base_branch"):
-        return BaseBranchTarget(params["base_branch"])
+        return BaseBranchTarget(params["base_branch"]), None
     if params.get("commit_sha"):
-        return CommitTarget(params["commit_sha"], params.get("title"))
-    return CustomTarget(_custom_instructions(prompt or ""))
-
-
-def _custom_instructions(prompt: str) -> str:
-    from oiexec.cli.prompt import resolve_prompt
-    from oiexec.core.errors import UsageError
-
+        return CommitTarget(params["commit_sha"], params.get("title")), None
     if prompt == "-":
-        return resolve_prompt("-", append_stdin=False)
-    if not prompt.strip():
+        return CustomTarget(""), PromptSource("-", append_stdin=False).read
+    if not (prompt or "").strip():
         raise UsageError(NO_TARGET)
-    return prompt
+    return CustomTarget(prompt or ""), None

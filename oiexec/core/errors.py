@@ -130,9 +130,14 @@ class SessionError(OiexecError):
 
 
 class Interrupted(BaseException):
-    """Raised from the SIGINT/SIGTERM handler so cleanup runs before exiting 130."""
+    """Raised from the SIGINT/SIGTERM handler so cleanup runs and reports are written before
+    exiting: 130 for SIGINT (Ctrl-C), 143 for SIGTERM (how CI runners cancel a job)."""
 
-    exit_code: ClassVar[ExitCode] = ExitCode.INTERRUPTED
+    def __init__(self, signal_name: Literal["SIGINT", "SIGTERM"] = "SIGINT") -> None:
+        super().__init__(f"interrupted by {signal_name}")
+        self.signal_name = signal_name
+        self.exit_code = ExitCode.TERMINATED if signal_name == "SIGTERM" else ExitCode.INTERRUPTED
+        self.message = f"interrupted by {signal_name}"
 
 
 # --- errors the model should see -----------------------------------------------------------

@@ -2,8 +2,10 @@
 
 One `<testsuite name="oiexec">` with one `<testcase>` for the run. A failed run or a hit
 limit is a `<failure>` whose `type` is the limit name (`max_turns`, `timeout`),
-`check_failed` (exit 8) or `failed`. The commands the agent ran go to `<system-out>`; thread
-id, model, exit code and token counts are suite properties. Every string is redacted.
+`check_failed` (exit 8), `interrupted` (SIGINT or SIGTERM) or `failed`; a run that failed
+before it started (usage or config error) is a `failed` case naming the exit code. The
+commands the agent ran go to `<system-out>`; thread id, model, exit code and token counts
+are suite properties. Every string is redacted.
 
 With `--check`, a second test case (classname `oiexec.check`, named after the command) says
 whether the check passed in the end; its `<system-out>` lists every attempt with its exit
@@ -28,7 +30,7 @@ from oiexec.output.reportfile import write_report
 
 __all__ = ["CheckRun", "RunReport", "case_name", "render_junit", "write_junit"]
 
-RunStatus = Literal["success", "failed", "limit"]
+RunStatus = Literal["success", "failed", "limit", "interrupted"]
 _STATUSES: tuple[str, ...] = get_args(RunStatus)
 
 _NAME_MAX = 100
@@ -153,6 +155,8 @@ def render_junit(report: RunReport) -> str:
     )
     if report.status != "success":
         kind = report.limit_name if report.status == "limit" and report.limit_name else "failed"
+        if report.status == "interrupted":
+            kind = "interrupted"
         if report.exit_code == ExitCode.CHECK_FAILED:
             kind = "check_failed"
         message = report.failure_message or f"run failed with exit code {report.exit_code}"

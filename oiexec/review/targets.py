@@ -25,6 +25,7 @@ __all__ = [
     "ReviewTargetError",
     "UncommittedTarget",
     "changed_lines",
+    "has_changes",
     "parse_zero_context_diff",
     "resolve_target",
 ]
@@ -161,6 +162,26 @@ def changed_lines(repo: Path, target: ReviewTarget) -> dict[str, set[int]] | Non
     parents = _git(root, "rev-list", "--parents", "-n", "1", sha).split()[1:]
     before = parents[0] if parents else _empty_tree(root)
     return parse_zero_context_diff(_git(root, *_DIFF_FLAGS, before, sha))
+
+
+def has_changes(repo: Path, target: ReviewTarget) -> bool:
+    """Whether the target changes anything at all: a deleted file, a mode change or a binary
+    file counts, though none of them has new-side lines. Custom instructions always have
+    something to review."""
+    if isinstance(target, CustomTarget):
+        return True
+    root = _repo_root(repo)
+    if isinstance(target, UncommittedTarget):
+        status = _git(root, "status", "--porcelain", "-z", "--untracked-files=all")
+        return bool(status.strip("\0"))
+    if isinstance(target, BaseBranchTarget):
+        compared: tuple[str, ...] = (_merge_base(root, target.branch),)
+    else:
+        sha = _commit_sha(root, target.sha)
+        parents = _git(root, "rev-list", "--parents", "-n", "1", sha).split()[1:]
+        compared = (parents[0] if parents else _empty_tree(root), sha)
+    names = _git(root, "diff", "--name-only", "-z", "--no-ext-diff", *compared)
+    return bool(names.strip("\0"))
 
 
 def parse_zero_context_diff(diff: str) -> dict[str, set[int]]:

@@ -1,35 +1,28 @@
 """The composition root of `interpreter exec`: config, provider, harness, sandbox, session and
 sinks are put together here, the loop runs, and the outcome becomes reports and an exit code.
 
-Problems found before the thread starts (config, usage, missing key) raise `OiexecError`;
-everything after `thread.started` ends as `turn.completed` or `turn.failed`.
+Problems found before the thread starts (config, usage, missing key: see runner/prepare.py)
+raise `OiexecError`, after the warnings found so far are printed; everything after
+`thread.started` ends as `turn.completed` or `turn.failed`, an interrupt included.
 """
 
 from __future__ import annotations
 
 import contextlib
-import dataclasses
 import sys
 import time
 from collections.abc import Callable
-from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from oiexec import __version__
-from oiexec.agent.final import FinalAnswerPolicy, PlainAnswer, SchemaAnswer
-from oiexec.config.catalog import ModelFacts, model_facts
-from oiexec.config.loader import LoadedConfig, load_config
-from oiexec.config.providers import resolve_api_key, resolve_provider
-from oiexec.config.settings import ProviderConfig
+from oiexec.agent.final import PlainAnswer, SchemaAnswer
 from oiexec.core.context import ItemEmitter
 from oiexec.core.errors import (
-    ConfigError,
     ExitCode,
     Interrupted,
     LimitExceeded,
     OiexecError,
     SandboxUnavailable,
-    UsageError,
 )
 from oiexec.core.events import (
     ThreadError,
@@ -39,132 +32,76 @@ from oiexec.core.events import (
     TurnStarted,
     Usage,
 )
-from oiexec.core.policy import SandboxMode, SandboxPolicy
 from oiexec.core.protocols import EventProcessor, EventSink, Harness
-from oiexec.core.redact import redact, register_secret
-from oiexec.core.types import HistoryItem, ImageInput, Message
-from oiexec.git import is_git_marker
+from oiexec.core.redact import redact
+from oiexec.core.types import HistoryItem, Message
 from oiexec.output.dispatch import Dispatcher
 from oiexec.output.human import HumanProcessor, use_color
 from oiexec.output.jsonl import JsonlProcessor
 from oiexec.runner.check import check_header, checked_policy
-from oiexec.runner.inputs import read_images, read_output_schema
+from oiexec.runner.prepare import GIT_CHECK_MESSAGE, Prepared, RunHooks, StartupWarnings, prepare
 from oiexec.runner.reports import CommandCollector, capture_baseline, write_reports
 from oiexec.runner.request import ExecRequest
 from oiexec.runner.result import RunResult
-from oiexec.runner.sandboxing import RefusalTracker, build_policy, command_env
+from oiexec.runner.sandboxing import command_env
 from oiexec.runner.sessions import (
     OpenedSession,
     SessionSink,
     SettingChange,
-    continue_session,
     environment_differs,
     extra_roots,
     killed_note,
     open_session,
     outcome_status,
-    setting_changes,
 )
-from oiexec.runner.signals import deadline_alarm, terminate_as_interrupt
-from oiexec.sandbox.selfguard import protect_runner
-from oiexec.session.index import LoadedSession
+from oiexec.runner.signals import deadline_alarm
 
 if TYPE_CHECKING:
     from oiexec.agent.loop import AgentLoop
+    from oiexec.output.diff import Baseline
     from oiexec.output.runlog import RunLogSink
 
-GIT_CHECK_MESSAGE = "Not inside a trusted directory and --skip-git-repo-check was not specified."
+__all__ = ["GIT_CHECK_MESSAGE", "RunHooks", "run_exec"]
 
 
-@dataclass(frozen=True)
-class RunHooks:
-    """How a caller specialises a run (the review command uses all three)."""
-
-    #: Replaces the harness's instructions.
-    instructions: str | None = None
-    #: Decides what a valid final answer is and how it is shown.
-    final: FinalAnswerPolicy | None = None
-    #: Forces a sandbox mode whatever config and flags say.
-    sandbox_mode: SandboxMode | None = None
-
-
-@dataclass(frozen=True)
-class _Prepared:
-    """Everything checked before the thread starts."""
-
-    request: ExecRequest
-    hooks: RunHooks
-    config: LoadedConfig
-    provider_id: str
-    provider: ProviderConfig
-    api_key: str | None
-    images: tuple[ImageInput, ...]
-    output_schema: dict[str, Any] | None
-    policy: SandboxPolicy
-    started: float
-    #: The model's context window and price (config, else the catalog).
-    facts: ModelFacts
-    #: The session a resume or fork continues.
-    continued: LoadedSession | None = None
-    #: Where this run differs from the continued session's (announced and recorded).
-    changes: tuple[SettingChange, ...] = ()
-
-
-def run_exec(request: ExecRequest, hooks: RunHooks | None = None) -> RunResult:
+def run_exec(
+    request: ExecRequest,
+    hooks: RunHooks | None = None,
+    *,
+    prompt: Callable[[], str] | None = None,
+) -> RunResult:
     """Runs one exec invocation end to end and returns its outcome (never raises after
-    `thread.started`)."""
-    prepared = _prepare(request, hooks or RunHooks())
-    request = prepared.request
-    # The one place the output mode is looked at.
-    processor: EventProcessor = (
-        JsonlProcessor(sys.stdout, sys.stderr)
-        if request.json
-        else HumanProcessor(sys.stderr, sys.stdout, color=use_color(request.color, sys.stderr))
-    )
-    session = open_session(request, prepared.config, prepared.provider_id, prepared.continued)
+    `thread.started`).
+
+    `prompt`, when given, reads the prompt (stdin) only once everything that can be checked
+    without it has passed; otherwise `request.prompt` is the prompt.
+    """
+    warnings = StartupWarnings()
+    try:
+        prepared = prepare(request, hooks or RunHooks(), warnings)
+    except BaseException:
+        warnings.flush(sys.stderr)
+        raise
     with contextlib.ExitStack() as stack:
+        # First in, last out: the backend closes after every command has ended.
+        stack.callback(prepared.sandbox.close)
+        try:
+            prepared = prepared.with_prompt(prompt() if prompt is not None else None)
+            request = prepared.request
+            session = open_session(
+                request, prepared.config, prepared.provider_id, prepared.continued
+            )
+        except BaseException:
+            warnings.flush(sys.stderr)
+            raise
         stack.callback(session.store.close)
-        return _Run(prepared, session, processor, stack).execute()
-
-
-def _prepare(request: ExecRequest, hooks: RunHooks) -> _Prepared:
-    started = time.monotonic()
-    config = load_config(request.config)
-    request, config, continued = continue_session(request, config)
-    _check_git(request, config)
-    output_schema = request.output_schema
-    if request.output_schema_file is not None:
-        output_schema = read_output_schema(request.output_schema_file)
-    provider_id, provider = resolve_provider(config.settings)
-    api_key = resolve_api_key(provider_id, provider)
-    register_secret(api_key)
-    # Before any command runs: the key must not be readable from this process by them.
-    protect_runner([provider.env_key or ""])
-    images = read_images(request.images)
-    policy = build_policy(config.settings, request, trusted=config.trusted)
-    if hooks.sandbox_mode:
-        policy = dataclasses.replace(policy, mode=hooks.sandbox_mode)
-    changes: list[SettingChange] = []
-    if continued is not None:
-        changes = setting_changes(
-            continued.settings,
-            request=request,
-            config=config,
-            provider_id=provider_id,
-            policy=policy,
-            output_schema=output_schema,
-            forced_mode=hooks.sandbox_mode is not None,
+        # The one place the output mode is looked at.
+        processor: EventProcessor = (
+            JsonlProcessor(sys.stdout, sys.stderr)
+            if request.json
+            else HumanProcessor(sys.stderr, sys.stdout, color=use_color(request.color, sys.stderr))
         )
-    facts = model_facts(config.settings, provider_id)
-    if request.max_cost is not None and facts.price is None:
-        raise ConfigError(
-            f"--max-cost needs a price for model `{config.settings.model}`, and none is known",
-            hint="give one: -c model_pricing.input_per_mtok=N -c model_pricing.output_per_mtok=N",
-        )
-    return _Prepared(
-        request, hooks, config, provider_id, provider, api_key, images, output_schema, policy,
-        started, facts, continued, tuple(changes),
-    )  # fmt: skip
+        return _Run(prepared, session, processor, stack, warnings).execute()
 
 
 class _Run:
@@ -172,10 +109,11 @@ class _Run:
 
     def __init__(
         self,
-        prepared: _Prepared,
+        prepared: Prepared,
         session: OpenedSession,
         processor: EventProcessor,
         stack: contextlib.ExitStack,
+        warnings: StartupWarnings,
     ) -> None:
         self.p = prepared
         self.request = prepared.request
@@ -195,26 +133,24 @@ class _Run:
         self.result = RunResult(exit_code=ExitCode.SUCCESS, thread_id=self.store.thread_id)
         timeout = self.request.timeout
         self.deadline = prepared.started + timeout if timeout else None
-        from oiexec.sandbox import get_sandbox
-
-        self.tracker = RefusalTracker(get_sandbox(prepared.policy))
-        # Registered before the tool cleanup, so it runs after every command has ended.
-        stack.callback(self.tracker.close)
+        self.tracker = prepared.sandbox
+        self.startup_warnings = warnings
         self.harness: Harness | None = None
         self.changes = list(prepared.changes)
 
     def execute(self) -> RunResult:
         self._header()
         self.dispatcher.emit(ThreadStarted(thread_id=self.store.thread_id))
-        self._warnings()
-        baseline = capture_baseline(self.request, self.warn, self.stack)
+        baseline: Baseline | None = None
         usage = self.session.usage
         loop: AgentLoop | None = None
         try:
+            self._warnings()
+            baseline = capture_baseline(self.request, self.warn, self.stack)
             loop, history = self._build()
             self.dispatcher.emit(TurnStarted())
             self.store.append("event_msg", {"type": "task_started"})
-            with deadline_alarm(self.deadline), terminate_as_interrupt():
+            with deadline_alarm(self.deadline):
                 outcome = loop.run(history, usage)
             usage = outcome.usage
             loop.harness.finish_turn(loop.ctx)
@@ -242,12 +178,16 @@ class _Run:
                 self.runlog.exception("run.crashed", exc)
             self._record_usage(usage)
             self.dispatcher.emit(TurnFailed(error=ThreadError(message=self.result.failure)))
-        except (KeyboardInterrupt, Interrupted):
+        except (KeyboardInterrupt, Interrupted) as exc:
+            # Codex ends an interrupted turn silently; a CI consumer needs the stream to end,
+            # so it is `turn.failed` naming the signal, with exit 130 (SIGINT) or 143 (SIGTERM).
+            interrupt = exc if isinstance(exc, Interrupted) else Interrupted("SIGINT")
             self._close_open_work()
-            self.result.exit_code = ExitCode.INTERRUPTED
-            self.result.failure = "interrupted"
-            # As in Codex, an interrupted turn emits no turn.failed; the exit code says it.
-            self.warn("interrupted")
+            self.result.exit_code = interrupt.exit_code
+            self.result.failure = interrupt.message
+            self.warn(interrupt.message)
+            self._record_usage(usage)
+            self.dispatcher.emit(TurnFailed(error=ThreadError(message=interrupt.message)))
         finally:
             self.result.duration_s = time.monotonic() - self.p.started
             self.store.append(
@@ -279,8 +219,8 @@ class _Run:
         return self.result
 
     def _warnings(self) -> None:
-        """Config and flag warnings, before `turn.started`."""
-        for text in (*self.request.warnings, *self.p.config.warnings, *self._sandbox_warnings()):
+        """Config, flag and sandbox warnings (collected by `prepare`), before `turn.started`."""
+        for text in self.startup_warnings.take():
             self.processor.startup_warning(text, self.items)
         verb = "fork" if self.request.fork_from else "resume"
         for change in self.changes:
@@ -294,23 +234,6 @@ class _Run:
         summary = self.p.policy.summary()
         backend = self.tracker.backend
         return summary if backend == "none" else f"{summary} ({backend})"
-
-    def _sandbox_warnings(self) -> list[str]:
-        """A degraded backend (Landlock instead of bwrap) is allowed, but never silently."""
-        info = self.tracker.describe()
-        fixes = [str(f) for f in info.get("remediation") or []]
-        fix = f". Fix: {fixes[0]}" if fixes else ""
-        if info.get("backend") == "unavailable":
-            # Every fix: the right one depends on where this runs (a host, Ubuntu, a container).
-            fix = ". Fixes: " + " | ".join(fixes) if fixes else ""
-            return [
-                f"sandbox unavailable for `{self.p.policy.mode}`: {info.get('reason')}; "
-                f"commands will be refused and the run will exit 6{fix}"
-            ]
-        degraded = [str(d) for d in info.get("degraded") or []]
-        if not degraded or info.get("backend") == "none":
-            return []
-        return [f"sandbox degraded ({info.get('backend')}): " + "; ".join(degraded) + fix]
 
     def _close_open_work(self) -> None:
         """Kill what is still running and complete its items before the final event, as
@@ -488,7 +411,7 @@ class _Run:
         )
 
 
-def _open_runlog(prepared: _Prepared, warn: Callable[[str], None]) -> RunLogSink | None:
+def _open_runlog(prepared: Prepared, warn: Callable[[str], None]) -> RunLogSink | None:
     from oiexec.output.runlog import RunLogSink
 
     try:
@@ -502,13 +425,3 @@ def _open_runlog(prepared: _Prepared, warn: Callable[[str], None]) -> RunLogSink
     except OSError as exc:  # an unwritable home must not stop the task
         warn(f"no run log: {exc.strerror or exc}")
         return None
-
-
-def _check_git(request: ExecRequest, config: LoadedConfig) -> None:
-    if request.skip_git_repo_check or request.dangerously_bypass:
-        return
-    if not is_git_marker(config.project_root / ".git"):
-        raise UsageError(
-            GIT_CHECK_MESSAGE,
-            hint="Run inside a git repository, or pass --skip-git-repo-check.",
-        )

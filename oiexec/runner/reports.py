@@ -78,14 +78,13 @@ def _write_junit(
 ) -> None:
     from oiexec.output.junit import CheckRun, RunReport, write_junit
 
-    ok = result.exit_code == ExitCode.SUCCESS
     # A check that never ran (the run ended first) is known here only from the flag.
     check_command = result.checks[-1].command if result.checks else request.check
     report = RunReport(
         prompt=request.prompt,
         thread_id=result.thread_id or "",
         model=model,
-        status="success" if ok else ("limit" if result.limit else "failed"),
+        status=_status(result),
         failure_message=result.failure,
         limit_name=result.limit,
         exit_code=int(result.exit_code),
@@ -101,6 +100,14 @@ def _write_junit(
         write_junit(path, report)
     except OSError as exc:
         warn(f"could not write --junit {path}: {exc}")
+
+
+def _status(result: RunResult) -> str:
+    if result.exit_code == ExitCode.SUCCESS:
+        return "success"
+    if result.exit_code in (ExitCode.INTERRUPTED, ExitCode.TERMINATED):
+        return "interrupted"
+    return "limit" if result.limit else "failed"
 
 
 def _redact_bytes(data: bytes) -> bytes:

@@ -1,7 +1,13 @@
 """`interpreter exec review`: one read-only exec run that must end in a structured review,
 then location checks, the merge gate and the CI reports.
 
-Exit codes: the run's own code when the run failed (1, 3, 4, 5, 6, 130), else
+A target with no change at all (a clean tree, an empty range) passes at once without asking
+the model, so a pull request from a fork, which has no API key, is not failed for nothing.
+
+Every exit leaves the reports named: when no review came back, a failing JUnit case, an
+unsuccessful-execution SARIF log and a Markdown note with the reason (runner/failure_reports).
+
+Exit codes: the run's own code when the run failed (1, 3, 4, 5, 6, 130, 143), else
 `ExitCode.FAILED` when no structured review came back even after one correction (a review
 that could not be read must not pass a gate), else `REVIEW_BLOCKED` (7) when a finding
 blocks, else 0.
@@ -19,6 +25,7 @@ from oiexec.core.context import ItemEmitter
 from oiexec.core.errors import ExitCode
 from oiexec.core.events import AgentMessageItem, ReviewItem
 from oiexec.core.redact import redact
+from oiexec.output.reportfile import write_report
 from oiexec.review.gate import GatePolicy, blocking_findings, priority_label
 from oiexec.review.locate import locate_findings
 from oiexec.review.model import ReviewFinding, ReviewOutput, review_output_json_schema
@@ -26,18 +33,30 @@ from oiexec.review.parse import ReviewParseError, correction_message, fallback_r
 from oiexec.review.prompt import review_instructions
 from oiexec.review.render.text import render_review_text
 from oiexec.review.targets import (
+    BaseBranchTarget,
+    CommitTarget,
     CustomTarget,
     ResolvedTarget,
     ReviewTarget,
     ReviewTargetError,
+    UncommittedTarget,
     changed_lines,
+    has_changes,
     resolve_target,
 )
 from oiexec.runner.exec import RunHooks, run_exec
+from oiexec.runner.failure_reports import ReportPaths, write_review_failure
 from oiexec.runner.request import ExecRequest
 from oiexec.runner.result import RunResult
 
-__all__ = ["FALLBACK_MESSAGE", "ReviewAnswer", "ReviewRequest", "ReviewResult", "run_review"]
+__all__ = [
+    "FALLBACK_MESSAGE",
+    "ReviewAnswer",
+    "ReviewRequest",
+    "ReviewResult",
+    "nothing_to_review_reason",
+    "run_review",
+]
 
 FALLBACK_MESSAGE = (
     "the reviewer did not answer with a structured review, even after a correction; "
@@ -116,11 +135,16 @@ class ReviewAnswer:
             return review
 
 
-def run_review(request: ReviewRequest, warn: Warn | None = None) -> ReviewResult:
-    """Runs the review end to end; raises only before the thread starts (usage, config)."""
+def run_review(
+    request: ReviewRequest, warn: Warn | None = None, *, prompt: Callable[[], str] | None = None
+) -> ReviewResult:
+    """Runs the review end to end; raises only before the thread starts (usage, config).
+    `prompt` reads custom instructions from stdin once everything else is checked."""
     warn = warn or _stderr_warning
     base = request.exec
     resolved = _resolve(base.cwd, request.target)
+    if not has_changes(resolved.repo_root, request.target):
+        return _nothing_to_review(request, resolved, warn)
     changed = None if isinstance(request.target, CustomTarget) else _changed(resolved, warn)
     policy = ReviewAnswer(resolved, changed, warn)
     hooks = RunHooks(
@@ -138,21 +162,19 @@ def run_review(request: ReviewRequest, warn: Warn | None = None) -> ReviewResult
         output_schema=review_output_json_schema() if request.structured_output else None,
         junit=None,
     )
-    run = run_exec(exec_request, hooks)
+    run = run_exec(exec_request, hooks, prompt=prompt)
     result = ReviewResult(exit_code=run.exit_code, run=run, fell_back=policy.fell_back)
     if run.exit_code != ExitCode.SUCCESS or policy.review is None:
+        reason = run.failure or "the review run ended without a review"
         if run.exit_code == ExitCode.SUCCESS:
             result.exit_code = ExitCode.FAILED
-            warn("the review run ended without a review")
+            warn(reason)
+        paths = ReportPaths(junit=request.junit, sarif=request.sarif, markdown=request.markdown)
+        write_review_failure(paths, reason, int(result.exit_code), warn=warn)
         return result
     review = policy.review
     result.review = review
     result.blocking = blocking_findings(review, request.gate)
-    sarif = request.sarif
-    if policy.fell_back and sarif is not None:
-        # An empty SARIF log would tell code scanning that every earlier alert was fixed.
-        warn(f"not writing --sarif {sarif}: there is no structured review to report")
-        request = replace(request, sarif=None)
     _write_reports(request, resolved, review, warn)
     if policy.fell_back:
         result.exit_code = ExitCode.FAILED
@@ -163,6 +185,43 @@ def run_review(request: ReviewRequest, warn: Warn | None = None) -> ReviewResult
     else:
         result.exit_code = ExitCode.SUCCESS
     return result
+
+
+def nothing_to_review_reason(target: ReviewTarget) -> str:
+    if isinstance(target, UncommittedTarget):
+        return "there are no uncommitted changes (staged, unstaged or untracked)"
+    if isinstance(target, BaseBranchTarget):
+        return f"the current branch has no changes against '{target.branch}'"
+    if isinstance(target, CommitTarget):
+        return f"commit {target.sha} changes no file"
+    return "the instructions are empty"
+
+
+def _nothing_to_review(
+    request: ReviewRequest, resolved: ResolvedTarget, warn: Warn
+) -> ReviewResult:
+    """A pass with empty reports, the model never asked (Codex would ask it anyway)."""
+    reason = nothing_to_review_reason(request.target)
+    text = f"Nothing to review: {reason}."
+    _say(f"nothing to review: {reason}; passing without asking the model")
+    review = ReviewOutput(
+        findings=[],
+        overall_correctness="patch is correct",
+        overall_explanation=text,
+        overall_confidence_score=1.0,
+    )
+    _write_reports(request, resolved, review, warn)
+    base = request.exec
+    # A pass is a completed review: -o gets its text, --diff the empty change.
+    for flag, path, data in (("-o", base.output_last_message, text), ("--diff", base.diff, "")):
+        if path is None:
+            continue
+        try:
+            write_report(path, data)
+        except OSError as exc:
+            warn(f"could not write {flag} {path}: {exc.strerror or exc}")
+    run = RunResult(exit_code=ExitCode.SUCCESS, final_message=text)
+    return ReviewResult(exit_code=ExitCode.SUCCESS, run=run, review=review)
 
 
 def _resolve(cwd: Path, target: ReviewTarget) -> ResolvedTarget:
@@ -192,16 +251,11 @@ def _write_reports(
     from oiexec.review.render.github import write_annotations, write_step_summary
     from oiexec.review.render.junit import write_junit
     from oiexec.review.render.markdown import render_markdown, write_markdown
-    from oiexec.review.render.sarif import write_sarif
 
     gate, title = request.gate, resolved.user_facing_hint
     writers: list[tuple[str, Path | None, Callable[[Path], None]]] = [
         ("--junit", request.junit, lambda p: write_junit(p, review, policy=gate)),
-        (
-            "--sarif",
-            request.sarif,
-            lambda p: write_sarif(p, review, repo_root=resolved.repo_root, policy=gate),
-        ),
+        ("--sarif", request.sarif, lambda p: _sarif(p, review, resolved.repo_root, gate)),
         (
             "--markdown",
             request.markdown,
@@ -223,6 +277,17 @@ def _write_reports(
             warn(f"could not write the GitHub step summary: {exc.strerror or exc}")
         # Workflow commands on stderr: stdout belongs to the JSONL stream or the review text.
         write_annotations(sys.stderr, review, gate)
+
+
+def _sarif(path: Path, review: ReviewOutput, root: Path, gate: GatePolicy) -> None:
+    from oiexec.review.render.sarif import render_failure_sarif, write_sarif
+
+    if review.is_fallback:
+        # No results would tell code scanning every earlier alert was fixed: report the
+        # analysis as failed instead.
+        write_report(path, render_failure_sarif(FALLBACK_MESSAGE, int(ExitCode.FAILED)))
+        return
+    write_sarif(path, review, repo_root=root, policy=gate)
 
 
 def _blocked_summary(blocking: list[ReviewFinding], gate: GatePolicy) -> str:

@@ -1,9 +1,12 @@
-"""Signals that end a run cleanly: `--timeout` (SIGALRM) and CI cancellation (SIGTERM)."""
+"""Signals that end a run cleanly: `--timeout` (SIGALRM), Ctrl-C (SIGINT) and CI
+cancellation (SIGTERM)."""
 
 from __future__ import annotations
 
 import contextlib
+import os
 import signal
+import sys
 import threading
 import time
 from collections.abc import Iterator
@@ -37,18 +40,31 @@ def deadline_alarm(deadline: float | None) -> Iterator[None]:
 
 
 @contextlib.contextmanager
-def terminate_as_interrupt() -> Iterator[None]:
-    """CI cancels jobs with SIGTERM: clean up (kill process groups, close the rollout) as
-    for Ctrl-C."""
+def interrupt_signals() -> Iterator[None]:
+    """SIGINT (Ctrl-C) and SIGTERM (a CI runner cancelling the job) end the run as
+    `Interrupted`: the turn ends with `turn.failed`, process groups are killed, the session and
+    reports are written, and the exit code is 130 or 143.
+
+    Only the first signal interrupts; cleanup must not be cut short by the next one (GitHub
+    Actions sends SIGINT, then SIGTERM 7.5 s later). A second signal while cleaning up means
+    the user insists: exit at once with the first signal's code, as a shell would.
+    """
     if not _main_thread():
         yield
         return
+    first: list[Interrupted] = []
 
-    def on_term(_signum: int, _frame: FrameType | None) -> None:
-        raise Interrupted()
+    def on_signal(signum: int, _frame: FrameType | None) -> None:
+        if first:
+            sys.stderr.write("interrupted again: exiting without cleanup\n")
+            sys.stderr.flush()
+            os._exit(int(first[0].exit_code))
+        first.append(Interrupted("SIGTERM" if signum == signal.SIGTERM else "SIGINT"))
+        raise first[0]
 
-    previous = signal.signal(signal.SIGTERM, on_term)
+    previous = {sig: signal.signal(sig, on_signal) for sig in (signal.SIGINT, signal.SIGTERM)}
     try:
         yield
     finally:
-        signal.signal(signal.SIGTERM, previous)
+        for sig, handler in previous.items():
+            signal.signal(sig, handler)

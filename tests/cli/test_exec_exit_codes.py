@@ -72,8 +72,9 @@ def test_outside_git_repo_is_2_with_codex_message(tmp_path: Path) -> None:
     assert result.stdout == ""
 
 
-def test_no_prompt_on_a_tty_like_empty_stdin_is_2(repo: Path) -> None:
-    result = run_cli(["exec", "--json"], cwd=repo, input="   \n")
+def test_no_prompt_on_a_tty_like_empty_stdin_is_2(repo: Path, model_server: ModelServer) -> None:
+    # A usable provider: stdin is read only after the config and the key passed.
+    result = run_cli([*exec_args(model_server)], cwd=repo, input="   \n")
     assert result.returncode == 2
     assert "No prompt provided via stdin." in result.stderr
     assert result.stdout == ""
@@ -228,9 +229,9 @@ def _start(args: list[str], cwd: Path) -> subprocess.Popen[bytes]:
     )
 
 
-@pytest.mark.parametrize("sig", [signal.SIGINT, signal.SIGTERM])
-def test_interrupt_is_130_and_kills_children(
-    model_server: ModelServer, repo: Path, tmp_path: Path, sig: signal.Signals
+@pytest.mark.parametrize(("sig", "code"), [(signal.SIGINT, 130), (signal.SIGTERM, 143)])
+def test_interrupt_ends_the_turn_and_kills_children(
+    model_server: ModelServer, repo: Path, tmp_path: Path, sig: signal.Signals, code: int
 ) -> None:
     marker = tmp_path / "child.pid"
     cmd = f"echo $$ > {marker}; sleep 60"
@@ -248,8 +249,9 @@ def test_interrupt_is_130_and_kills_children(
     proc.send_signal(sig)
     rest_bytes, stderr = proc.communicate(timeout=15)
     rest = rest_bytes.decode()
-    assert proc.returncode == 130, stderr.decode()
-    assert "turn.failed" not in rest
+    assert proc.returncode == code, stderr.decode()
+    last = json.loads(rest.splitlines()[-1])
+    assert last == {"type": "turn.failed", "error": {"message": f"interrupted by {sig.name}"}}
     time.sleep(0.2)
     with pytest.raises(ProcessLookupError):
         os.kill(int(marker.read_text()), 0)

@@ -60,8 +60,9 @@ def test_utf8_bom_and_utf16_stdin_are_decoded(model_server: ModelServer, repo: P
     assert "héllo" in user_texts(model_server.bodies[1])
 
 
-def test_invalid_utf8_stdin_is_a_usage_error(repo: Path) -> None:
-    result = run_cli(["exec", "-"], cwd=repo, input=b"ok \x80\x81 broken")
+def test_invalid_utf8_stdin_is_a_usage_error(repo: Path, model_server: ModelServer) -> None:
+    # A usable provider: stdin is read only after the config and the key passed.
+    result = run_cli([*exec_args(model_server), "-"], cwd=repo, input=b"ok \x80\x81 broken")
     assert result.returncode == 2
     assert "not valid UTF-8" in result.stderr
 

@@ -64,6 +64,9 @@ def review(
     **kwargs: Any,
 ) -> CliResult:
     base = exec_args(server, wire=wire)
+    # A review is read-only whatever `-s` says (and says so): exec's default is not given.
+    base.remove("-s")
+    base.remove("danger-full-access")
     if top_level:
         # `interpreter review ...` takes the same options after its own name.
         return run_cli(["review", *base[1:], *args], cwd=repo, **kwargs)
@@ -242,7 +245,13 @@ def test_run_failure_keeps_the_exec_exit_code(model_server: ModelServer, dirty_r
     )
     assert result.returncode == ExitCode.MAX_TURNS, result.stderr
     assert result.types()[-1] == "turn.failed"
-    assert not sarif.exists()
+    # A failed analysis, not an empty one (which would close earlier code scanning alerts).
+    log = json.loads(sarif.read_text())
+    validate_sarif(log)
+    assert log["runs"][0]["results"] == []
+    invocation = log["runs"][0]["invocations"][0]
+    assert invocation["executionSuccessful"] is False and invocation["exitCode"] == 4
+    assert "turn limit" in invocation["toolExecutionNotifications"][0]["message"]["text"]
 
 
 # --- robustness of the answer -------------------------------------------------------------
@@ -279,8 +288,13 @@ def test_twice_malformed_fails_instead_of_passing(
     assert fallback["overall_explanation"] == "Still no JSON, sorry."
     assert result.items("agent_message")[-1]["text"] == "Still no JSON, sorry."
     assert "no verdict" in md.read_text()
-    # No SARIF: an empty log would close the code scanning alerts of earlier runs.
-    assert not sarif.exists() and "not writing --sarif" in result.stderr
+    # Not an empty log, which would close the code scanning alerts of earlier runs: a failed
+    # analysis naming why.
+    log = json.loads(sarif.read_text())
+    validate_sarif(log)
+    invocation = log["runs"][0]["invocations"][0]
+    assert log["runs"][0]["results"] == [] and invocation["executionSuccessful"] is False
+    assert FALLBACK_MESSAGE in invocation["toolExecutionNotifications"][0]["message"]["text"]
     assert len(model_server.bodies) == 2  # one correction, no more
 
 
@@ -415,11 +429,24 @@ def test_review_runs_read_only_whatever_the_flags_say(
         reply(tool_calls=[call("exec_command", {"cmd": "echo pwned > pwned.txt"})]),
         reply(answer()),
     )
-    # exec_args already passes `-s danger-full-access`; the config says so too.
+    # `-s` and the config both ask for full access.
     result = review(
-        model_server, repo, *escape, "-c", 'sandbox_mode="danger-full-access"', "--uncommitted"
+        model_server,
+        repo,
+        "-s",
+        "danger-full-access",
+        *escape,
+        "-c",
+        'sandbox_mode="danger-full-access"',
+        "--uncommitted",
     )
     assert result.returncode == 0, result.stderr
+    # What applies is said once, on stderr and as an `error` item before the turn.
+    ignored = " and ".join(["-s danger-full-access", *escape])
+    warning = f"review always runs in the read-only sandbox; ignoring {ignored}"
+    assert result.stderr.count(warning) == 1
+    assert [item["message"] for item in result.items("error")] == [warning]
+    assert result.types()[:3] == ["thread.started", "item.completed", "turn.started"]
     assert not (repo / "pwned.txt").exists()
     command = result.items("command_execution")[0]
     assert command["status"] == "failed"

@@ -11,7 +11,7 @@ from oiexec.output.reportfile import write_report
 from oiexec.review.gate import GatePolicy, is_blocking, priority_label
 from oiexec.review.model import ReviewFinding, ReviewOutput
 
-__all__ = ["render_junit", "write_junit"]
+__all__ = ["render_failure_junit", "render_junit", "write_junit"]
 
 _SUITE = "oiexec review"
 #: Characters XML 1.0 cannot carry even escaped; a model's text may contain them. Replaced
@@ -39,6 +39,17 @@ def render_junit(review: ReviewOutput, *, policy: GatePolicy | None = None) -> s
         "min_confidence": str(policy.min_confidence),
     }
     suite = TestSuite(_SUITE, cases, properties={k: _clean(v) for k, v in properties.items()})
+    xml: str = to_xml_report_string([suite], prettyprint=True, encoding="utf-8")
+    return xml
+
+
+def render_failure_junit(message: str, exit_code: int) -> str:
+    """The report of a review that produced no review (it failed, or never started): one
+    failing case with the error and the exit code, so the publisher shows why."""
+    case = TestCase("review", classname="oiexec.review")
+    text = _clean(f"{message} (exit code {exit_code})")
+    case.add_failure_info(message=text, output=text, failure_type="review_failed")
+    suite = TestSuite(_SUITE, [case], properties={"exit_code": str(exit_code)})
     xml: str = to_xml_report_string([suite], prettyprint=True, encoding="utf-8")
     return xml
 

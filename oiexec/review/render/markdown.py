@@ -8,7 +8,7 @@ from oiexec.output.reportfile import write_report
 from oiexec.review.gate import GatePolicy, blocking_findings, is_blocking, priority_label
 from oiexec.review.model import CORRECT, INCORRECT, ReviewFinding, ReviewOutput
 
-__all__ = ["render_markdown", "write_markdown"]
+__all__ = ["render_failure_markdown", "render_markdown", "write_markdown"]
 
 _VERDICT = {
     CORRECT: "✅ patch is correct",
@@ -71,6 +71,16 @@ def render_markdown(
             "",
         ]
     return "\n".join(lines).rstrip("\n") + "\n"
+
+
+def render_failure_markdown(message: str, exit_code: int) -> str:
+    """The report of a review that produced no review: what went wrong, and no verdict."""
+    return (
+        "# Code review\n\n"
+        f"**Verdict:** ⚠️ no review: the review did not complete (exit code {exit_code})  \n"
+        "**Gate:** ❌ failed\n\n"
+        f"{message.strip()}\n"
+    )
 
 
 def write_markdown(

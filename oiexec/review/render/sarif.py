@@ -13,7 +13,7 @@ from oiexec.output.reportfile import write_report
 from oiexec.review.gate import GatePolicy, effective_priority, is_blocking
 from oiexec.review.model import ReviewFinding, ReviewOutput
 
-__all__ = ["SARIF_SCHEMA_URI", "render_sarif", "write_sarif"]
+__all__ = ["SARIF_SCHEMA_URI", "render_failure_sarif", "render_sarif", "write_sarif"]
 
 SARIF_SCHEMA_URI = "https://json.schemastore.org/sarif-2.1.0.json"
 _SRCROOT = "SRCROOT"
@@ -58,6 +58,25 @@ def render_sarif(
     if repo_root is not None:
         run["originalUriBaseIds"] = {_SRCROOT: {"uri": repo_root.resolve().as_uri() + "/"}}
     return {"$schema": SARIF_SCHEMA_URI, "version": "2.1.0", "runs": [run]}
+
+
+def render_failure_sarif(message: str, exit_code: int) -> str:
+    """A valid log for a review that did not happen: no results, and an invocation marked
+    unsuccessful with the error. Code scanning records a failed analysis rather than reading
+    "no results" as "every earlier alert is fixed"."""
+    run = {
+        "tool": {"driver": {"name": "oiexec", "version": __version__, "rules": []}},
+        "invocations": [
+            {
+                "executionSuccessful": False,
+                "exitCode": exit_code,
+                "toolExecutionNotifications": [{"level": "error", "message": {"text": message}}],
+            }
+        ],
+        "results": [],
+    }
+    log = {"$schema": SARIF_SCHEMA_URI, "version": "2.1.0", "runs": [run]}
+    return json.dumps(log, indent=2, ensure_ascii=False) + "\n"
 
 
 def write_sarif(

@@ -1,0 +1,188 @@
+"""Everything a run checks before it reads its prompt or starts its thread: config, git check,
+output schema, provider and API key, images, sandbox policy and backend, budgets.
+
+The prompt is not needed for any of it, so a bad flag or config fails at once instead of
+after a slow stdin closes (`sleep 4 | interpreter exec -c model=123 x`). Warnings found on
+the way are kept in order in `StartupWarnings`: the run shows them after `thread.started`,
+and a failure before that prints them first, so the cause is seen with the symptom.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import time
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any, TextIO
+
+from oiexec.agent.final import FinalAnswerPolicy
+from oiexec.config.catalog import ModelFacts, model_facts
+from oiexec.config.loader import LoadedConfig, load_config
+from oiexec.config.providers import resolve_api_key, resolve_provider
+from oiexec.config.settings import ProviderConfig
+from oiexec.core.errors import ConfigError, UsageError
+from oiexec.core.policy import SandboxMode, SandboxPolicy
+from oiexec.core.redact import redact, register_secret
+from oiexec.core.types import ImageInput
+from oiexec.git import is_git_marker
+from oiexec.runner.inputs import read_images, read_output_schema
+from oiexec.runner.request import ExecRequest
+from oiexec.runner.sandboxing import RefusalTracker, build_policy
+from oiexec.runner.sessions import SettingChange, continue_session, setting_changes
+from oiexec.sandbox.selfguard import protect_runner
+
+if TYPE_CHECKING:
+    from oiexec.session.index import LoadedSession
+
+__all__ = ["GIT_CHECK_MESSAGE", "Prepared", "RunHooks", "StartupWarnings", "prepare"]
+
+GIT_CHECK_MESSAGE = "Not inside a trusted directory and --skip-git-repo-check was not specified."
+
+
+@dataclass(frozen=True)
+class RunHooks:
+    """How a caller specialises a run (the review command uses all three)."""
+
+    #: Replaces the harness's instructions.
+    instructions: str | None = None
+    #: Decides what a valid final answer is and how it is shown.
+    final: FinalAnswerPolicy | None = None
+    #: Forces a sandbox mode whatever config and flags say.
+    sandbox_mode: SandboxMode | None = None
+
+
+@dataclass
+class StartupWarnings:
+    """Warnings collected before the thread starts, shown exactly once: by the run after
+    `thread.started` (as `error` items with --json), or on stderr before a startup error."""
+
+    texts: list[str] = field(default_factory=list)
+    shown: bool = False
+
+    def add(self, *texts: str) -> None:
+        self.texts.extend(texts)
+
+    def take(self) -> list[str]:
+        """The warnings, for the run to show; marks them shown."""
+        self.shown = True
+        return list(self.texts)
+
+    def flush(self, stream: TextIO) -> None:
+        """Prints what has not been shown yet (before the error that ends the run)."""
+        if self.shown:
+            return
+        self.shown = True
+        for text in self.texts:
+            stream.write(redact(f"warning: {text}") + "\n")
+        stream.flush()
+
+
+@dataclass(frozen=True)
+class Prepared:
+    """Everything checked before the thread starts."""
+
+    request: ExecRequest
+    hooks: RunHooks
+    config: LoadedConfig
+    provider_id: str
+    provider: ProviderConfig
+    api_key: str | None
+    images: tuple[ImageInput, ...]
+    output_schema: dict[str, Any] | None
+    policy: SandboxPolicy
+    #: The sandbox backend for `policy`, probed now so an unusable one is reported up front.
+    sandbox: RefusalTracker
+    #: The model's context window and price (config, else the catalog).
+    facts: ModelFacts
+    #: When the run started (`--timeout` counts from here); set once the prompt is in hand.
+    started: float = 0.0
+    #: The session a resume or fork continues.
+    continued: LoadedSession | None = None
+    #: Where this run differs from the continued session's (announced and recorded).
+    changes: tuple[SettingChange, ...] = ()
+
+    def with_prompt(self, prompt: str | None) -> Prepared:
+        """Ready to run: the prompt (when read late) filled in and the clock started, so a
+        slow stdin does not count against `--timeout`."""
+        request = (
+            self.request if prompt is None else dataclasses.replace(self.request, prompt=prompt)
+        )
+        return dataclasses.replace(self, request=request, started=time.monotonic())
+
+
+def prepare(request: ExecRequest, hooks: RunHooks, warnings: StartupWarnings) -> Prepared:
+    """Checks everything that does not need the prompt; raises `OiexecError` (usage, config,
+    session) on the first problem, with the warnings found so far in `warnings`."""
+    warnings.add(*request.warnings)
+    config = load_config(request.config)
+    warnings.add(*config.warnings)
+    request, config, continued = continue_session(request, config)
+    # A resume reloads config with the session's settings as a layer: its own warnings too.
+    warnings.add(*(text for text in config.warnings if text not in warnings.texts))
+    _check_git(request, config)
+    output_schema = request.output_schema
+    if request.output_schema_file is not None:
+        output_schema = read_output_schema(request.output_schema_file)
+    provider_id, provider = resolve_provider(config.settings)
+    api_key = resolve_api_key(provider_id, provider)
+    register_secret(api_key)
+    # Before any command runs: the key must not be readable from this process by them.
+    protect_runner([provider.env_key or ""])
+    images = read_images(request.images)
+    policy = build_policy(config.settings, request, trusted=config.trusted)
+    if hooks.sandbox_mode:
+        policy = dataclasses.replace(policy, mode=hooks.sandbox_mode)
+    changes: list[SettingChange] = []
+    if continued is not None:
+        changes = setting_changes(
+            continued.settings,
+            request=request,
+            config=config,
+            provider_id=provider_id,
+            policy=policy,
+            output_schema=output_schema,
+            forced_mode=hooks.sandbox_mode is not None,
+        )
+    facts = model_facts(config.settings, provider_id)
+    if request.max_cost is not None and facts.price is None:
+        raise ConfigError(
+            f"--max-cost needs a price for model `{config.settings.model}`, and none is known",
+            hint="give one: -c model_pricing.input_per_mtok=N -c model_pricing.output_per_mtok=N",
+        )
+    from oiexec.sandbox import get_sandbox
+
+    # Last: the backend holds resources the run closes, and nothing after it can fail.
+    sandbox = RefusalTracker(get_sandbox(policy))
+    warnings.add(*sandbox_warnings(sandbox, policy))
+    return Prepared(
+        request, hooks, config, provider_id, provider, api_key, images, output_schema, policy,
+        sandbox, facts, continued=continued, changes=tuple(changes),
+    )  # fmt: skip
+
+
+def sandbox_warnings(tracker: RefusalTracker, policy: SandboxPolicy) -> list[str]:
+    """A degraded backend (Landlock instead of bwrap) is allowed, but never silently; an
+    unavailable one is announced before anything runs."""
+    info = tracker.describe()
+    fixes = [str(f) for f in info.get("remediation") or []]
+    fix = f". Fix: {fixes[0]}" if fixes else ""
+    if info.get("backend") == "unavailable":
+        # Every fix: the right one depends on where this runs (a host, Ubuntu, a container).
+        fix = ". Fixes: " + " | ".join(fixes) if fixes else ""
+        return [
+            f"sandbox unavailable for `{policy.mode}`: {info.get('reason')}; "
+            f"commands will be refused and the run will exit 6{fix}"
+        ]
+    degraded = [str(d) for d in info.get("degraded") or []]
+    if not degraded or info.get("backend") == "none":
+        return []
+    return [f"sandbox degraded ({info.get('backend')}): " + "; ".join(degraded) + fix]
+
+
+def _check_git(request: ExecRequest, config: LoadedConfig) -> None:
+    if request.skip_git_repo_check or request.dangerously_bypass:
+        return
+    if not is_git_marker(config.project_root / ".git"):
+        raise UsageError(
+            GIT_CHECK_MESSAGE,
+            hint="Run inside a git repository, or pass --skip-git-repo-check.",
+        )
