@@ -275,7 +275,7 @@ def outcome_status(code: ExitCode) -> str:
     """The `status` a run's `task_complete` record gets (what `sessions list` shows)."""
     if code == ExitCode.SUCCESS:
         return "completed"
-    return "interrupted" if code == ExitCode.INTERRUPTED else "failed"
+    return "interrupted" if code in (ExitCode.INTERRUPTED, ExitCode.TERMINATED) else "failed"
 
 
 # --- the rollout --------------------------------------------------------------------------

@@ -52,6 +52,7 @@ _BY_EXIT = {
     ExitCode.SANDBOX_UNAVAILABLE: "sandbox",
     ExitCode.CHECK_FAILED: "check_failed",
     ExitCode.INTERRUPTED: "interrupted",
+    ExitCode.TERMINATED: "interrupted",
 }
 
 
