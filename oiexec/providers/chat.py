@@ -26,11 +26,13 @@ from oiexec.core.types import (
     ToolOutput,
     ToolSpec,
 )
+from oiexec.providers.answers import context_overflow, is_context_overflow
 from oiexec.providers.custom_tools import CUSTOM_INPUT_PARAM, as_function, unwrap_input
 from oiexec.providers.http import (
     STREAM_DISCONNECTED,
     StreamInterrupted,
     WireClient,
+    json_event,
 )
 from oiexec.providers.responses import OUTPUT_SCHEMA_NAME
 
@@ -272,20 +274,24 @@ def parse_stream(
             return acc.response(custom_tools)
         if not event.data:
             continue
-        try:
-            chunk = json.loads(event.data)
-        except ValueError:
-            continue
+        chunk = json_event(event.data)
         if not isinstance(chunk, dict):
             continue
         if chunk.get("error"):
-            error = chunk["error"]
-            message = error.get("message") if isinstance(error, dict) else str(error)
-            raise ProviderError(f"{STREAM_DISCONNECTED}: {message or json.dumps(error)}")
+            raise _stream_error(chunk["error"])
         acc.add_chunk(chunk)
     if acc.finish_reason is not None:
         return acc.response(custom_tools)
     raise StreamInterrupted("stream closed before [DONE]")
+
+
+def _stream_error(error: Any) -> ProviderError:
+    """An `{"error": …}` chunk: the server gave up on the request mid-stream."""
+    message = (error.get("message") if isinstance(error, dict) else str(error)) or json.dumps(error)
+    code = error.get("code") or error.get("type") if isinstance(error, dict) else None
+    if is_context_overflow(None, str(code) if code else None, str(message)):
+        return context_overflow(f"the model refused the request: {message}")
+    return ProviderError(f"{STREAM_DISCONNECTED}: {message}")
 
 
 def _usage(raw: dict[str, Any]) -> Usage:

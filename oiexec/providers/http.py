@@ -4,6 +4,11 @@ Two retry budgets, as in Codex: `request_max_retries` covers a request that fail
 stream starts (connection errors, 408/409/429/5xx); `stream_max_retries` covers a stream that
 drops or goes idle after a 200, by re-sending the whole request. Wires return only complete
 responses, so a retried stream never yields anything twice.
+
+`stream_idle_timeout_ms` bounds every wait for the next bytes, the wait for the response
+headers included: a server that stops sending is retried, and the retry notice names the key.
+A `WaitObserver` is told when a request starts waiting and when its first event arrives, so
+the transcript can show that the run is alive while the model thinks.
 """
 
 from __future__ import annotations
@@ -11,11 +16,12 @@ from __future__ import annotations
 import email.utils
 import json
 import os
+import platform
 import random
 import time
 from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass
-from typing import Any, TypeVar
+from typing import Any, Protocol, TypeVar
 
 import httpx
 from httpx_sse import EventSource, ServerSentEvent, SSEError
@@ -27,26 +33,59 @@ from oiexec.config.settings import ProviderConfig
 from oiexec.core.errors import ProviderError
 from oiexec.core.protocols import RetryCallback
 from oiexec.core.redact import redact
+from oiexec.providers.answers import (
+    context_overflow,
+    is_context_overflow,
+    is_retryable,
+    server_error_message,
+    status_advice,
+)
 
 __all__ = [
+    "DEFAULT_ORIGINATOR",
+    "ORIGINATOR_ENV",
     "STREAM_DISCONNECTED",
     "ProviderHttp",
     "RetryTiming",
     "StreamInterrupted",
+    "WaitObserver",
     "build_headers",
     "create_http_client",
+    "json_event",
     "parse_retry_after",
     "server_error_message",
+    "user_agent",
 ]
 
 T = TypeVar("T")
 
 #: Prefix Codex uses for every stream that ended without a completed response.
 STREAM_DISCONNECTED = "stream disconnected before completion"
-_RETRYABLE_STATUS = frozenset({408, 409, 429})
-# OpenAI answers 429 for an exhausted quota too; waiting does not help there.
-_NON_RETRYABLE_CODES = frozenset({"insufficient_quota"})
-_MAX_BODY_IN_MESSAGE = 500
+#: The `originator` header Codex exec sends, and the variable that replaces it (the Codex
+#: SDK sets it to name itself; its tests check the header carries that value).
+DEFAULT_ORIGINATOR = "codex_exec"
+ORIGINATOR_ENV = "CODEX_INTERNAL_ORIGINATOR_OVERRIDE"
+_MAX_EVENT_IN_MESSAGE = 120
+
+
+class WaitObserver(Protocol):
+    """Told when the runner is waiting on the model (the human transcript's heartbeat)."""
+
+    def waiting(self) -> None:
+        """A request went out and nothing has come back yet (idempotent while waiting)."""
+        ...
+
+    def answered(self) -> None:
+        """The first event arrived, or the request ended (idempotent)."""
+        ...
+
+
+class _NoObserver:
+    def waiting(self) -> None:
+        pass
+
+    def answered(self) -> None:
+        pass
 
 
 @dataclass(frozen=True)
@@ -77,7 +116,7 @@ class RetryTiming:
 
 
 class StreamInterrupted(Exception):
-    """The stream ended (dropped, idle, closed early) before the response completed."""
+    """The stream ended (dropped, idle, closed early, garbled) before the response completed."""
 
     def __init__(self, detail: str) -> None:
         self.reason = f"{STREAM_DISCONNECTED}: {detail}"
@@ -91,14 +130,38 @@ class _RetryableRequest(Exception):
         self.retry_after = retry_after
 
 
+def user_agent() -> str:
+    """`oiexec/<version> (<OS> <release>; <arch>) python/<version>`: Codex's shape, naming
+    this runner, so a provider's logs tell its traffic apart from Codex's own."""
+    system = platform.system() or "unknown"
+    release = platform.release() or "unknown"
+    machine = platform.machine() or "unknown"
+    return (
+        f"oiexec/{__version__} ({system} {release}; {machine}) python/{platform.python_version()}"
+    )
+
+
+def json_event(data: str) -> Any:
+    """The JSON payload of one SSE event. Data that does not parse means the stream was
+    garbled or cut (a proxy, a truncated write), so the attempt is retried as a dropped
+    stream would be, rather than skipped: a skipped event could silently lose a tool call."""
+    try:
+        return json.loads(data)
+    except ValueError:
+        cut = data[:_MAX_EVENT_IN_MESSAGE] + ("…" if len(data) > _MAX_EVENT_IN_MESSAGE else "")
+        raise StreamInterrupted(f"the server sent an event that is not JSON: {cut!r}") from None
+
+
 def build_headers(
     provider: ProviderConfig, api_key: str | None, extra_headers: Mapping[str, str] | None = None
 ) -> dict[str, str]:
-    """Request headers: provider headers, env-sourced headers, auth, then the runner's own."""
+    """Request headers: the runner's identity, provider headers, env-sourced headers, auth,
+    then the caller's own."""
     headers: dict[str, str] = {
         "accept": "text/event-stream",
         "content-type": "application/json",
-        "user-agent": f"oiexec/{__version__}",
+        "user-agent": user_agent(),
+        "originator": os.environ.get(ORIGINATOR_ENV, "").strip() or DEFAULT_ORIGINATOR,
     }
     headers.update(provider.http_headers)
     for header, env_var in provider.env_http_headers.items():
@@ -164,21 +227,6 @@ def parse_retry_after(headers: httpx.Headers, *, now: float | None = None) -> fl
     return max(0.0, when.timestamp() - (time.time() if now is None else now))
 
 
-def server_error_message(body: bytes) -> tuple[str, str | None]:
-    """The server's own error message (and code) from an OpenAI-style or plain body."""
-    text = body.decode("utf-8", errors="replace").strip()
-    try:
-        data: Any = json.loads(text)
-    except ValueError:
-        return (text[:_MAX_BODY_IN_MESSAGE] or "(empty body)"), None
-    error = data.get("error", data) if isinstance(data, dict) else data
-    if isinstance(error, dict):
-        message = error.get("message") or error.get("detail") or json.dumps(error)
-        code = error.get("code") or error.get("type")
-        return str(message)[:_MAX_BODY_IN_MESSAGE], (str(code) if code else None)
-    return str(error)[:_MAX_BODY_IN_MESSAGE], None
-
-
 class ProviderHttp:
     """Sends one wire's requests to one provider with retries and hands back parsed streams."""
 
@@ -191,11 +239,13 @@ class ProviderHttp:
         extra_headers: Mapping[str, str] | None = None,
         timing: RetryTiming | None = None,
         transport: httpx.BaseTransport | None = None,
+        wait_observer: WaitObserver | None = None,
     ) -> None:
         self.provider_id = provider_id
         self.provider = provider
         self.timing = timing or RetryTiming.from_env()
         self._api_key = api_key
+        self._observer: WaitObserver = wait_observer or _NoObserver()
         self._client = create_http_client(
             provider, api_key, extra_headers=extra_headers, timing=self.timing, transport=transport
         )
@@ -226,7 +276,15 @@ class ProviderHttp:
                     return self._stream_once(path, body, parse, on_retry)
         except StreamInterrupted as exc:
             raise ProviderError(self._clean(exc.reason)) from None
+        finally:
+            self._observer.answered()
         raise AssertionError("unreachable: tenacity either returns or raises")
+
+    @property
+    def _idle_detail(self) -> str:
+        """How a timed-out wait names its limit, so the user knows which key to raise."""
+        ms = self.provider.stream_idle_timeout_ms
+        return f"no data for {ms / 1000:g}s, stream_idle_timeout_ms = {ms}"
 
     def _retrying(
         self, max_retries: int, retry_on: type[Exception], on_retry: RetryCallback
@@ -250,6 +308,7 @@ class ProviderHttp:
         parse: Callable[[Iterator[ServerSentEvent]], T],
         on_retry: RetryCallback,
     ) -> T:
+        self._observer.waiting()
         response = self._open(path, body, on_retry)
         try:
             return parse(self._events(response))
@@ -258,9 +317,11 @@ class ProviderHttp:
 
     def _events(self, response: httpx.Response) -> Iterator[ServerSentEvent]:
         try:
-            yield from EventSource(response).iter_sse()
+            for event in EventSource(response).iter_sse():
+                self._observer.answered()
+                yield event
         except httpx.ReadTimeout:
-            raise StreamInterrupted("idle timeout waiting for SSE") from None
+            raise StreamInterrupted(f"idle timeout waiting for SSE ({self._idle_detail})") from None
         except (httpx.TransportError, SSEError) as exc:
             raise StreamInterrupted(_describe(exc)) from None
 
@@ -279,6 +340,12 @@ class ProviderHttp:
         url = self._clean(str(request.url.copy_with(query=None)))
         try:
             response = self._client.send(request, stream=True)
+        except httpx.ReadTimeout:
+            # The server took the request and sent no headers within the idle timeout.
+            raise _RetryableRequest(
+                f"request to {self.label} at {url} timed out waiting for the response "
+                f"({self._idle_detail})"
+            ) from None
         except httpx.TimeoutException as exc:
             raise _RetryableRequest(
                 f"request to {self.label} at {url} timed out: {_describe(exc)}"
@@ -295,7 +362,9 @@ class ProviderHttp:
             raise ProviderError(
                 self._clean(
                     f"{self.label} ({url}) answered {response.headers.get('content-type')!r} "
-                    f"instead of an event stream: {server_error_message(raw)[0]}"
+                    f"instead of an event stream: {server_error_message(raw)[0]}. Check "
+                    f"model_providers.{self.provider_id}.base_url: it must be the API root "
+                    "(usually ending in /v1), not a web page or a proxy's login page"
                 )
             )
         try:
@@ -314,17 +383,12 @@ class ProviderHttp:
             f"unexpected status {status} {response.reason_phrase} from {self.label} "
             f"({url}): {server_message}"
         )
-        if status in (401, 403):
-            env_key = self.provider.env_key
-            advice = (
-                f"Check the API key in ${env_key}."
-                if env_key
-                else "This provider sends no API key; set `env_key` for it if it needs one."
-            )
-            raise ProviderError(f"{message}. {advice}")
-        if (status in _RETRYABLE_STATUS or status >= 500) and code not in _NON_RETRYABLE_CODES:
+        if is_context_overflow(status, code, server_message):
+            raise context_overflow(message)
+        if is_retryable(status, code):
             raise _RetryableRequest(message, parse_retry_after(response.headers))
-        raise ProviderError(message)
+        advice = status_advice(status, self.provider_id, self.provider)
+        raise ProviderError(f"{message}. {advice}" if advice else message)
 
     def _wait(self, state: RetryCallState) -> float:
         exc = state.outcome.exception() if state.outcome else None
@@ -369,6 +433,7 @@ class WireClient:
         extra_headers: Mapping[str, str] | None = None,
         timing: RetryTiming | None = None,
         transport: httpx.BaseTransport | None = None,
+        wait_observer: WaitObserver | None = None,
     ) -> None:
         self._http = ProviderHttp(
             provider_id or self.default_provider_id,
@@ -377,6 +442,7 @@ class WireClient:
             extra_headers=extra_headers,
             timing=timing,
             transport=transport,
+            wait_observer=wait_observer,
         )
 
     def close(self) -> None:

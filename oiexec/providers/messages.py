@@ -41,8 +41,16 @@ from oiexec.core.types import (
     ToolOutput,
     ToolSpec,
 )
+from oiexec.providers.answers import context_overflow, is_context_overflow
 from oiexec.providers.custom_tools import CUSTOM_INPUT_PARAM, as_function, unwrap_input
-from oiexec.providers.http import STREAM_DISCONNECTED, ProviderHttp, RetryTiming, StreamInterrupted
+from oiexec.providers.http import (
+    STREAM_DISCONNECTED,
+    ProviderHttp,
+    RetryTiming,
+    StreamInterrupted,
+    WaitObserver,
+    json_event,
+)
 
 __all__ = [
     "ANTHROPIC_VERSION",
@@ -104,6 +112,7 @@ class MessagesClient:
         extra_headers: Mapping[str, str] | None = None,
         timing: RetryTiming | None = None,
         transport: httpx.BaseTransport | None = None,
+        wait_observer: WaitObserver | None = None,
         max_tokens: int = DEFAULT_MAX_TOKENS,
     ) -> None:
         # The key travels in our own headers, so the shared client must not add a Bearer
@@ -117,6 +126,7 @@ class MessagesClient:
             extra_headers=auth_headers(provider, api_key, extra_headers),
             timing=timing,
             transport=transport,
+            wait_observer=wait_observer,
         )
 
     def respond(self, request: ModelRequest, on_retry: RetryCallback) -> ModelResponse:
@@ -410,10 +420,7 @@ def parse_stream(
     for event in events:
         if not event.data:
             continue
-        try:
-            payload = json.loads(event.data)
-        except ValueError:
-            continue
+        payload = json_event(event.data)
         if not isinstance(payload, dict):
             continue
         kind = payload.get("type") or event.event
@@ -433,6 +440,8 @@ def _raise_stream_error(error: Any) -> None:
         kind, message = "error", str(error)
     if kind in _RETRYABLE_STREAM_ERRORS:
         raise StreamInterrupted(f"{kind}: {message}")
+    if is_context_overflow(None, kind, message):
+        raise context_overflow(f"the model refused the request: {kind}: {message}")
     raise ProviderError(f"{STREAM_DISCONNECTED}: {kind}: {message}")
 
 

@@ -10,7 +10,7 @@ from oiexec.config.settings import ProviderConfig
 from oiexec.core.errors import ConfigError
 from oiexec.core.protocols import ModelClient
 from oiexec.providers.chat import ChatClient
-from oiexec.providers.http import RetryTiming
+from oiexec.providers.http import RetryTiming, WaitObserver
 from oiexec.providers.messages import MessagesClient
 from oiexec.providers.responses import ResponsesClient
 
@@ -25,8 +25,10 @@ def create_client(
     extra_headers: Mapping[str, str] | None = None,
     timing: RetryTiming | None = None,
     transport: httpx.BaseTransport | None = None,
+    wait_observer: WaitObserver | None = None,
 ) -> ModelClient:
-    """The `ModelClient` for `provider`'s `wire_api`.
+    """The `ModelClient` for `provider`'s `wire_api`; `wait_observer` is told when each
+    request starts waiting on the model and when its first event arrives.
 
     Raises ConfigError when the provider cannot be used (no base URL, unsupported wire).
     """
@@ -43,6 +45,7 @@ def create_client(
             extra_headers=extra_headers,
             timing=timing,
             transport=transport,
+            wait_observer=wait_observer,
         )
     if provider.wire_api == "chat":
         return ChatClient(
@@ -52,6 +55,7 @@ def create_client(
             extra_headers=extra_headers,
             timing=timing,
             transport=transport,
+            wait_observer=wait_observer,
         )
     if provider.wire_api == "messages":
         return MessagesClient(
@@ -61,6 +65,7 @@ def create_client(
             extra_headers=extra_headers,
             timing=timing,
             transport=transport,
+            wait_observer=wait_observer,
         )
     raise ConfigError(
         f'Model provider `{provider_id}` uses `wire_api = "{provider.wire_api}"`, which is not '

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import json
 from collections.abc import Iterator
 from typing import Any
 
@@ -20,10 +19,12 @@ from oiexec.core.types import (
     ToolCall,
     ToolSpec,
 )
+from oiexec.providers.answers import context_overflow, is_context_overflow
 from oiexec.providers.http import (
     STREAM_DISCONNECTED,
     StreamInterrupted,
     WireClient,
+    json_event,
 )
 
 __all__ = ["OUTPUT_SCHEMA_NAME", "ResponsesClient", "build_body", "parse_stream"]
@@ -162,9 +163,8 @@ def parse_stream(events: Iterator[ServerSentEvent]) -> ModelResponse:
     for event in events:
         if not event.data or event.data == "[DONE]":
             continue
-        try:
-            data: dict[str, Any] = json.loads(event.data)
-        except ValueError:
+        data = json_event(event.data)
+        if not isinstance(data, dict):
             continue
         kind = data.get("type") or event.event
         if kind == "response.created":
@@ -197,6 +197,9 @@ def _stream_error(kind: str, data: dict[str, Any]) -> ProviderError:
     nested = response.get("error") if kind == "response.failed" else data.get("error")
     error: dict[str, Any] = nested if isinstance(nested, dict) else data
     message = error.get("message") or f"{kind} without an error message"
+    code = error.get("code")
+    if is_context_overflow(None, str(code) if code else None, str(message)):
+        return context_overflow(f"the model refused the request: {message}")
     return ProviderError(f"{STREAM_DISCONNECTED}: {message}")
 
 

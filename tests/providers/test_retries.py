@@ -153,8 +153,14 @@ def test_idle_stream_times_out_and_is_retried(server: ModelServer, wire: str) ->
 
     assert response.final_text == "after the stall"
     assert time.monotonic() - started < 3
+    # The notice names the key to raise, as well as Codex's wording of the fault.
     assert run.retries == [
-        (1, 5, "stream disconnected before completion: idle timeout waiting for SSE")
+        (
+            1,
+            5,
+            "stream disconnected before completion: idle timeout waiting for SSE "
+            "(no data for 0.3s, stream_idle_timeout_ms = 300)",
+        )
     ]
 
 
