@@ -56,7 +56,7 @@ class CatalogEntry:
 def lookup(provider_id: str, base_url: str | None, model: str) -> CatalogEntry:
     """The catalogs' entry for `model` at `provider_id` (served from `base_url`)."""
     md_providers = _models_dev_providers(provider_id, base_url)
-    gp_provider = _genai_provider(provider_id, base_url)
+    gp_provider = genai_provider(provider_id, base_url)
     if not md_providers and gp_provider is not None:
         # genai-prices recognises more endpoints by URL; its id names models.dev's entry too.
         md_providers = _models_dev_providers(gp_provider.id, None)
@@ -68,11 +68,11 @@ def lookup(provider_id: str, base_url: str | None, model: str) -> CatalogEntry:
         if vendor is None:
             return CatalogEntry()
         md_providers = _models_dev_providers(vendor, None)
-        gp_provider = _genai_provider(vendor, None)
+        gp_provider = genai_provider(vendor, None)
         borrowed = vendor
-    window, tool_call, md_price, md_tier = _from_models_dev(md_providers, model)
-    gp_window, gp_price, gp_tier = _from_genai_prices(gp_provider, model)
-    price, tier = (gp_price, gp_tier) if gp_price is not None else (md_price, md_tier)
+    window, tool_call, md_cost, md_tier = _from_models_dev(md_providers, model)
+    gp_window, gp_cost, gp_tier = from_genai_prices(gp_provider, model)
+    price, tier = (gp_cost, gp_tier) if gp_cost is not None else (md_cost, md_tier)
     return CatalogEntry(
         context_window=window or gp_window,
         price=price,
@@ -97,7 +97,7 @@ def name_candidates(model: str) -> list[str]:
 
 def _vendor_of(model: str) -> str | None:
     prefix, slash, _ = model.partition("/")
-    if slash and (_models_dev_providers(prefix, None) or _genai_provider(prefix, None)):
+    if slash and (_models_dev_providers(prefix, None) or genai_provider(prefix, None)):
         return prefix.lower()
     from genai_prices import data_snapshot
 
@@ -169,7 +169,7 @@ def md_price(entry: models_dev.Model) -> tuple[ModelPrice | None, int | None]:
 # genai-prices ------------------------------------------------------------------------------
 
 
-def _genai_provider(provider_id: str, base_url: str | None) -> gp.Provider | None:
+def genai_provider(provider_id: str, base_url: str | None) -> gp.Provider | None:
     from genai_prices import data_snapshot
 
     snapshot = data_snapshot.get_snapshot()
@@ -185,7 +185,7 @@ def _genai_provider(provider_id: str, base_url: str | None) -> gp.Provider | Non
     return None
 
 
-def _from_genai_prices(
+def from_genai_prices(
     provider: gp.Provider | None, model: str
 ) -> tuple[int | None, ModelPrice | None, int | None]:
     if provider is None:
