@@ -68,10 +68,7 @@ def main() -> None:
     except click.exceptions.Abort:
         click.echo("Aborted.", err=True)
         code = ExitCode.INTERRUPTED
-    except Interrupted as exc:
-        click.echo(str(exc), err=True)
-        code = exc.exit_code
-    except KeyboardInterrupt:
+    except (KeyboardInterrupt, Interrupted):
         click.echo("interrupted", err=True)
         code = ExitCode.INTERRUPTED
     except BrokenPipeError:
