@@ -68,7 +68,10 @@ def main() -> None:
     except click.exceptions.Abort:
         click.echo("Aborted.", err=True)
         code = ExitCode.INTERRUPTED
-    except (KeyboardInterrupt, Interrupted):
+    except Interrupted as exc:
+        click.echo(str(exc), err=True)
+        code = exc.exit_code
+    except KeyboardInterrupt:
         click.echo("interrupted", err=True)
         code = ExitCode.INTERRUPTED
     except BrokenPipeError:
