@@ -3,11 +3,16 @@ only the final message on stdout: the event processor of a run without `--json`.
 
 Colour only when asked (a TTY or `--color always`). Inside GitHub Actions each model step is
 folded into a `::group::` so long runs stay readable in the job log.
+
+While a model request has no answer, a heartbeat line (`waiting for the model… 15s`) appears
+every 15 s (output/heartbeat.py). In GitHub Actions the lines land inside the step's group,
+so they fold with it: one line per interval in a collapsed group, no group of their own.
 """
 
 from __future__ import annotations
 
 import os
+import threading
 from collections.abc import Sequence
 from typing import Literal, TextIO, assert_never
 
@@ -33,6 +38,7 @@ from oiexec.core.events import (
     TurnStarted,
 )
 from oiexec.core.redact import redact
+from oiexec.output.heartbeat import Heartbeat, interval_from_env
 
 _OUTPUT_TAIL_LINES = 12
 
@@ -51,7 +57,13 @@ def use_color(choice: Literal["always", "never", "auto"], stream: TextIO) -> boo
 
 class HumanProcessor:
     def __init__(
-        self, stream: TextIO, answer: TextIO, *, color: bool, show_reasoning: bool = True
+        self,
+        stream: TextIO,
+        answer: TextIO,
+        *,
+        color: bool,
+        show_reasoning: bool = True,
+        heartbeat_interval: float | None = None,
     ) -> None:
         self._stream = stream
         self._answer = answer
@@ -59,12 +71,25 @@ class HumanProcessor:
         self._show_reasoning = show_reasoning
         self._groups = in_github_actions()
         self._group_open = False
+        # The heartbeat writes from its own thread, between the loop's lines.
+        self._lock = threading.Lock()
+        interval = interval_from_env() if heartbeat_interval is None else heartbeat_interval
+        self._heartbeat = Heartbeat(lambda text: self._write(self._style(text, dim=True)), interval)
 
     # -- plumbing -----------------------------------------------------------------------
 
     def _write(self, text: str) -> None:
-        self._stream.write(redact(text) + "\n")
-        self._stream.flush()
+        with self._lock:
+            self._stream.write(redact(text) + "\n")
+            self._stream.flush()
+
+    # -- waiting on the model (a `WaitObserver` for the provider) -----------------------
+
+    def waiting(self) -> None:
+        self._heartbeat.waiting()
+
+    def answered(self) -> None:
+        self._heartbeat.answered()
 
     def _style(self, text: str, **styles: object) -> str:
         return click.style(text, **styles) if self._color else text  # type: ignore[arg-type]
@@ -172,4 +197,5 @@ class HumanProcessor:
             self._write(f"  [{'x' if entry.completed else ' '}] {entry.text}")
 
     def close(self) -> None:
+        self._heartbeat.close()
         self._end_group()
