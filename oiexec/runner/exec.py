@@ -306,6 +306,8 @@ class _Run:
             p.provider,
             p.api_key,
             extra_headers={"session-id": thread_id, "thread-id": thread_id},
+            # The human transcript's heartbeat while the model has not answered.
+            wait_observer=self.processor if isinstance(self.processor, HumanProcessor) else None,
         )
         self.stack.callback(client.close)
 
