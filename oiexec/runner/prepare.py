@@ -148,6 +148,8 @@ def prepare(request: ExecRequest, hooks: RunHooks, warnings: StartupWarnings) ->
             f"--max-cost needs a price for model `{config.settings.model}`, and none is known",
             hint="give one: -c model_pricing.input_per_mtok=N -c model_pricing.output_per_mtok=N",
         )
+    if request.max_cost is not None:  # where a price is spent, say if it is borrowed or a base rate
+        warnings.add(*facts.price_notes)
     from oiexec.sandbox import get_sandbox
 
     # Last: the backend holds resources the run closes, and nothing after it can fail.
