@@ -51,7 +51,8 @@ def reports_on_failure(
     try:
         yield
     except OiexecError as exc:
-        _write(paths, kind, name, model, redact(exc.message), exc.exit_code, warn)
+        # With the hint: the report is often all a reader of a CI run looks at.
+        _write(paths, kind, name, model, redact(exc.render()), exc.exit_code, warn)
         raise
     except Interrupted as exc:
         _write(paths, kind, name, model, exc.message, exc.exit_code, warn)
