@@ -162,6 +162,7 @@ class _Run:
             self._record_usage(usage)
             self.dispatcher.emit(TurnCompleted(usage=usage))
         except OiexecError as exc:
+            usage = loop.usage if loop is not None and loop.steps else usage  # spent so far
             self._close_open_work()
             self.result.exit_code = exc.exit_code
             self.result.failure = redact(exc.message)
@@ -350,7 +351,9 @@ class _Run:
                 max_cost=request.max_cost,
                 price=p.facts.price,
                 context_window=p.facts.context_window,
+                auto_compact_tokens=settings.model_auto_compact_token_limit,
             ),
+            on_compacted=lambda payload: self.store.append("compacted", payload),
             on_step=self.processor.step,
             final=final,
             instructions=p.hooks.instructions,
