@@ -48,8 +48,6 @@ AUTO_COMPACT_SHARE = 0.9
 USER_MESSAGES_MAX_TOKENS = 20_000
 #: An image counts this much (its data URL is far longer than what the model is billed).
 IMAGE_TOKENS = 1_000
-#: Framing each history item costs on every wire (role, ids, separators).
-ITEM_OVERHEAD_TOKENS = 4
 #: Attempts at the summarisation request, each dropping older turns when the last was too long.
 SUMMARY_ATTEMPTS = 3
 
@@ -73,16 +71,12 @@ def estimate_request(request: ModelRequest) -> int:
 
 
 def _item_tokens(item: HistoryItem) -> int:
-    if isinstance(item, Message):
-        size = approx_tokens(item.text) + IMAGE_TOKENS * len(item.images)
-    elif isinstance(item, ToolCall):
-        size = approx_tokens(item.name) + approx_tokens(item.arguments)
-    elif isinstance(item, ToolOutput):
-        size = approx_tokens(item.output)
-    else:
-        parts = (*item.summary, item.content or "", item.encrypted_content or "")
-        size = sum(approx_tokens(part) for part in parts)
-    return size + ITEM_OVERHEAD_TOKENS
+    """An item's size as its JSON: escapes and field names count, as on every wire, which
+    keeps the estimate above what a wire sends for it."""
+    if isinstance(item, Message) and item.images:
+        bare = item.model_copy(update={"images": ()})
+        return approx_tokens(bare.model_dump_json()) + IMAGE_TOKENS * len(item.images)
+    return approx_tokens(item.model_dump_json())
 
 
 def _tokens(items: Sequence[HistoryItem]) -> int:
