@@ -8,8 +8,10 @@ block), so trying a command here shows what the model would be able to reach.
 
 from __future__ import annotations
 
+import os
+import shutil
 import subprocess
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from pathlib import Path
 
 from oiexec.config.loader import ConfigInputs, load_config
@@ -65,11 +67,37 @@ def sandbox_command_env(policy: SandboxPolicy) -> dict[str, str]:
     return dict(env)
 
 
+#: The shell's status for a command that does not exist.
+COMMAND_NOT_FOUND = 127
+
+
+def missing_command(command: list[str], cwd: Path, env: Mapping[str, str]) -> str | None:
+    """Why `command` cannot be found (as the shell would say it), or None when it can.
+
+    Looked up before the sandbox starts: inside bubblewrap a failed exec ends bwrap the way a
+    failed set-up does, and would be reported as exit 125 instead of the shell's 127."""
+    name = command[0]
+    if "/" in name:
+        return None if (cwd / name).exists() else f"{name}: no such file or directory"
+    if shutil.which(name, path=env.get("PATH", os.defpath)):
+        return None
+    return f"{name}: command not found"
+
+
 def run_sandboxed(policy: SandboxPolicy, command: list[str], say: Say) -> int:
-    """Run `command` in `policy.cwd`; returns its exit status (128 + n for signal n), 6 when
-    the sandbox is unavailable, 125 when the sandbox could not be set up, 3 on bad config."""
+    """Run `command` in `policy.cwd`; returns its exit status (128 + n for signal n), 127 when
+    it does not exist, 6 when the sandbox is unavailable, 125 when the sandbox could not be
+    set up, 3 on bad config."""
     try:
         env = sandbox_command_env(policy)
+    except OiexecError as exc:
+        say(exc.render())
+        return int(exc.exit_code)
+    missing = missing_command(command, policy.cwd, env)
+    if missing is not None:
+        say(missing)
+        return COMMAND_NOT_FOUND
+    try:
         sandbox = get_sandbox(policy)
     except OiexecError as exc:
         say(exc.render())
@@ -98,7 +126,7 @@ def _run_in(sandbox: Sandbox, command: list[str], cwd: Path, env: dict[str, str]
     except OSError as exc:
         prepared.after()
         say(f"could not start the command: {exc}")
-        return 127
+        return COMMAND_NOT_FOUND
     notes = prepared.after()
     for note in notes:
         say(note)
