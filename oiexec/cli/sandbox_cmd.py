@@ -3,6 +3,9 @@
     interpreter sandbox [-s MODE] [--backend B] [--add-dir DIR] [-C DIR] [--network] -- CMD ARGS...
     interpreter sandbox doctor [-s MODE] [--backend B] [--require auto|full|any] [--json]
 
+`sandbox -- CMD` exits with CMD's status, 127 when CMD does not exist, 6 when the sandbox is
+unavailable, 125 when it could not be set up; `doctor` prints its report on stdout.
+
 Only click and the policy types are imported at module level, so `--help` stays fast; the
 runner builds the policy and supervises the command.
 """
@@ -169,10 +172,9 @@ def doctor_command(
     except OiexecError as exc:
         click.echo(exc.render(), err=True)
         sys.exit(int(exc.exit_code))
-    if as_json:
-        click.echo(json.dumps(report, indent=2))
-    else:
-        click.echo(render_report(report), err=True)
+    # The report is the command's output, on stdout either way; the exit code says whether
+    # the mode can be enforced, and stderr is left for errors.
+    click.echo(json.dumps(report, indent=2) if as_json else render_report(report))
     sys.exit(0 if report["ok"] else 6)
 
 
