@@ -10,7 +10,9 @@ names no key is passed on as an unknown key, to be reported like one in a file. 
 sits between the project's config file and `-c` overrides; `oiexec.config.loader` places it.
 
 Parsing is pydantic-settings' own environment source, pointed at one prefix and at the
-variables left after `NOT_CONFIG` is taken out.
+variables left after `NOT_CONFIG` is taken out. Its own conversion of text to the field's type
+is lax (`yes` would become `true`), so it is turned off and `oiexec.config.envtext` reads the
+text strictly instead.
 """
 
 from __future__ import annotations
@@ -23,6 +25,7 @@ from typing import Any
 from pydantic.fields import FieldInfo
 from pydantic_settings import EnvSettingsSource
 
+from oiexec.config.envtext import read_env_text
 from oiexec.config.layers import Layer, deep_merge
 from oiexec.config.overrides import nest
 from oiexec.config.settings import Settings
@@ -83,7 +86,7 @@ def environment_layers(environ: Mapping[str, str]) -> list[Layer]:
             if name.startswith(prefix) and name not in NOT_CONFIG and value != ""
         }
         paths = {tuple(name[len(prefix) :].lower().split(_DELIMITER)): name for name in chosen}
-        data = _PrefixSource(prefix, chosen)()
+        data = read_env_text(Settings, _PrefixSource(prefix, chosen)(), paths)
         if prefix == OWN_PREFIX:
             # `OIEXEC_` is this program's alone, so a name that is no key is a typo: it goes
             # into the layer, where the loader reports it like an unknown key in a file.
@@ -111,6 +114,11 @@ class _PrefixSource(EnvSettingsSource):
     def _load_env_vars(self) -> Mapping[str, str | None]:
         # The base class reads all of os.environ; this layer reads what it was given.
         return {name.lower(): value for name, value in self._variables.items()}
+
+    def _coerce_env_val_strict(self, field: FieldInfo | None, value: Any) -> Any:
+        # pydantic-settings converts text for strict models with lax rules (`yes` -> True);
+        # the text stays text here and `read_env_text` reads it strictly.
+        return value
 
     def prepare_field_value(
         self, field_name: str, field: FieldInfo, value: Any, value_is_complex: bool

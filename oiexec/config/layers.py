@@ -16,7 +16,7 @@ from typing import Any
 from oiexec.config.overrides import nest
 from oiexec.core.errors import ConfigError
 
-__all__ = ["Layer", "deep_merge", "leaf_paths", "nest_dotted", "read_toml_layer"]
+__all__ = ["Layer", "deep_merge", "layer_of", "leaf_paths", "nest_dotted", "read_toml_layer"]
 
 
 @dataclass(frozen=True)
@@ -80,6 +80,20 @@ def read_toml_layer(name: str, path: Path) -> Layer | None:
             hint="Fix the syntax at the line shown (see https://toml.io).",
         ) from exc
     return Layer(name, data, path, text)
+
+
+def layer_of(layers: list[Layer], key_path: list[str]) -> Layer | None:
+    """The highest layer that sets `key_path` (or a value above it), which is where its
+    effective value came from."""
+    for layer in reversed(layers):
+        node: Any = layer.data
+        for part in key_path:
+            if not isinstance(node, dict) or part not in node:
+                break
+            node = node[part]
+        else:
+            return layer
+    return None
 
 
 def deep_merge(base: dict[str, Any], top: dict[str, Any]) -> dict[str, Any]:

@@ -14,6 +14,7 @@ vouch for itself, and the other layers come too late to decide which files are r
 
 from __future__ import annotations
 
+import dataclasses
 import os
 import types
 import typing
@@ -22,16 +23,30 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from pydantic import BaseModel, ValidationError
+from pydantic import BaseModel
 
 from oiexec.config.environment import default_home, environment_layers
-from oiexec.config.layers import Layer, deep_merge, leaf_paths, nest_dotted, read_toml_layer
+from oiexec.config.layers import (
+    Layer,
+    deep_merge,
+    layer_of,
+    leaf_paths,
+    nest_dotted,
+    read_toml_layer,
+)
+from oiexec.config.oss import DEFAULT_OSS_MODELS
 from oiexec.config.overrides import nest, parse_override
+from oiexec.config.problems import validate_settings
 from oiexec.config.settings import Settings
-from oiexec.core.errors import ConfigError
+from oiexec.core.errors import ConfigError, UsageError
 from oiexec.git import find_project_root
 
 PROJECT_DIR = ".openinterpreter"
+#: Codex's variable for the built-in `openai` provider's base URL; any `openai_base_url` in
+#: config wins over it.
+OPENAI_BASE_URL_ENV = "OPENAI_BASE_URL"
+#: How the user spells each dedicated flag, for messages about its value.
+_FLAG_NAMES = {"model": "-m/--model", "model_provider": "--local-provider", "sandbox_mode": "-s"}
 
 
 @dataclass
@@ -71,7 +86,7 @@ def load_config(
     environ = os.environ if environ is None else environ
     home = home or default_home(environ)
     warnings: list[str] = []
-    layers: list[Layer] = []
+    layers: list[Layer] = _openai_base_url_layer(environ)
 
     user = read_toml_layer("user", home / "config.toml")
     if user:
@@ -112,7 +127,7 @@ def load_config(
         session = {
             key: value
             for key, value in inputs.session.items()
-            if not any(_layer_of([layer], key.split(".")) for layer in chosen_now)
+            if not any(layer_of([layer], key.split(".")) for layer in chosen_now)
         }
         if session:
             layers.append(Layer(inputs.session_origin, nest_dotted(session)))
@@ -123,11 +138,14 @@ def load_config(
         cli = deep_merge(cli, nest(key_path, value))
     if cli:
         layers.append(Layer("-c override", cli))
-    flags = {k: v for k, v in inputs.flags.items() if v is not None}
+    flags = _flag_values(inputs.flags, cli)
     if flags:
         layers.append(Layer("command-line flag", nest_dotted(flags)))
     if inputs.forced:
         layers.append(Layer("forced by exec", nest_dotted(inputs.forced)))
+
+    layers, ignored = _without_borrowed_trust(layers, project_root, trusted, home)
+    warnings.extend(ignored)
 
     merged: dict[str, Any] = {}
     origins: dict[str, str] = {}
@@ -138,7 +156,7 @@ def load_config(
 
     for key_path in unknown_keys(Settings, merged):
         dotted = ".".join(key_path)
-        owner = _layer_of(layers, key_path)
+        owner = layer_of(layers, key_path)
         where = owner.where(key_path) if owner else "?"
         if inputs.strict and owner is not None and owner.persistent:
             raise ConfigError(
@@ -148,11 +166,72 @@ def load_config(
         warnings.append(f"ignoring unknown config key `{dotted}` ({where})")
         _delete_path(merged, key_path)
 
-    settings = _validate(merged, layers)
+    settings = validate_settings(merged, layers)
     return LoadedConfig(settings, origins, warnings, home, project_root, trusted, layers)
 
 
 # --- layers ------------------------------------------------------------------------------
+
+
+def _openai_base_url_layer(environ: Mapping[str, str]) -> list[Layer]:
+    """`OPENAI_BASE_URL` as Codex read it: the built-in `openai` provider's base URL, below
+    every config file (a config's `openai_base_url` wins). Empty counts as unset."""
+    value = environ.get(OPENAI_BASE_URL_ENV, "").strip()
+    if not value:
+        return []
+    variables: dict[tuple[str, ...], str] = {("openai_base_url",): OPENAI_BASE_URL_ENV}
+    return [Layer("environment", {"openai_base_url": value}, variables=variables)]
+
+
+def _flag_values(flags: Mapping[str, Any], cli: dict[str, Any]) -> dict[str, Any]:
+    """The flags given, checked; with `--oss` and no `-m`, the local provider's default open
+    model (as Codex does), unless `-c model=...` names one."""
+    given = {key: value for key, value in flags.items() if value is not None}
+    for key, value in given.items():
+        if isinstance(value, str) and not value.strip():
+            flag = _FLAG_NAMES.get(key, key)
+            raise UsageError(
+                f"{flag} needs a value, got an empty string",
+                hint="Give one (e.g. -m gpt-5.5), or leave the flag out to use the config's.",
+            )
+    local = given.get("model_provider")
+    if local in DEFAULT_OSS_MODELS and "model" not in given and "model" not in cli:
+        given["model"] = DEFAULT_OSS_MODELS[local]
+    return given
+
+
+def _without_borrowed_trust(
+    layers: list[Layer], project_root: Path, trusted: bool, home: Path
+) -> tuple[list[Layer], list[str]]:
+    """Layers without the `projects.*.trust_level` values set outside the user config, and a
+    warning for each: trust decides which files are read and how much the sandbox allows, so
+    only the user's own config may grant it (`-c`, a profile or the project cannot)."""
+    kept: list[Layer] = []
+    warnings: list[str] = []
+    state = "trusted" if trusted else "untrusted"
+    for layer in layers:
+        projects = layer.data.get("projects")
+        if layer.name == "user" or not isinstance(projects, dict):
+            kept.append(layer)
+            continue
+        trimmed: dict[str, Any] = {}
+        for path, entry in projects.items():
+            if isinstance(entry, dict) and "trust_level" in entry:
+                where = layer.where(["projects", path, "trust_level"])
+                warnings.append(
+                    f'ignoring projects."{path}".trust_level from {where}: only '
+                    f"{home / 'config.toml'} can trust a project; {project_root} stays {state}"
+                )
+                entry = {k: v for k, v in entry.items() if k != "trust_level"}
+            if entry or not isinstance(entry, dict):
+                trimmed[path] = entry
+        data = (
+            {**layer.data, "projects": trimmed}
+            if trimmed
+            else {k: v for k, v in layer.data.items() if k != "projects"}
+        )
+        kept.append(dataclasses.replace(layer, data=data))
+    return kept, warnings
 
 
 def _env_profile(env_layers: list[Layer]) -> str | None:
@@ -212,18 +291,6 @@ def _is_trusted(user_data: dict[str, Any], project_root: Path, cwd: Path) -> boo
 # --- merging -----------------------------------------------------------------------------
 
 
-def _layer_of(layers: list[Layer], key_path: list[str]) -> Layer | None:
-    for layer in reversed(layers):
-        node: Any = layer.data
-        for part in key_path:
-            if not isinstance(node, dict) or part not in node:
-                break
-            node = node[part]
-        else:
-            return layer
-    return None
-
-
 def _delete_path(data: dict[str, Any], key_path: list[str]) -> None:
     node = data
     for part in key_path[:-1]:
@@ -268,21 +335,3 @@ def unknown_keys(model: type[BaseModel], data: dict[str, Any]) -> list[list[str]
                 if isinstance(table, dict):
                     found.extend([key, name, *sub] for sub in unknown_keys(value_model, table))
     return found
-
-
-def _validate(merged: dict[str, Any], layers: list[Layer]) -> Settings:
-    try:
-        return Settings(**merged)
-    except ValidationError as exc:
-        problems = []
-        for error in exc.errors():
-            key_path = [str(part) for part in error["loc"]]
-            layer = _layer_of(layers, key_path)
-            where = layer.where(key_path) if layer else "built-in default"
-            got = error.get("input")
-            got_text = f" (got {got!r})" if not isinstance(got, dict) else ""
-            problems.append(f"`{'.'.join(key_path)}` in {where}: {error['msg']}{got_text}")
-        raise ConfigError(
-            "invalid configuration:\n  " + "\n  ".join(problems),
-            hint="Fix the value(s) above; `interpreter config show --origins` shows every layer.",
-        ) from None

@@ -87,7 +87,13 @@ def _lookup_provider(settings: Settings) -> tuple[str, ProviderConfig]:
             )
         return provider_id, provider
     if provider_id in settings.model_providers:
-        return provider_id, settings.model_providers[provider_id]
+        provider = settings.model_providers[provider_id]
+        if not provider.base_url:
+            raise ConfigError(
+                f"model provider `{provider_id}` has no base_url",
+                hint=f'Set [model_providers.{provider_id}] base_url = "https://.../v1".',
+            )
+        return provider_id, provider
     known = sorted({*BUILTIN_PROVIDERS, *settings.model_providers})
     raise ConfigError(
         f"Model provider `{provider_id}` not found",

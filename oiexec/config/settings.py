@@ -1,7 +1,10 @@
 """The typed settings tree. Field names are Codex's `config.toml` keys.
 
 Layering (which file sets what) lives in `oiexec.config.loader`; this module only says what
-a valid effective config looks like.
+a valid effective config looks like. Validation is strict: a value of the wrong type is an
+error, never converted (`network_access = "yes"` must not open the sandbox's network, and
+`project_doc_max_bytes = "100"` is a typo to report, not a number). The one conversion left
+is pydantic's int-to-float, since TOML writes `check_timeout = 60` for a float field.
 """
 
 from __future__ import annotations
@@ -21,7 +24,18 @@ ReasoningEffort = Literal[
 
 
 class _Table(BaseModel):
-    model_config = ConfigDict(extra="forbid")
+    model_config = ConfigDict(extra="forbid", strict=True)
+
+
+def _http_url(value: str | None) -> str | None:
+    """A base URL given explicitly must be one: blank would send requests nowhere useful."""
+    if value is None:
+        return None
+    if not value.strip():
+        raise ValueError("must be a URL, e.g. https://llm.example.com/v1, not empty")
+    if not value.strip().lower().startswith(("http://", "https://")):
+        raise ValueError("must be an http:// or https:// URL, e.g. https://llm.example.com/v1")
+    return value.strip()
 
 
 class ProviderConfig(_Table):
@@ -42,6 +56,13 @@ class ProviderConfig(_Table):
     stream_max_retries: int = Field(default=5, ge=0, le=100)
     stream_idle_timeout_ms: int = Field(default=300_000, gt=0)
     requires_openai_auth: bool = False
+
+    @field_validator("base_url")
+    @classmethod
+    def _base_url_is_a_url(cls, value: str) -> str:
+        # Runs only when a config sets it; the default "" means "not given" (a custom
+        # provider without one is refused when it is selected, oiexec.config.providers).
+        return _http_url(value) or ""
 
 
 class SandboxWorkspaceWrite(_Table):
@@ -92,7 +113,7 @@ class ProjectConfig(_Table):
 class Settings(BaseSettings):
     """The effective configuration of one run."""
 
-    model_config = SettingsConfigDict(extra="forbid", validate_default=True)
+    model_config = SettingsConfigDict(extra="forbid", validate_default=True, strict=True)
 
     model: str = "gpt-5.5"
     model_provider: str = "openai"
@@ -145,6 +166,18 @@ class Settings(BaseSettings):
     features: dict[str, bool] = Field(default_factory=dict)
     tools: dict[str, Any] = Field(default_factory=dict)
     notify: list[str] | None = None
+
+    @field_validator("model")
+    @classmethod
+    def _model_names_a_model(cls, value: str) -> str:
+        if not value.strip():
+            raise ValueError("must name a model, e.g. gpt-5.5")
+        return value
+
+    @field_validator("openai_base_url")
+    @classmethod
+    def _openai_base_url_is_a_url(cls, value: str | None) -> str | None:
+        return _http_url(value)
 
     @field_validator("check")
     @classmethod

@@ -209,7 +209,7 @@ def test_wrong_type_names_the_file_line_and_key(load: Load, home: Path) -> None:
     with pytest.raises(ConfigError) as info:
         load()
     assert f"`sandbox_workspace_write.network_access` in {user}:3" in info.value.message
-    assert "'sometimes'" in info.value.message
+    assert 'got the string "sometimes"' in info.value.message
 
 
 def test_unknown_key_warns_and_is_dropped(load: Load, home: Path) -> None:

@@ -1,0 +1,138 @@
+"""Validating the merged config, and saying what is wrong in the user's terms.
+
+Every problem names the key, where it was set (file and line, the environment variable, or
+`-c`), what type the key wants and the value it got: `sandbox_workspace_write.network_access`
+in ~/.openinterpreter/config.toml:3: expected a boolean (true or false), got the string "yes".
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from pydantic import ValidationError
+from pydantic_core import ErrorDetails
+
+from oiexec.config.layers import Layer, layer_of
+from oiexec.config.settings import Settings
+from oiexec.core.errors import ConfigError
+
+__all__ = ["validate_settings"]
+
+_EXPECTED = {
+    "bool_type": "a boolean (true or false)",
+    "int_type": "an integer",
+    "float_type": "a number",
+    "string_type": "a string",
+    "list_type": "a list",
+    "dict_type": "a table",
+    "model_type": "a table",
+}
+
+
+def validate_settings(merged: dict[str, Any], layers: list[Layer]) -> Settings:
+    """`merged` as `Settings`; a `ConfigError` listing every problem otherwise."""
+    try:
+        return Settings(**merged)
+    except ValidationError as exc:
+        errors = exc.errors()
+        problems = [_problem(error, merged, layers) for error in errors]
+        typed = [
+            text for text, error in zip(problems, errors, strict=True) if error["type"] in _EXPECTED
+        ]
+        hints = ["Fix the value(s) above; `interpreter config show --origins` shows every layer."]
+        if any("-c override" in text for text in typed):
+            hints.append(
+                "-c values are TOML: -c key=true, -c key=100, -c 'key=\"text\"' "
+                "(a bare word is read as a string)."
+            )
+        if any("environment variable" in text for text in typed):
+            hints.append(
+                "In the environment a boolean is true or false, a number is written in digits."
+            )
+        raise ConfigError(
+            "invalid configuration:\n  " + "\n  ".join(problems), hint=" ".join(hints)
+        ) from None
+
+
+def _problem(error: ErrorDetails, merged: dict[str, Any], layers: list[Layer]) -> str:
+    key_path, item = _key_path(error["loc"], merged)
+    # A missing key was not set anywhere: the table that lacks it was.
+    missing = error["type"] == "missing"
+    layer = layer_of(layers, key_path[:-1] if missing else key_path)
+    where = layer.where(key_path) if layer else "built-in default"
+    dotted = ".".join(key_path) + (f"[{item}]" if item is not None else "")
+    if missing:
+        return f"`{dotted}` in {where}: is required"
+    got = error.get("input")
+    if error["type"] == "value_error":
+        return f"`{dotted}` in {where}: {_expected(error)}; got {_describe(got)}"
+    tip = ""
+    if isinstance(got, str) and _reads_as(error["type"], got):
+        tip = " (write it without quotes)"
+    return f"`{dotted}` in {where}: {_expected(error)}, got {_describe(got)}{tip}"
+
+
+def _key_path(loc: tuple[int | str, ...], merged: dict[str, Any]) -> tuple[list[str], int | None]:
+    """The config key of an error location, leaving out what pydantic adds that is not a key
+    (a union member's name); a list index comes back apart."""
+    path: list[str] = []
+    node: Any = merged
+    for index, part in enumerate(loc):
+        if isinstance(node, list) and isinstance(part, int):
+            return path, part
+        if isinstance(node, dict) and str(part) in node:
+            path.append(str(part))
+            node = node[str(part)]
+        elif index == len(loc) - 1:
+            path.append(str(part))  # a required key that is missing: still the one to name
+    return path, None
+
+
+def _expected(error: ErrorDetails) -> str:
+    kind = error["type"]
+    ctx = error.get("ctx") or {}
+    if kind in _EXPECTED:
+        return f"expected {_EXPECTED[kind]}"
+    if kind == "literal_error":
+        return f"expected one of {ctx.get('expected')}"
+    bounds = {"greater_than_equal": ">=", "greater_than": ">", "less_than_equal": "<="}
+    if kind in bounds:
+        limit = next(iter(ctx.values()), "?")
+        return f"expected a value {bounds[kind]} {limit}"
+    if kind == "value_error":
+        return str(error["msg"]).removeprefix("Value error, ")
+    return str(error["msg"])
+
+
+def _reads_as(kind: str, text: str) -> bool:
+    """Whether quoted `text` would have been right unquoted (`"100"` for an integer)."""
+    try:
+        value = json.loads(text.strip())
+    except ValueError:
+        return False
+    if kind == "bool_type":
+        return isinstance(value, bool)
+    if kind == "int_type":
+        return isinstance(value, int) and not isinstance(value, bool)
+    return kind == "float_type" and isinstance(value, int | float) and not isinstance(value, bool)
+
+
+def _describe(value: Any) -> str:
+    if isinstance(value, bool):
+        return f"the boolean {str(value).lower()}"
+    if isinstance(value, int):
+        return f"the integer {value}"
+    if isinstance(value, float):
+        return f"the number {value}"
+    if isinstance(value, str):
+        return f"the string {_short(json.dumps(value, ensure_ascii=False))}"
+    if isinstance(value, dict):
+        return "a table"
+    if isinstance(value, list):
+        return f"the list {_short(json.dumps(value, ensure_ascii=False, default=str))}"
+    return "nothing" if value is None else f"a {type(value).__name__}"
+
+
+def _short(text: str, limit: int = 80) -> str:
+    return text if len(text) <= limit else text[: limit - 1] + "…"
