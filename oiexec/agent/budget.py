@@ -32,7 +32,7 @@ class Budget:
         if self.max_tokens is not None and tokens > self.max_tokens:
             raise MaxTokensExceeded(
                 f"token limit reached: the run used {tokens:,} tokens (input + output), "
-                f"more than --max-tokens {self.max_tokens:,}"
+                f"more than --max-tokens {self.max_tokens}"
             )
         if self.max_cost is None:
             return

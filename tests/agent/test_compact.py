@@ -275,7 +275,7 @@ def test_token_budget_is_checked_after_every_response(
     tmp_path: Path, tool_context: MakeToolContext
 ) -> None:
     model = Model(turns=10, usage=Usage(input_tokens=300, output_tokens=50))
-    with pytest.raises(MaxTokensExceeded, match=r"used 1,050 tokens.*--max-tokens 1,000"):
+    with pytest.raises(MaxTokensExceeded, match=r"used 1,050 tokens.*--max-tokens 1000"):
         _run(tool_context, tmp_path, model, max_tokens=1_000)
     assert len(model.requests) == 3
 
