@@ -22,8 +22,8 @@ DEFAULT_OSS_MODELS = {"ollama": "gpt-oss:20b", "lmstudio": "openai/gpt-oss-20b"}
 
 #: How to start each local server, for the message when it does not answer.
 _START = {
-    "ollama": "start it with `ollama serve` (install: https://ollama.com/download)",
-    "lmstudio": "start it with `lms server start` (install: https://lmstudio.ai/download)",
+    "ollama": "Start it with `ollama serve` (install: https://ollama.com/download)",
+    "lmstudio": "Start it with `lms server start` (install: https://lmstudio.ai/download)",
 }
 
 #: Connecting to a local server takes milliseconds; refused or unroutable shows at once.

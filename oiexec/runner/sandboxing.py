@@ -51,6 +51,18 @@ def build_policy(settings: Settings, request: ExecRequest, *, trusted: bool) -> 
     )
 
 
+def add_dir_warnings(policy: SandboxPolicy, add_dirs: tuple[Path, ...]) -> list[str]:
+    """`--add-dir` only widens `workspace-write`; with a read-only sandbox the directories stay
+    read-only, which the user should hear before the model tries to write there."""
+    if not add_dirs or policy.mode != "read-only":
+        return []
+    names = ", ".join(str(path) for path in add_dirs)
+    return [
+        f"--add-dir {names}: not writable, the sandbox is read-only "
+        "(extra writable directories apply to workspace-write only)"
+    ]
+
+
 def command_env(
     settings: Settings,
     policy: SandboxPolicy,
