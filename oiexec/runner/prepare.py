@@ -17,6 +17,7 @@ from typing import TYPE_CHECKING, Any, TextIO
 from oiexec.agent.final import FinalAnswerPolicy
 from oiexec.config.catalog import ModelFacts, model_facts
 from oiexec.config.loader import LoadedConfig, load_config
+from oiexec.config.oss import check_local_server
 from oiexec.config.providers import resolve_api_key, resolve_provider
 from oiexec.config.settings import ProviderConfig
 from oiexec.core.errors import ConfigError, UsageError
@@ -26,7 +27,7 @@ from oiexec.core.types import ImageInput
 from oiexec.git import is_git_marker
 from oiexec.runner.inputs import read_images, read_output_schema
 from oiexec.runner.request import ExecRequest
-from oiexec.runner.sandboxing import RefusalTracker, build_policy
+from oiexec.runner.sandboxing import RefusalTracker, add_dir_warnings, build_policy
 from oiexec.runner.sessions import SettingChange, continue_session, setting_changes
 from oiexec.sandbox.selfguard import protect_runner
 
@@ -125,12 +126,14 @@ def prepare(request: ExecRequest, hooks: RunHooks, warnings: StartupWarnings) ->
     provider_id, provider = resolve_provider(config.settings)
     api_key = resolve_api_key(provider_id, provider)
     register_secret(api_key)
+    check_local_server(provider_id, provider)
     # Before any command runs: the key must not be readable from this process by them.
     protect_runner([provider.env_key or ""])
     images = read_images(request.images)
     policy = build_policy(config.settings, request, trusted=config.trusted)
     if hooks.sandbox_mode:
         policy = dataclasses.replace(policy, mode=hooks.sandbox_mode)
+    warnings.add(*add_dir_warnings(policy, request.add_dirs))
     changes: list[SettingChange] = []
     if continued is not None:
         changes = setting_changes(
