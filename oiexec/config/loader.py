@@ -80,12 +80,17 @@ class ConfigInputs:
 
 
 def load_config(
-    inputs: ConfigInputs, home: Path | None = None, environ: Mapping[str, str] | None = None
+    inputs: ConfigInputs,
+    home: Path | None = None,
+    environ: Mapping[str, str] | None = None,
+    *,
+    warnings: list[str] | None = None,
 ) -> LoadedConfig:
-    """The effective settings; `home` and `environ` default to the process's own."""
+    """The effective settings; `home` and `environ` default to the process's own. Warnings
+    go to `warnings` as they are found, so a caller still has them when loading then fails."""
     environ = os.environ if environ is None else environ
     home = home or default_home(environ)
-    warnings: list[str] = []
+    warnings = [] if warnings is None else warnings
     layers: list[Layer] = _openai_base_url_layer(environ)
 
     user = read_toml_layer("user", home / "config.toml")
@@ -138,7 +143,12 @@ def load_config(
         cli = deep_merge(cli, nest(key_path, value))
     if cli:
         layers.append(Layer("-c override", cli))
-    flags = _flag_values(inputs.flags, cli)
+    flags = _flag_values(inputs.flags)
+    local = flags.get("model_provider")
+    if local in DEFAULT_OSS_MODELS and "model" not in flags and "model" not in cli:
+        # `--oss` without `-m`: the local provider's default open model, as Codex does
+        # (Codex also lets it beat `-c model=...`; a model named on the command line wins).
+        layers.append(Layer("--oss default", {"model": DEFAULT_OSS_MODELS[local]}))
     if flags:
         layers.append(Layer("command-line flag", nest_dotted(flags)))
     if inputs.forced:
@@ -183,9 +193,8 @@ def _openai_base_url_layer(environ: Mapping[str, str]) -> list[Layer]:
     return [Layer("environment", {"openai_base_url": value}, variables=variables)]
 
 
-def _flag_values(flags: Mapping[str, Any], cli: dict[str, Any]) -> dict[str, Any]:
-    """The flags given, checked; with `--oss` and no `-m`, the local provider's default open
-    model (as Codex does), unless `-c model=...` names one."""
+def _flag_values(flags: Mapping[str, Any]) -> dict[str, Any]:
+    """The flags given; an empty value is a usage error (`-m ""`), not a setting."""
     given = {key: value for key, value in flags.items() if value is not None}
     for key, value in given.items():
         if isinstance(value, str) and not value.strip():
@@ -194,9 +203,6 @@ def _flag_values(flags: Mapping[str, Any], cli: dict[str, Any]) -> dict[str, Any
                 f"{flag} needs a value, got an empty string",
                 hint="Give one (e.g. -m gpt-5.5), or leave the flag out to use the config's.",
             )
-    local = given.get("model_provider")
-    if local in DEFAULT_OSS_MODELS and "model" not in given and "model" not in cli:
-        given["model"] = DEFAULT_OSS_MODELS[local]
     return given
 
 
