@@ -114,8 +114,12 @@ def prepare(request: ExecRequest, hooks: RunHooks, warnings: StartupWarnings) ->
     """Checks everything that does not need the prompt; raises `OiexecError` (usage, config,
     session) on the first problem, with the warnings found so far in `warnings`."""
     warnings.add(*request.warnings)
-    config = load_config(request.config)
-    warnings.add(*config.warnings)
+    found: list[str] = []
+    try:
+        config = load_config(request.config, warnings=found)
+    finally:
+        # Kept when loading fails too: the error is printed after what led to it.
+        warnings.add(*found)
     request, config, continued = continue_session(request, config)
     # A resume reloads config with the session's settings as a layer: its own warnings too.
     warnings.add(*(text for text in config.warnings if text not in warnings.texts))

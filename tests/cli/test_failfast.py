@@ -126,3 +126,14 @@ def test_a_stdin_error_after_the_checks_still_shows_the_warnings(
     assert result.returncode == 2, result.stderr
     assert "No prompt provided via stdin" in result.stderr
     assert result.stderr.index("model_provder") < result.stderr.index("No prompt provided")
+
+
+def test_a_warning_from_the_same_config_load_comes_before_its_error(
+    repo: Path, oi_home: Path
+) -> None:
+    (oi_home / "config.toml").write_text('model_provder = "openrouter"\nmodel = 5\n')
+    result = run_cli(["exec", "x"], cwd=repo)
+    assert result.returncode == 3, result.stderr
+    assert "Error:" in result.stderr
+    warning = result.stderr.index("warning: ignoring unknown config key `model_provder`")
+    assert warning < result.stderr.index("Error:")
