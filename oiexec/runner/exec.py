@@ -39,7 +39,7 @@ from oiexec.output.dispatch import Dispatcher
 from oiexec.output.human import HumanProcessor, use_color
 from oiexec.output.jsonl import JsonlProcessor
 from oiexec.runner.check import check_header, checked_policy
-from oiexec.runner.prepare import GIT_CHECK_MESSAGE, Prepared, RunHooks, StartupWarnings, prepare
+from oiexec.runner.prepare import Prepared, RunHooks, StartupWarnings, prepare
 from oiexec.runner.reports import CommandCollector, capture_baseline, write_reports
 from oiexec.runner.request import ExecRequest
 from oiexec.runner.result import RunResult
@@ -61,7 +61,7 @@ if TYPE_CHECKING:
     from oiexec.output.diff import Baseline
     from oiexec.output.runlog import RunLogSink
 
-__all__ = ["GIT_CHECK_MESSAGE", "RunHooks", "run_exec"]
+__all__ = ["RunHooks", "run_exec"]
 
 
 def run_exec(
