@@ -1,0 +1,144 @@
+"""No tool hands the model unbounded output: a command printing 300 KB reaches the model
+cut, head and tail kept, in every harness (each in its own tool, argument names and action
+format, on a wire it speaks), through the real CLI. Products with their own cap keep it; the
+Codex tools follow `tool_output_token_limit`."""
+
+from __future__ import annotations
+
+import json
+import typing
+from collections.abc import Callable
+from pathlib import Path
+
+import pytest
+
+from oiexec.harness.data import harness_ids, load_spec
+from tests.conftest import exec_args, run_cli
+from tests.support import model_server as ms
+from tests.support.model_server import ModelServer, Reply, call, reply, tool_outputs, user_texts
+
+HEAD, TAIL = "HEAD-OF-OUTPUT", "TAIL-OF-OUTPUT"
+SIZE = 300_000
+CMD = f"python3 -c \"print('{HEAD}'); print('x' * {SIZE}); print('{TAIL}')\""
+
+
+def _shell(name: str, key: str = "command") -> Callable[[], Reply]:
+    return lambda: reply(tool_calls=[call(name, {key: CMD})])
+
+
+#: The first reply of each harness: its shell tool (or text action) running CMD.
+FIRST: dict[str, Callable[[], Reply]] = {
+    "native": _shell("exec_command", "cmd"),
+    "minimal": _shell("exec_command", "cmd"),
+    "claude-code": _shell("Bash"),
+    "claude-code-bare": _shell("Bash"),
+    "zcode": _shell("Bash"),
+    "kimi-code": _shell("Bash"),
+    "kimi-cli": _shell("Shell"),
+    "qwen-code": _shell("run_shell_command"),
+    "opencode": _shell("bash"),
+    "deepseek-tui": _shell("exec_shell"),
+    "mini-swe-agent": lambda: reply(
+        "THOUGHT: run it.", tool_calls=[call("bash", {"command": CMD})]
+    ),
+    "mini-swe-agent-text": lambda: reply(f"THOUGHT: run it.\n\n```mswea_bash_command\n{CMD}\n```"),
+    "swe-agent": lambda: reply(f"DISCUSSION\nRun it.\n\n```\n{CMD}\n```"),
+    "classic": lambda: reply(tool_calls=[call("execute", {"language": "shell", "code": CMD})]),
+}
+#: Claude Code keeps a large output in a file and shows the model its first 2 KB: its own
+#: cap, kept.
+HEAD_ONLY = {"claude-code"}
+#: Characters the observation may take: the largest product cap (SWE-agent's 100,000) or the
+#: backstop above it, with room for the product's framing.
+BOUND = 110_000
+
+
+def _wire(harness_id: str) -> str:
+    served = set(typing.get_args(ms.Wire))
+    return next(w for w in load_spec(harness_id).wire if w in served)
+
+
+def test_every_harness_is_covered() -> None:
+    assert set(FIRST) == set(harness_ids())
+
+
+def _observation(body: dict[str, object]) -> str:
+    """The command's result as the model got it: a tool result, else the user message."""
+    for text in [*tool_outputs(body).values(), *user_texts(body)]:
+        if HEAD in text or TAIL in text:
+            return text
+    raise AssertionError("the command's output is not in the next request")
+
+
+@pytest.mark.parametrize("harness_id", sorted(FIRST))
+def test_a_huge_output_reaches_the_model_cut(
+    model_server: ModelServer, repo: Path, harness_id: str
+) -> None:
+    model_server.enqueue(FIRST[harness_id](), reply("done"))
+    result = run_cli(
+        [
+            *exec_args(model_server, wire=_wire(harness_id)),
+            "-c",
+            f'harness="{harness_id}"',
+            "--max-turns",
+            "2",
+            "run it",
+        ],
+        cwd=repo,
+    )
+    assert result.returncode in (0, 4), result.stderr[-2000:]
+    assert len(model_server.bodies) == 2, result.stderr[-2000:]
+    seen = _observation(model_server.bodies[1])
+    assert HEAD in seen
+    if harness_id in HEAD_ONLY:
+        assert "Full output saved to" in seen
+    else:
+        assert TAIL in seen, "head and tail are kept"
+    assert len(seen) < BOUND, f"{len(seen)} characters reached the model"
+    assert len(json.dumps(model_server.bodies[1])) < SIZE // 2
+
+
+@pytest.mark.parametrize("harness_id", ["native", "minimal"])
+def test_codex_tools_follow_tool_output_token_limit(
+    model_server: ModelServer, repo: Path, harness_id: str
+) -> None:
+    model_server.enqueue(FIRST[harness_id](), reply("done"))
+    result = run_cli(
+        [
+            *exec_args(model_server, wire=_wire(harness_id)),
+            "-c",
+            f'harness="{harness_id}"',
+            "-c",
+            "tool_output_token_limit=500",
+            "run it",
+        ],
+        cwd=repo,
+    )
+    assert result.returncode == 0, result.stderr[-2000:]
+    seen = _observation(model_server.bodies[1])
+    output = seen.split("Output:\n", 1)[1]
+    assert output.startswith(HEAD) and output.rstrip().endswith(TAIL)
+    assert "tokens truncated" in output
+    assert len(output.encode()) <= 500 * 4 + 40  # the budget, plus the marker
+
+
+def test_the_backstop_cuts_what_a_product_leaves_uncut(
+    model_server: ModelServer, repo: Path
+) -> None:
+    # SWE-agent clips nothing itself; its manifest allows 100,000 characters, so the
+    # backstop keeps about 25,000 tokens, head and tail, with Codex's marker.
+    model_server.enqueue(FIRST["swe-agent"](), reply("done"))
+    run_cli(
+        [
+            *exec_args(model_server, wire="chat"),
+            "-c",
+            'harness="swe-agent"',
+            "--max-turns",
+            "2",
+            "x",
+        ],
+        cwd=repo,
+    )
+    seen = _observation(model_server.bodies[1])
+    assert "tokens truncated" in seen
+    assert 90_000 < len(seen) < BOUND
