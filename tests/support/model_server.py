@@ -17,6 +17,10 @@ shaped like the real APIs, and answers each model request with the next scripted
 Steps: `reply`, `fault`, `drop_after`, `stall`, `failed`, `raw_events`, or a callable taking
 the parsed request body and returning one of those. An empty queue answers HTTP 500 with a
 message naming the problem, so a test fails loudly instead of hanging.
+
+Fault injection below the level of events: `hang` (no response headers for a while), `drip`
+(a reply in small slices with pauses, split mid-event), `raw_body` (any bytes with any
+content type and status: garbled SSE, truncated JSON, an HTML page answering 200).
 """
 
 from __future__ import annotations
@@ -42,11 +46,14 @@ from oiexec.config.settings import ProviderConfig
 
 __all__ = [
     "CustomCall",
+    "Drip",
     "Drop",
     "Failed",
     "Fault",
     "FunctionCall",
+    "Hang",
     "ModelServer",
+    "RawBody",
     "RawEvents",
     "RecordedRequest",
     "Reply",
@@ -57,11 +64,14 @@ __all__ = [
     "apply_patch_call",
     "call",
     "custom_call",
+    "drip",
     "drop_after",
     "failed",
     "fault",
+    "hang",
     "messages_events",
     "model_server",
+    "raw_body",
     "raw_events",
     "reply",
     "running_model_server",
@@ -169,8 +179,40 @@ class RawEvents:
     events: tuple[Mapping[str, Any] | str, ...]
 
 
+@dataclass(frozen=True)
+class Hang:
+    """Read the request, then send nothing at all (not even headers) for `seconds`, then
+    play `then` if the client is still there (it has usually given up by then)."""
+
+    seconds: float
+    then: Reply | None = None
+
+
+@dataclass(frozen=True)
+class Drip:
+    """Stream `reply` in slices of `size` bytes with `every` seconds between them: slices
+    cut events, JSON and lines anywhere, and the whole stream may take longer than the idle
+    timeout while no single pause does."""
+
+    reply: Reply
+    every: float
+    size: int
+
+
+@dataclass(frozen=True)
+class RawBody:
+    """Exactly `body`, with this status and content type (chunked). `complete=False` cuts
+    the connection after it, as a failing proxy would."""
+
+    body: bytes
+    content_type: str = "text/event-stream; charset=utf-8"
+    status: int = 200
+    complete: bool = True
+
+
 Step: TypeAlias = (
-    "Reply | Fault | Drop | Stall | Failed | RawEvents | Callable[[dict[str, Any]], Step]"
+    "Reply | Fault | Drop | Stall | Failed | RawEvents | Hang | Drip | RawBody"
+    " | Callable[[dict[str, Any]], Step]"
 )
 
 
@@ -249,6 +291,25 @@ def failed(
 
 def raw_events(*events: Mapping[str, Any] | str) -> RawEvents:
     return RawEvents(tuple(events))
+
+
+def hang(seconds: float, then: Reply | None = None) -> Hang:
+    return Hang(seconds, then)
+
+
+def drip(reply: Reply | None = None, *, every: float = 0.01, size: int = 16) -> Drip:
+    return Drip(reply or Reply(text="slowly but surely"), every, size)
+
+
+def raw_body(
+    body: str | bytes,
+    *,
+    content_type: str = "text/event-stream; charset=utf-8",
+    status: int = 200,
+    complete: bool = True,
+) -> RawBody:
+    data = body.encode() if isinstance(body, str) else body
+    return RawBody(data, content_type, status, complete)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -845,6 +906,15 @@ class _Handler(BaseHTTPRequestHandler):
             self._stream(_failed_events(step, wire, model=model_name, ids=ids))
         elif isinstance(step, RawEvents):
             self._stream(list(step.events))
+        elif isinstance(step, Hang):
+            if not self.server.owner.stopping.wait(step.seconds) and step.then is not None:
+                with suppress(OSError):
+                    self._stream(self._render(step.then, wire, model_name))
+            self.close_connection = True
+        elif isinstance(step, Drip):
+            self._drip(step, wire, model_name)
+        elif isinstance(step, RawBody):
+            self._send_raw(step)
         else:
             message = f"ScriptedModel: not a scripted step: {step!r}"
             self.server.owner.model.note_error(message)
@@ -901,6 +971,49 @@ class _Handler(BaseHTTPRequestHandler):
         except (BrokenPipeError, ConnectionResetError):
             pass
         # A dropped stream: close without the terminating chunk, as a failing proxy would.
+        self.close_connection = True
+        with suppress(OSError):
+            self.connection.shutdown(socket.SHUT_RDWR)
+
+    def _drip(self, step: Drip, wire: Wire, model_name: str) -> None:
+        data = b"".join(_encode_event(e, wire) for e in self._render(step.reply, wire, model_name))
+        self._start_chunked(200, "text/event-stream; charset=utf-8")
+        stopping = self.server.owner.stopping
+        try:
+            for start in range(0, len(data), step.size):
+                if start and stopping.wait(step.every):
+                    break
+                self._write_chunk(data[start : start + step.size])
+            else:
+                self.wfile.write(b"0\r\n\r\n")
+                self.wfile.flush()
+                return
+        except (BrokenPipeError, ConnectionResetError):
+            pass
+        self._hang_up()
+
+    def _send_raw(self, step: RawBody) -> None:
+        self._start_chunked(step.status, step.content_type)
+        try:
+            if step.body:
+                self._write_chunk(step.body)
+            if step.complete:
+                self.wfile.write(b"0\r\n\r\n")
+                self.wfile.flush()
+                return
+        except (BrokenPipeError, ConnectionResetError):
+            pass
+        self._hang_up()
+
+    def _start_chunked(self, status: int, content_type: str) -> None:
+        self.send_response(status)
+        self.send_header("Content-Type", content_type)
+        self.send_header("Cache-Control", "no-cache")
+        self.send_header("Transfer-Encoding", "chunked")
+        self.end_headers()
+
+    def _hang_up(self) -> None:
+        """Close without the terminating chunk."""
         self.close_connection = True
         with suppress(OSError):
             self.connection.shutdown(socket.SHUT_RDWR)
