@@ -131,6 +131,8 @@ class Compactor:
     measure: Callable[[Sequence[HistoryItem]], int]
     #: Input tokens the provider counted for the last request, and the history length then.
     _reported: tuple[int, int] = (0, 0)
+    #: Where what came after the last compaction begins in the history.
+    _fresh_from: int = 0
 
     # --- when ----------------------------------------------------------------------------
 
@@ -148,16 +150,20 @@ class Compactor:
 
     def due(self, history: Sequence[HistoryItem]) -> bool:
         """Whether to compact before the next request: it would not fit the window, or it
-        is over the trigger and there are enough older turns that summarising them helps."""
+        is over the trigger and the turns since the last compaction are large enough that
+        summarising them helps (what must be kept, a large AGENTS.md, can hold a history over the
+        trigger: that must not cost a summary every turn)."""
         starts = _turn_starts(history)
         if not starts:
             return False  # nothing the model said yet: nothing to summarise
         estimate = self.estimate(history)
         if estimate >= self.window:
             return True
-        if estimate < self.trigger:
+        if estimate < self.trigger or len(starts) < 2:
             return False
-        return len(starts) >= 2 and _tokens(history[: starts[-1]]) >= self.window // 10
+        fresh = history[self._fresh_from :]
+        said = [i for i in fresh if _assistant_side(i) or isinstance(i, ToolOutput)]
+        return _tokens(said) >= self.window // 10
 
     # --- how -----------------------------------------------------------------------------
 
@@ -170,16 +176,21 @@ class Compactor:
         heading = self.summary_heading.strip()
         kept_summary = truncate_middle(summary.strip(), self.window // 10) or "(no summary)"
         summary_text = f"{heading}\n\n{kept_summary}"
-        tail_start = self._tail_start(history)
-        tail = self._fit_tail(history[tail_start:])
+        note = Message(role="user", text=summary_text)
         skip = {m.text for m in context if isinstance(m, Message)} | own
+        # The recent turns get what the rest leaves under the trigger, halved so the run has
+        # room to go on, and at most a fifth of the window. The user's messages are counted
+        # as if the tail began at the last turn: never fewer than will be kept.
+        starts = _turn_starts(history)
+        last = starts[-1] if starts else len(history)
+        most_tasks = self._user_messages(history[:last], skip, heading)
+        room = self.trigger - self.measure([*context, *most_tasks, note])
+        budget = min(self.window // 5, max(0, room // 2))
+        tail_start = self._tail_start(history, budget)
+        tail = self._fit_tail(history[tail_start:], budget)
         tasks = self._user_messages(history[:tail_start], skip, heading)
-        rebuilt: list[HistoryItem] = [
-            *context,
-            *tasks,
-            Message(role="user", text=summary_text),
-            *tail,
-        ]
+        rebuilt: list[HistoryItem] = [*context, *tasks, note, *tail]
+        self._fresh_from = len(rebuilt)
         return Compaction(
             history=rebuilt,
             summary=summary_text,
@@ -220,22 +231,22 @@ class Compactor:
         users = [i for i in history[:cut] if isinstance(i, Message) and i.role == "user"]
         return [*users, *history[cut:]]
 
-    def _tail_start(self, history: Sequence[HistoryItem]) -> int:
-        """Where the kept recent turns begin: the earliest turn start whose turns fit in a
-        fifth of the window, else the last turn alone."""
+    @staticmethod
+    def _tail_start(history: Sequence[HistoryItem], budget: int) -> int:
+        """Where the kept recent turns begin: the earliest turn start whose turns fit in
+        `budget`, else the last turn alone."""
         starts = _turn_starts(history)
         if not starts:
             return len(history)
-        budget = self.window // 5
         for start in starts:
             if _tokens(history[start:]) <= budget:
                 return start
         return starts[-1]
 
-    def _fit_tail(self, tail: Sequence[HistoryItem]) -> list[HistoryItem]:
-        """The latest turn, its tool results cut (head and tail kept) when together they
-        would take more than a fifth of the window."""
-        budget = self.window // 5
+    @staticmethod
+    def _fit_tail(tail: Sequence[HistoryItem], budget: int) -> list[HistoryItem]:
+        """The kept turns, their tool results cut (head and tail kept) when together they
+        would take more than `budget`."""
         if _tokens(tail) <= budget:
             return list(tail)
         outputs = [item for item in tail if isinstance(item, ToolOutput)]

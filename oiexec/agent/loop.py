@@ -271,6 +271,7 @@ class AgentLoop:
     def _compact(self, history: list[HistoryItem], compactor: Compactor) -> None:
         done = compactor.compact(history, self._own)
         history[:] = done.history
+        self._own &= {item.text for item in history if isinstance(item, Message)}
         self.on_compacted(
             {
                 "message": done.summary,

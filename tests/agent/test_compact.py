@@ -243,6 +243,27 @@ def test_a_window_too_small_for_what_must_be_kept_fails_clearly(
         )
 
 
+class LargeAgentsMdHarness(CompactingHarness):
+    def initial_context(self, cwd: Path, policy: SandboxPolicy) -> list[HistoryItem]:
+        return [Message(role="user", text="rule " * 7_300)]  # about 9,100 tokens
+
+
+def test_what_must_be_kept_over_the_trigger_does_not_cost_a_summary_every_turn(
+    tmp_path: Path, tool_context: MakeToolContext
+) -> None:
+    model = Model(turns=60)
+    _, _, _, compacted = _run(
+        tool_context,
+        tmp_path,
+        model,
+        harness=LargeAgentsMdHarness([BigTool(100)]),
+        context_window=10_000,
+    )
+    assert model.done == 60
+    assert 1 <= len(compacted) <= 12, "a summary at most every few turns, not every turn"
+    assert max(estimate_request(r) for r in model.requests) < 10_000
+
+
 def test_one_huge_turn_is_cut_to_fit(tmp_path: Path, tool_context: MakeToolContext) -> None:
     # One tool result of about 5,000 tokens in a 4,000-token window: nothing older to
     # summarise, so the latest result itself is cut (head and tail kept).
