@@ -1,8 +1,9 @@
 """`waiting for the model… 15s`: a line on stderr every interval while a model request has
 had no answer, so a person (or a CI log) can tell a thinking model from a hung run.
 
-Started by the provider's `waiting()` (a request went out) and stopped by `answered()` (its
-first event arrived, or it failed); a retried request keeps counting from the first attempt.
+Started by the provider's `waiting()` (a request went out) and stopped by `answered()` (the
+first event of the answer arrived, or the request failed; `response.created` and the like
+only say the request was taken); a retried request keeps counting from the first attempt.
 Only the human transcript has one: with `--json`, stderr is what the Codex SDK quotes back in
 its error message when a run fails, so a long wait there would bury the real error.
 """

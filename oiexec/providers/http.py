@@ -66,6 +66,12 @@ STREAM_DISCONNECTED = "stream disconnected before completion"
 DEFAULT_ORIGINATOR = "codex_exec"
 ORIGINATOR_ENV = "CODEX_INTERNAL_ORIGINATOR_OVERRIDE"
 _MAX_EVENT_IN_MESSAGE = 120
+#: SSE event names that say the request was taken, not that the model has begun to answer:
+#: the wait goes on through them (a reasoning model may think for minutes after
+#: `response.created`). Servers that name no events answer with their first one.
+_NOT_AN_ANSWER = frozenset(
+    {"response.created", "response.in_progress", "response.queued", "message_start", "ping"}
+)
 
 
 class WaitObserver(Protocol):
@@ -76,7 +82,7 @@ class WaitObserver(Protocol):
         ...
 
     def answered(self) -> None:
-        """The first event arrived, or the request ended (idempotent)."""
+        """The first event of the answer arrived, or the request ended (idempotent)."""
         ...
 
 
@@ -318,7 +324,8 @@ class ProviderHttp:
     def _events(self, response: httpx.Response) -> Iterator[ServerSentEvent]:
         try:
             for event in EventSource(response).iter_sse():
-                self._observer.answered()
+                if event.event not in _NOT_AN_ANSWER:
+                    self._observer.answered()
                 yield event
         except httpx.ReadTimeout:
             raise StreamInterrupted(f"idle timeout waiting for SSE ({self._idle_detail})") from None

@@ -12,16 +12,20 @@ import io
 import threading
 from pathlib import Path
 
+import pytest
+
 from oiexec.output.heartbeat import Heartbeat, elapsed_text
 from oiexec.output.human import HumanProcessor
 from tests.conftest import CliResult, run_cli
-from tests.support.model_server import ModelServer, reply, stall
+from tests.support.model_server import ModelServer, Wire, reply, stall
 
 BEAT = "waiting for the model… "
 
 
-def human_run(server: ModelServer, repo: Path, *extra: str, **env: str) -> CliResult:
-    args = ["exec", "-s", "danger-full-access", *server.config_args(), *extra, "go"]
+def human_run(
+    server: ModelServer, repo: Path, *extra: str, wire: Wire = "responses", **env: str
+) -> CliResult:
+    args = ["exec", "-s", "danger-full-access", *server.config_args(wire_api=wire), *extra, "go"]
     return run_cli(args, cwd=repo, env={"OIEXEC_HEARTBEAT_INTERVAL_MS": "100", **env})
 
 
@@ -49,17 +53,38 @@ def test_a_slow_model_gets_a_heartbeat_until_it_answers(
     assert "unknown config key" not in result.stderr
 
 
-def test_no_heartbeat_once_the_answer_has_started_streaming(
-    model_server: ModelServer, repo: Path
-) -> None:
-    # The first event comes at once, then the stream pauses for four intervals.
-    model_server.enqueue(stall(2.0, after_events=1, reply=reply("streamed slowly")))
+#: How many events each wire sends before the first one carrying the answer: Responses'
+#: `response.created`, Messages' `message_start` and `ping`; a chat chunk is an answer.
+PREAMBLE: dict[Wire, int] = {"responses": 1, "chat": 0, "messages": 2}
 
-    result = human_run(model_server, repo, OIEXEC_HEARTBEAT_INTERVAL_MS="500")
+
+@pytest.mark.parametrize("wire", ["responses", "chat", "messages"])
+def test_no_heartbeat_once_the_answer_has_started_streaming(
+    model_server: ModelServer, repo: Path, wire: Wire
+) -> None:
+    # The first event of the answer comes at once, then the stream pauses four intervals.
+    first = PREAMBLE[wire] + 1
+    model_server.enqueue(stall(2.0, after_events=first, reply=reply("streamed slowly")))
+
+    result = human_run(model_server, repo, wire=wire, OIEXEC_HEARTBEAT_INTERVAL_MS="500")
 
     assert result.returncode == 0, result.stderr
     assert result.stdout == "streamed slowly\n"
     assert beats(result.stderr) == []
+
+
+@pytest.mark.parametrize("wire", ["responses", "messages"])
+def test_a_request_taken_but_not_yet_answered_still_gets_the_heartbeat(
+    model_server: ModelServer, repo: Path, wire: Wire
+) -> None:
+    # `response.created` / `message_start` at once, then nothing while the model thinks.
+    model_server.enqueue(stall(1.5, after_events=PREAMBLE[wire], reply=reply("thought it over")))
+
+    result = human_run(model_server, repo, wire=wire)
+
+    assert result.returncode == 0, result.stderr
+    assert result.stdout == "thought it over\n"
+    assert beats(result.stderr)[:2] == [BEAT + "0.1s", BEAT + "0.2s"]
 
 
 def test_json_mode_has_no_heartbeat(model_server: ModelServer, repo: Path) -> None:
