@@ -35,6 +35,7 @@ __all__ = [
     "Compaction",
     "Compactor",
     "estimate_request",
+    "has_turns",
     "thresholds",
 ]
 
@@ -97,6 +98,11 @@ def _turn_starts(history: Sequence[HistoryItem]) -> list[int]:
         for i, item in enumerate(history)
         if _assistant_side(item) and (i == 0 or not _assistant_side(history[i - 1]))
     ]
+
+
+def has_turns(history: Sequence[HistoryItem]) -> bool:
+    """Whether the model has said anything yet that a summary could replace."""
+    return bool(_turn_starts(history))
 
 
 @dataclass(frozen=True)

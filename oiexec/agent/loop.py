@@ -14,7 +14,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from oiexec.agent.budget import Budget
-from oiexec.agent.compact import Compactor, estimate_request, thresholds
+from oiexec.agent.compact import Compactor, estimate_request, has_turns, thresholds
 from oiexec.agent.final import FinalAnswerPolicy, PlainAnswer, Retry
 from oiexec.core.context import ToolContext
 from oiexec.core.errors import (
@@ -241,6 +241,12 @@ class AgentLoop:
         except ContextWindowExceeded as exc:
             if compactor is None:
                 raise
+            if not has_turns(history):
+                raise ContextWindowExceeded(
+                    f"{exc.message} (nothing to compact yet: the instructions, the initial "
+                    "context and the prompt alone are too long for the model)",
+                    hint="Shorten the prompt or AGENTS.md, or use a model with a larger window.",
+                ) from exc
             self.ctx.warn(f"the model refused the request as too long ({exc.message}); compacting")
             self._compact(history, compactor)
             try:
@@ -269,7 +275,14 @@ class AgentLoop:
         self._budget.charge(response.usage)
 
     def _compact(self, history: list[HistoryItem], compactor: Compactor) -> None:
-        done = compactor.compact(history, self._own)
+        try:
+            done = compactor.compact(history, self._own)
+        except ContextWindowExceeded as exc:
+            raise ContextWindowExceeded(
+                f"the conversation is too long for the model and so is the request to "
+                f"summarise it: {exc.message}",
+                hint=_WINDOW_HINT,
+            ) from exc
         history[:] = done.history
         self._own &= {item.text for item in history if isinstance(item, Message)}
         self.on_compacted(

@@ -277,6 +277,32 @@ def test_one_huge_turn_is_cut_to_fit(tmp_path: Path, tool_context: MakeToolConte
     assert max(estimate_request(r) for r in model.requests[2:]) < 4_000
 
 
+def test_a_first_request_refused_as_too_long_fails_without_a_summary_request(
+    tmp_path: Path, tool_context: MakeToolContext
+) -> None:
+    def refuse(request: ModelRequest) -> None:
+        raise ContextWindowExceeded("prompt is too long: 300000 tokens > 200000 maximum")
+
+    model = Model(turns=1, before=refuse)
+    with pytest.raises(ContextWindowExceeded, match="nothing to compact yet") as failure:
+        _run(tool_context, tmp_path, model)
+    assert "300000 tokens" in failure.value.message
+    assert len(model.requests) == 1
+
+
+def test_a_summary_request_refused_every_time_fails_clearly(
+    tmp_path: Path, tool_context: MakeToolContext
+) -> None:
+    def refuse(request: ModelRequest) -> None:
+        asking = request.history[-1] == Message(role="user", text=ASK)
+        if asking or len(request.history) > 6:
+            raise ContextWindowExceeded("context_length_exceeded")
+
+    model = Model(turns=5, before=refuse)
+    with pytest.raises(ContextWindowExceeded, match="so is the request to summarise it"):
+        _run(tool_context, tmp_path, model)
+
+
 def test_without_a_compacting_harness_a_refusal_ends_the_run(
     tmp_path: Path, tool_context: MakeToolContext
 ) -> None:
