@@ -19,6 +19,7 @@ __all__ = [
     "context_overflow",
     "is_context_overflow",
     "is_retryable",
+    "sentence",
     "server_error_message",
     "status_advice",
 ]
@@ -99,7 +100,12 @@ def context_overflow(detail: str) -> ContextWindowExceeded:
     """The error for a request the provider refused as too long: the loop compacts and
     retries on it; if it still reaches the user, the message says what helps."""
     return ContextWindowExceeded(
-        f"{detail}. The conversation is longer than the model's context window: start a new "
-        "session, shorten the task, or set model_context_window to the model's real window "
-        "so older turns are compacted before it fills"
+        f"{sentence(detail)} The conversation does not fit the model's context window: set "
+        "model_context_window to the model's real window so older turns are compacted in "
+        "time, or start a new session"
     )
+
+
+def sentence(text: str) -> str:
+    """`text` ending in exactly one full stop, for advice to follow it."""
+    return text.rstrip().rstrip(".") + "."

@@ -37,6 +37,7 @@ from oiexec.providers.answers import (
     context_overflow,
     is_context_overflow,
     is_retryable,
+    sentence,
     server_error_message,
     status_advice,
 )
@@ -369,7 +370,7 @@ class ProviderHttp:
             raise ProviderError(
                 self._clean(
                     f"{self.label} ({url}) answered {response.headers.get('content-type')!r} "
-                    f"instead of an event stream: {server_error_message(raw)[0]}. Check "
+                    f"instead of an event stream: {sentence(server_error_message(raw)[0])} Check "
                     f"model_providers.{self.provider_id}.base_url: it must be the API root "
                     "(usually ending in /v1), not a web page or a proxy's login page"
                 )
@@ -395,7 +396,7 @@ class ProviderHttp:
         if is_retryable(status, code):
             raise _RetryableRequest(message, parse_retry_after(response.headers))
         advice = status_advice(status, self.provider_id, self.provider)
-        raise ProviderError(f"{message}. {advice}" if advice else message)
+        raise ProviderError(f"{sentence(message)} {advice}" if advice else message)
 
     def _wait(self, state: RetryCallState) -> float:
         exc = state.outcome.exception() if state.outcome else None
