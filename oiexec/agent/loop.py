@@ -4,6 +4,10 @@ without tool calls, a limit is hit, or something fails.
 It knows nothing about wires, harness prompts or sandboxes: those arrive behind the
 `ModelClient`, `Harness` and `Tool` seams. Failures propagate as `OiexecError`s; the runner
 turns them into `turn.failed` and an exit code.
+
+Long runs: before each request the history is compacted when it nears the context window
+(agent/compact.py, worded by a `CompactingHarness`), and after each response the run's
+spending is checked against `--max-tokens` / `--max-cost` (agent/budget.py).
 """
 
 from __future__ import annotations

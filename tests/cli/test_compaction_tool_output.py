@@ -1,7 +1,8 @@
 """No tool hands the model unbounded output: a command printing 300 KB reaches the model
 cut, head and tail kept, in every harness (each in its own tool, argument names and action
 format, on a wire it speaks), through the real CLI. Products with their own cap keep it; the
-Codex tools follow `tool_output_token_limit`."""
+Codex tools follow `tool_output_token_limit`; the framework's backstop cuts whatever a tool
+leaves uncut."""
 
 from __future__ import annotations
 
@@ -12,8 +13,13 @@ from pathlib import Path
 
 import pytest
 
+from oiexec.core.types import ToolCall
 from oiexec.harness.data import harness_ids, load_spec
-from tests.conftest import exec_args, run_cli
+from oiexec.tools.entry import ToolEntry
+from oiexec.tools.framework import FRAMING_TOKENS, Invocation, ManifestTool, Runtime, register
+from oiexec.tools.results import Result
+from oiexec.tools.style import Style
+from tests.conftest import MakeToolContext, exec_args, run_cli
 from tests.support import model_server as ms
 from tests.support.model_server import ModelServer, Reply, call, reply, tool_outputs, user_texts
 
@@ -122,23 +128,40 @@ def test_codex_tools_follow_tool_output_token_limit(
     assert len(output.encode()) <= 500 * 4 + 40  # the budget, plus the marker
 
 
-def test_the_backstop_cuts_what_a_product_leaves_uncut(
-    model_server: ModelServer, repo: Path
+@register("test_flood")
+def _flood(inv: Invocation) -> Result:
+    """A tool that cuts nothing: half a megabyte of output."""
+    return Result(f"{HEAD}\n" + "x" * 500_000 + f"\n{TAIL}")
+
+
+def _flood_tool(**options: object) -> ManifestTool:
+    entry = ToolEntry(name="flood", impl="test_flood", options=options)
+    schema = {"description": "floods", "parameters": {"type": "object"}}
+    return ManifestTool(entry, schema, Runtime(style=Style(), output_token_limit=10_000), Style())
+
+
+@pytest.mark.parametrize(
+    ("options", "ceiling"),
+    [
+        ({}, 10_000 + FRAMING_TOKENS),  # tool_output_token_limit
+        ({"max_output_chars": 30_000}, 10_000 + FRAMING_TOKENS),  # the larger of the two
+        ({"max_output_chars": 100_000}, 25_000 + FRAMING_TOKENS),  # SWE-agent's allowance
+    ],
+)
+def test_the_backstop_cuts_what_a_tool_leaves_uncut(
+    tool_context: MakeToolContext, tmp_path: Path, options: dict[str, object], ceiling: int
 ) -> None:
-    # SWE-agent clips nothing itself; its manifest allows 100,000 characters, so the
-    # backstop keeps about 25,000 tokens, head and tail, with Codex's marker.
-    model_server.enqueue(FIRST["swe-agent"](), reply("done"))
-    run_cli(
-        [
-            *exec_args(model_server, wire="chat"),
-            "-c",
-            'harness="swe-agent"',
-            "--max-turns",
-            "2",
-            "x",
-        ],
-        cwd=repo,
-    )
-    seen = _observation(model_server.bodies[1])
-    assert "tokens truncated" in seen
-    assert 90_000 < len(seen) < BOUND
+    tool = _flood_tool(**options)
+    call_ = ToolCall(call_id="c1", name="flood", arguments="{}")
+    output = tool.run(call_, tool_context(tmp_path)).output
+    assert output.startswith(HEAD) and output.endswith(TAIL), "head and tail are kept"
+    assert "tokens truncated" in output
+    assert ceiling * 4 - 8 <= len(output.encode()) <= ceiling * 4 + 40
+
+
+def test_a_result_under_the_ceiling_is_untouched(
+    tool_context: MakeToolContext, tmp_path: Path
+) -> None:
+    tool = _flood_tool(max_output_chars=600_000)
+    output = tool.run(ToolCall(call_id="c1", name="flood", arguments="{}"), tool_context(tmp_path))
+    assert output.output == f"{HEAD}\n" + "x" * 500_000 + f"\n{TAIL}"
