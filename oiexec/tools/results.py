@@ -32,6 +32,15 @@ class CommandRun:
     refused: str | None = None
     #: What the sandbox or the shell session has to say about the run, one line each.
     notes: tuple[str, ...] = ()
+    #: The command as the model gave it, and the directory it ran in relative to the run's
+    #: directory ("" for that directory itself; None when unknown).
+    command: str = ""
+    directory: str | None = None
+    #: The process group it ran in, and the signal that ended it (None: it exited).
+    pgid: int | None = None
+    signal: int | None = None
+    #: Where the whole output was saved when it was too long to return in full.
+    saved_to: Path | None = None
 
     @property
     def failed(self) -> bool:

@@ -84,18 +84,24 @@ class Style:
         """A re-read of a window that has not changed since the model last read it."""
         return f"{path} is unchanged since it was last read; that earlier result is current."
 
-    def read_gate(self, gate: ReadGate, path: Path) -> str | None:
-        """The refusal to change a file not read (or changed) since; None lets the write go."""
+    def read_failed(self, error: ToolInputError, *, cwd: Path) -> Result:
+        """A read that found no readable text (missing, a directory, binary); `cwd` is the
+        run's directory, which some products name to help with a relative path."""
+        return Result(self.error(error.message), True)
+
+    def read_gate(self, gate: ReadGate, path: Path, *, overwrite: bool = False) -> str | None:
+        """The refusal to change a file not read (or changed) since; None lets the write go.
+        `overwrite`: a whole-file write rather than an edit."""
         # Imported here: styles load on the native path, which must not import the fs tools.
         from oiexec.tools.fs.state import ReadGate
 
         if gate in (ReadGate.OK, ReadGate.NEW_FILE):
             return None
         if gate is ReadGate.NOT_READ:
-            return self.not_read(path)
+            return self.not_read(path, overwrite=overwrite)
         return self.changed_since_read(path)
 
-    def not_read(self, path: Path) -> str:
+    def not_read(self, path: Path, *, overwrite: bool = False) -> str:
         return f"{path} has not been read yet; read it before changing it."
 
     def changed_since_read(self, path: Path) -> str:

@@ -14,6 +14,8 @@ from pathlib import Path
 from typing import Any
 
 FIXTURES = Path(__file__).parent / "fixtures"
+#: Read at import: the suite's autouse fixture clears OIEXEC_* variables before each test.
+_UPDATE = bool(os.environ.get("OIEXEC_UPDATE_GOLDEN"))
 
 _VOLATILE = [
     (re.compile(r"\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}Z"), "<NOW>"),
@@ -21,6 +23,7 @@ _VOLATILE = [
     (re.compile(r"Ran (\d+) tests? in \d+\.\d+s"), r"Ran \1 test in <T>s"),
     (re.compile(r"Wall time: \d+\.\d+ seconds"), "Wall time: <T> seconds"),
     (re.compile(r"Chunk ID: [0-9a-f]+"), "Chunk ID: <ID>"),
+    (re.compile(r"Process Group PGID: \d+"), "Process Group PGID: <PGID>"),
     (re.compile(r"[0-9a-f]{7,40}(?= initial)"), "<COMMIT>"),
     (re.compile(r"[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}"), "<UUID>"),
     (re.compile(r"index [0-9a-f]{7,}\.\.[0-9a-f]{7,}"), "index <A>..<B>"),
@@ -49,7 +52,7 @@ def check_golden(name: str, value: Any) -> None:
     """Compare `value` with fixture `name` (written instead when regenerating)."""
     path = FIXTURES / f"{name}.json"
     rendered = json.dumps(value, indent=2, ensure_ascii=False, sort_keys=False) + "\n"
-    if os.environ.get("OIEXEC_UPDATE_GOLDEN"):
+    if _UPDATE:
         path.parent.mkdir(parents=True, exist_ok=True)
         path.write_text(rendered, encoding="utf-8")
         return

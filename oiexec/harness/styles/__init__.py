@@ -15,7 +15,7 @@ from oiexec.harness.styles.claude_bare import ClaudeBareStyle
 from oiexec.harness.styles.deepseek import DeepseekStyle
 from oiexec.harness.styles.kimi_cli import KimiCliStyle
 from oiexec.harness.styles.kimi_code import KimiCodeStyle
-from oiexec.harness.styles.mini import MiniStyle
+from oiexec.harness.styles.mini import MiniStyle, MiniTextStyle
 from oiexec.harness.styles.opencode import OpencodeStyle
 from oiexec.harness.styles.qwen import QwenStyle
 from oiexec.harness.styles.swe import SweStyle
@@ -31,6 +31,7 @@ StyleName = Literal[
     "opencode",
     "deepseek",
     "mini",
+    "mini-text",
     "swe",
 ]
 
@@ -44,6 +45,7 @@ STYLES: dict[str, type[Style]] = {
     "opencode": OpencodeStyle,
     "deepseek": DeepseekStyle,
     "mini": MiniStyle,
+    "mini-text": MiniTextStyle,
     "swe": SweStyle,
 }
 

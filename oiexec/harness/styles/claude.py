@@ -1,4 +1,5 @@
-"""Claude Code (Anthropic): `<tool_use_error>` failures, `cat -n` reads."""
+"""Claude Code (Anthropic) 2.1.197: `<tool_use_error>` failures, `N<TAB>line` reads, a
+failed command's `Exit code N` first line, long output persisted to a file with a preview."""
 
 from __future__ import annotations
 
@@ -6,15 +7,32 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from oiexec.tools.layout import cat_n, rg_lines
+from oiexec.tools.layout import rg_lines
 from oiexec.tools.results import CommandRun, Result, TaskReport, TaskStarted
 from oiexec.tools.style import Style
 from oiexec.tools.truncate import cut_middle
 
 if TYPE_CHECKING:
+    from oiexec.core.errors import ToolInputError
     from oiexec.tools.fs import Edit, GlobResult, GrepResult, ReadResult, ReplaceResult, WriteResult
 
 NO_FILES = "No files found"
+#: Edits and writes tell the model its view of the file is current (no Read needed).
+STATE_CURRENT = " (file state is current in your context \u2014 no need to Read it back)"
+#: How much of a persisted output the result previews.
+PREVIEW_CHARS = 2000
+
+
+def persisted(text: str, saved_to: Path) -> str:
+    """An output too long to return: its size, where it is, and its first lines."""
+    size_kb = len(text.encode("utf-8")) / 1024
+    preview = text[:PREVIEW_CHARS]
+    if len(text) > PREVIEW_CHARS and "\n" in preview:
+        preview = preview[: preview.rindex("\n")]
+    return (
+        f"<persisted-output>\nOutput too large ({size_kb:.1f}KB). Full output saved to: "
+        f"{saved_to}\n\nPreview (first 2KB):\n{preview}\n...\n</persisted-output>"
+    )
 
 
 class ClaudeStyle(Style):
@@ -26,11 +44,14 @@ class ClaudeStyle(Style):
     # --- commands ----------------------------------------------------------------------------
 
     def command_result(self, run: CommandRun, *, timeout_s: float, max_chars: int) -> Result:
-        text = cut_middle(run.text.rstrip("\n"), max_chars)
+        if run.saved_to is not None:
+            text = persisted(run.text, run.saved_to)
+        else:
+            text = cut_middle(run.text.rstrip("\n"), max_chars)
         if run.timed_out:
             text = f"{text}\n{self.timeout_note(timeout_s)}".strip()
         if run.failed:
-            return Result(f"{text}\nExit code {run.exit_code}".strip(), True)
+            return Result(f"Exit code {run.exit_code}\n{text}".strip(), True)
         return Result(text or "(Bash completed with no output)")
 
     def background_started(self, task: TaskStarted) -> str:
@@ -57,19 +78,39 @@ class ClaudeStyle(Style):
     # --- files -------------------------------------------------------------------------------
 
     def read(self, result: ReadResult) -> str:
-        """`Read`: `cat -n` with a tab, or a reminder for an empty or too-short file."""
-        if result.past_end:
+        """`Read`: `N<TAB>line`, unpadded, counting the empty line after a final line break
+        as a line (an empty file is one empty line, and reads as past its end)."""
+        total = result.total_lines + (1 if result.final_newline else 0)
+        if result.past_end or result.is_empty_file:
             return (
                 "<system-reminder>Warning: the file exists but is shorter than the provided "
-                f"offset ({result.start_line}). The file has {result.total_lines} lines."
+                f"offset ({result.start_line}). The file has {max(total, 1)} lines."
                 "</system-reminder>"
             )
-        if result.is_empty_file:
-            return (
-                "<system-reminder>Warning: the file exists but its contents are empty."
-                "</system-reminder>"
+        lines = list(result.lines)
+        if result.final_newline and result.end_line == result.total_lines:
+            lines.append("")
+        return "\n".join(f"{n}\t{line}" for n, line in enumerate(lines, result.start_line))
+
+    def read_failed(self, error: ToolInputError, *, cwd: Path) -> Result:
+        if error.kind == "missing":
+            return Result(
+                f"File does not exist. Note: your current working directory is {cwd}.", True
             )
-        return cat_n(result.lines, result.start_line)
+        if error.kind == "binary":
+            kind = (
+                f"binary {error.path.suffix} file"
+                if error.path and error.path.suffix
+                else ("binary file")
+            )
+            return Result(
+                self.error(
+                    f"This tool cannot read binary files. The file appears to be a {kind}. "
+                    "Please use appropriate tools for binary file analysis."
+                ),
+                True,
+            )
+        return super().read_failed(error, cwd=cwd)
 
     def read_unchanged(self, path: Path) -> str:
         return (
@@ -77,7 +118,7 @@ class ClaudeStyle(Style):
             "conversation is still current; refer to it instead of reading again."
         )
 
-    def not_read(self, path: Path) -> str:
+    def not_read(self, path: Path, *, overwrite: bool = False) -> str:
         return "File has not been read yet. Read it first before writing to it."
 
     def changed_since_read(self, path: Path) -> str:
@@ -88,17 +129,30 @@ class ClaudeStyle(Style):
 
     def written(self, result: WriteResult, *, appended: bool = False) -> str:
         if result.created:
-            return f"File created successfully at: {result.path}"
-        return f"The file {result.path} has been updated successfully."
+            return f"File created successfully at: {result.path}{STATE_CURRENT}"
+        return f"The file {result.path} has been updated successfully.{STATE_CURRENT}"
 
     def replaced(self, result: ReplaceResult, edits: Sequence[Edit]) -> str:
         edit = edits[0]
         if edit.replace_all:
             return (
                 f"The file {result.path} has been updated. All occurrences of '{edit.old}' were "
-                f"successfully replaced with '{edit.new}'."
+                f"successfully replaced with '{edit.new}'.{STATE_CURRENT}"
             )
-        return f"The file {result.path} has been updated successfully."
+        return f"The file {result.path} has been updated successfully.{STATE_CURRENT}"
+
+    def edit_failed(self, error: ToolInputError, *, old: str) -> str:
+        """The failure, then the string the model asked to replace."""
+        if error.kind == "not_found":
+            return f"String to replace not found in file.\nString: {old}"
+        if error.kind == "ambiguous":
+            return (
+                f"Found {error.count} matches of the string to replace, but replace_all is "
+                "false. To replace all occurrences, set replace_all to true. To replace only "
+                f"one occurrence, please provide more context to uniquely identify the "
+                f"instance.\nString: {old}"
+            )
+        return error.message
 
     def globbed(self, result: GlobResult, *, pattern: str, root: Path) -> str:
         if not result.paths:

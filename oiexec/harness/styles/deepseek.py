@@ -5,14 +5,13 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
-from oiexec.harness.styles.qwen import QwenStyle
-from oiexec.tools.layout import cat_n
+from oiexec.tools.layout import cat_n, rg_lines
 from oiexec.tools.results import CommandRun, Result, TaskReport, TaskStarted
 from oiexec.tools.style import Style
 from oiexec.tools.truncate import cut_middle
 
 if TYPE_CHECKING:
-    from oiexec.tools.fs import Edit, ReadResult, ReplaceResult, TodoItem, WriteResult
+    from oiexec.tools.fs import Edit, GrepResult, ReadResult, ReplaceResult, TodoItem, WriteResult
 
 
 class DeepseekStyle(Style):
@@ -59,7 +58,12 @@ class DeepseekStyle(Style):
         return f"Edited {result.path} ({result.replacements} replacement(s))."
 
     # Search results read as in Qwen Code.
-    grepped = QwenStyle.grepped
+    def grepped(self, result: GrepResult, *, line_numbers: bool = True) -> str:
+        """`grep_files`: `path:line:text` lines, or a sentence naming the empty search."""
+        if not result.lines:
+            query = result.query
+            return f'No matches found for pattern "{query.pattern}" in {query.path}.'
+        return rg_lines(result)
 
     def todos_updated(self, items: Sequence[TodoItem]) -> str:
         """`checklist_write`: a short acknowledgement, the list shows in the checklist."""

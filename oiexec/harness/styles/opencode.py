@@ -1,4 +1,5 @@
-"""opencode (sst): `Error: ` failures, `<bash_metadata>` footers."""
+"""opencode 1.18.33: failures as their bare message, command output as printed (no exit-code
+footer), XML-tagged reads."""
 
 from __future__ import annotations
 
@@ -23,17 +24,16 @@ _MAX_BYTES_LABEL = "50 KB"
 class OpencodeStyle(Style):
     name = "opencode"
 
-    def error(self, message: str) -> str:
-        return f"Error: {message}"
+    # A failed tool's result is its message alone (the chat wire carries no error flag).
 
     # --- commands ----------------------------------------------------------------------------
 
     def command_result(self, run: CommandRun, *, timeout_s: float, max_chars: int) -> Result:
-        text = cut_middle(run.text.rstrip("\n"), max_chars) or "(no output)"
+        """The output as printed, trailing line break included; a non-zero exit adds nothing
+        (the model reads the failure from the output); only a timeout gets a footer."""
+        text = cut_middle(run.text, max_chars) or "(no output)"
         if run.timed_out:
             text += f"\n\n<bash_metadata>\n{self.timeout_note(timeout_s)}\n</bash_metadata>"
-        elif run.failed:
-            text += f"\n\n<bash_metadata>\nexit code: {run.exit_code}\n</bash_metadata>"
         return Result(text)
 
     # --- files -------------------------------------------------------------------------------
@@ -54,10 +54,17 @@ class OpencodeStyle(Style):
             )
         else:
             status = f"(End of file - total {result.total_lines} lines)"
-        content = f"{body}\n\n{status}" if body else status
+        content = f"{body}\n\n{status}"
         return f"<path>{result.path}</path>\n<type>file</type>\n<content>\n{content}\n</content>"
 
-    def not_read(self, path: Path) -> str:
+    def read_failed(self, error: ToolInputError, *, cwd: Path) -> Result:
+        if error.kind == "missing" and error.path is not None:
+            return Result(f"File not found: {error.path}", True)
+        if error.kind == "binary" and error.path is not None:
+            return Result(f"Cannot read binary file: {error.path}", True)
+        return super().read_failed(error, cwd=cwd)
+
+    def not_read(self, path: Path, *, overwrite: bool = False) -> str:
         return f"You must read file {path} before overwriting it. Use the Read tool first"
 
     def changed_since_read(self, path: Path) -> str:
@@ -70,7 +77,17 @@ class OpencodeStyle(Style):
         return "Edit applied successfully."
 
     def edit_failed(self, error: ToolInputError, *, old: str) -> str:
-        return "oldString not found in content" if error.kind == "not_found" else error.message
+        if error.kind == "not_found":
+            return (
+                "Could not find oldString in the file. It must match exactly, including "
+                "whitespace, indentation, and line endings."
+            )
+        if error.kind == "ambiguous":
+            return (
+                "Found multiple matches for oldString. Provide more surrounding context to "
+                "make the match unique."
+            )
+        return error.message
 
     # Glob results read as in Claude Code.
     globbed = ClaudeStyle.globbed

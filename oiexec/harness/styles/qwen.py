@@ -1,4 +1,6 @@
-"""Qwen Code: Gemini-CLI-derived result sentences."""
+"""Qwen Code 0.15.10: a shell result is a block of `Command:`/`Directory:`/`Output:`/`Error:`/
+`Exit Code:`/`Signal:`/`Process Group PGID:` lines, an edit shows the edited region with its
+line range, reads return the raw text."""
 
 from __future__ import annotations
 
@@ -30,12 +32,30 @@ class QwenStyle(Style):
     # --- commands ----------------------------------------------------------------------------
 
     def command_result(self, run: CommandRun, *, timeout_s: float, max_chars: int) -> Result:
-        text = cut_middle(run.text.rstrip("\n"), max_chars) or "(empty)"
+        output = cut_middle(run.text.rstrip("\n"), max_chars)
         if run.timed_out:
-            text += f"\n{self.timeout_note(timeout_s)}"
-        if run.failed:
-            return Result(f"{text}\nExit Code: {run.exit_code}")
-        return Result(text)
+            ms = f"{timeout_s * 1000:g}ms"
+            if output.strip():
+                text = (
+                    f"Command timed out after {ms} before it could complete. Below is the "
+                    f"output before it timed out:\n{output}"
+                )
+            else:
+                text = (
+                    f"Command timed out after {ms} before it could complete. There was no "
+                    "output before it timed out."
+                )
+            return Result(text, True)
+        lines = [
+            f"Command: {run.command}",
+            f"Directory: {run.directory or '(root)'}",
+            f"Output: {output or '(empty)'}",
+            "Error: (none)",
+            f"Exit Code: {'(none)' if run.exit_code is None else run.exit_code}",
+            f"Signal: {run.signal or 0}",
+            f"Process Group PGID: {'(none)' if run.pgid is None else run.pgid}",
+        ]
+        return Result("\n".join(lines), run.failed)
 
     def background_started(self, task: TaskStarted) -> str:
         return (
@@ -49,6 +69,8 @@ class QwenStyle(Style):
     def read(self, result: ReadResult) -> str:
         """`read_file`: the raw text; a partial read gets a range header and `---`."""
         text = "\n".join(result.lines)
+        if result.final_newline and result.end_line == result.total_lines and result.lines:
+            text += "\n"
         if result.is_complete or result.is_empty_file:
             return text
         return (
@@ -56,8 +78,33 @@ class QwenStyle(Style):
             f"total lines.\n---\n{text}"
         )
 
-    def not_read(self, path: Path) -> str:
-        return f"File {path} has not been read yet; read it with read_file before changing it."
+    def read_failed(self, error: ToolInputError, *, cwd: Path) -> Result:
+        if error.kind == "missing" and error.path is not None:
+            return Result(f"File not found: {error.path}", True)
+        if error.kind == "binary" and error.path is not None:
+            shown = error.path.relative_to(cwd) if error.path.is_relative_to(cwd) else error.path
+            return Result(f"Cannot display content of binary file: {shown}", True)
+        return super().read_failed(error, cwd=cwd)
+
+    def not_read(self, path: Path, *, overwrite: bool = False) -> str:
+        """A write or an edit of a file not read in this session (a partial read is
+        enough for an edit; an overwrite replaces everything, so it needs the whole file)."""
+        if overwrite:
+            need, action = (
+                "read the full file \u2014 overwriting replaces every byte, so any unseen bytes "
+                "would be discarded",
+                "overwriting",
+            )
+        else:
+            need, action = (
+                "a partial read with offset / limit is fine \u2014 you only need to have seen "
+                "the bytes you intend to edit",
+                "editing",
+            )
+        return (
+            f"File {path} has not been read in this session. Use the read_file tool first to "
+            f"load the current content ({need}) before {action} it."
+        )
 
     def changed_since_read(self, path: Path) -> str:
         return f"File {path} changed on disk after it was read; read it again before changing it."
@@ -68,31 +115,49 @@ class QwenStyle(Style):
         return f"Successfully overwrote file: {result.path}."
 
     def replaced(self, result: ReplaceResult, edits: Sequence[Edit]) -> str:
-        return f"Successfully modified file: {result.path} ({result.replacements} replacements)."
+        """The edit, then the changed lines with `SNIPPET_CONTEXT` lines around them."""
+        text = f"The file: {result.path} has been updated."
+        snippet = edit_snippet(result.before, result.after)
+        if snippet is None:
+            return text
+        first, last, total, body = snippet
+        return (
+            f"{text} Showing lines {first}-{last} of {total} from the edited file:\n\n---\n\n{body}"
+        )
 
     def edit_failed(self, error: ToolInputError, *, old: str) -> str:
+        if error.kind == "ambiguous":
+            return (
+                f"Failed to edit. Found {error.count} occurrences for old_string in "
+                f"{error.path} but replace_all was not enabled."
+            )
         if error.kind != "not_found":
             return error.message
         return (
             f"Failed to edit, 0 occurrences found for old_string in {error.path}. No edits "
-            "made. The exact text in old_string was not found; re-read the file and check "
-            "whitespace, indentation and context."
+            "made. The exact text in old_string was not found. Ensure you're not escaping "
+            "content incorrectly and check whitespace, indentation, and context. Use "
+            "read_file tool to verify."
         )
 
     def globbed(self, result: GlobResult, *, pattern: str, root: Path) -> str:
         if not result.paths:
-            return f'No files found matching pattern "{pattern}" within {root}'
+            return f'No files found matching pattern "{pattern}" in {WHERE}'
         listed = "\n".join(str(p) for p in result.paths)
         return (
-            f'Found {result.total} file(s) matching "{pattern}" within {root}, sorted by '
-            f"modification time (newest first):\n{listed}"
+            f'Found {result.total} file(s) matching "{pattern}" in {WHERE}, sorted by '
+            f"modification time (newest first):\n---\n{listed}"
         )
 
     def grepped(self, result: GrepResult, *, line_numbers: bool = True) -> str:
-        if not result.lines:
-            query = result.query
-            return f'No matches found for pattern "{query.pattern}" in {query.path}.'
-        return rg_lines(result)
+        query = result.query
+        matches = [line for line in result.lines if line.is_match]
+        if not matches:
+            return f'No matches found for pattern "{query.pattern}" in {WHERE}.'
+        noun = "match" if len(matches) == 1 else "matches"
+        return f'Found {len(matches)} {noun} for pattern "{query.pattern}" in {WHERE}:\n---\n' + (
+            rg_lines(result)
+        )
 
     def listed(self, listing: Listing) -> str:
         """`list_directory`: directories first, then files, by name."""
@@ -101,4 +166,32 @@ class QwenStyle(Style):
         lines = [f"[DIR] {e.rel}" if e.is_dir else e.rel for e in ordered]
         if not lines:
             return f"Directory {listing.root} is empty."
-        return f"Directory listing for {listing.root}:\n" + "\n".join(lines)
+        return f"Listed {len(lines)} item(s) in {listing.root}:\n---\n" + "\n".join(lines)
+
+
+#: How searches name the directory they ran in (the model's workspace).
+WHERE = "the workspace directory"
+#: Lines of context around an edit's changed lines, and the most changed lines shown.
+SNIPPET_CONTEXT = 4
+SNIPPET_MAX = 1000
+
+
+def edit_snippet(before: str, after: str) -> tuple[int, int, int, str] | None:
+    """(first, last, total, text) of the edited region of `after`, lines counted as split on
+    line breaks (a final break ends with an empty line); None when nothing changed or the
+    change is too long to show."""
+    old, new = before.split("\n"), after.split("\n")
+    if before == after or not after:
+        return None
+    start = 0
+    while start < min(len(old), len(new)) and old[start] == new[start]:
+        start += 1
+    old_end, new_end = len(old) - 1, len(new) - 1
+    while old_end >= start and new_end >= start and old[old_end] == new[new_end]:
+        old_end -= 1
+        new_end -= 1
+    if new_end + 1 - (start + 1) > SNIPPET_MAX:
+        return None
+    first = max(1, start + 1 - SNIPPET_CONTEXT)
+    last = min(len(new), new_end + 1 + SNIPPET_CONTEXT)
+    return first, last, len(new), "\n".join(new[first - 1 : last])

@@ -15,6 +15,7 @@ from oiexec.tools.fs import (
     Edit,
     GrepQuery,
     ReadGate,
+    ReadResult,
     glob_files,
     grep,
     list_directory,
@@ -36,9 +37,18 @@ def fs_read(inv: Invocation) -> Result:
         path, offset=offset, limit=limit
     ):
         return Result(inv.style.read_unchanged(path))
+    try:
+        result = _read(inv, path, offset, limit)
+    except ToolInputError as exc:
+        return inv.style.read_failed(exc, cwd=inv.ctx.cwd)
+    inv.rt.files.record_read(path, offset=offset, limit=limit)
+    return Result(inv.style.read(result))
+
+
+def _read(inv: Invocation, path: Path, offset: int | None, limit: int | None) -> ReadResult:
     base: Literal[0, 1] = 0 if inv.option("offset_base", 1) == 0 else 1
     max_tail = inv.option("max_tail")
-    result = read_window(
+    return read_window(
         path,
         offset=offset,
         limit=limit,
@@ -51,19 +61,17 @@ def fs_read(inv: Invocation) -> Result:
         max_file_bytes=inv.option("max_file_bytes"),
         max_tail=int(max_tail) if max_tail is not None else None,
     )
-    inv.rt.files.record_read(path, offset=offset, limit=limit)
-    return Result(inv.style.read(result))
 
 
 # --- write ------------------------------------------------------------------------------
 
 
-def _gate(inv: Invocation, path: Path) -> Result | None:
+def _gate(inv: Invocation, path: Path, *, overwrite: bool) -> Result | None:
     """The read-before-write refusal of harnesses that have one, else None."""
     if not inv.option("require_read", False):
         return None
     gate = inv.rt.files.check(path)
-    message = inv.style.read_gate(gate, path)
+    message = inv.style.read_gate(gate, path, overwrite=overwrite)
     if message is None:
         return None
     if inv.option("gate_is_error", True):
@@ -80,7 +88,7 @@ def fs_write(inv: Invocation) -> Result:
     mode = inv.string("mode", "overwrite")
     if mode not in ("overwrite", "append"):
         raise ToolInputError("mode must be `overwrite` or `append`.")
-    refused = _gate(inv, path)
+    refused = _gate(inv, path, overwrite=True)
     if refused is not None:
         return refused
     try:
@@ -122,7 +130,7 @@ def _edits(inv: Invocation) -> list[Edit]:
 def fs_replace(inv: Invocation) -> Result:
     path = inv.path()
     edits = _edits(inv)
-    refused = _gate(inv, path)
+    refused = _gate(inv, path, overwrite=False)
     if refused is not None:
         return refused
     try:
@@ -154,6 +162,7 @@ def glob_tool(inv: Invocation) -> Result:
         root,
         pattern,
         limit=int(limit) if limit else None,
+        sort=inv.option("sort", "mtime_desc"),
         include_dirs=inv.boolean("include_dirs", bool(inv.option("include_dirs", False))),
     )
     return Result(inv.style.globbed(result, pattern=pattern, root=root))

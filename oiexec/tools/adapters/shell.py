@@ -4,6 +4,10 @@ runner, worded by the tool's style."""
 
 from __future__ import annotations
 
+import dataclasses
+import itertools
+import shutil
+import tempfile
 from pathlib import Path
 
 from oiexec.core.context import ToolContext
@@ -19,11 +23,17 @@ __all__ = ["run_command"]
 
 
 def run_command(
-    ctx: ToolContext, rt: Runtime, command: str, *, cwd: Path, timeout_s: float
+    ctx: ToolContext,
+    rt: Runtime,
+    command: str,
+    *,
+    cwd: Path,
+    timeout_s: float,
+    shell: str | None = None,
 ) -> CommandRun:
-    """Run `command` with `rt.shell -c`, waiting at most `timeout_s` (and never past the run's
-    deadline); the group is killed when time is up."""
-    argv = [rt.shell, "-c", command]
+    """Run `command` with `shell -c` (default `rt.shell`), waiting at most `timeout_s` (and
+    never past the run's deadline); the group is killed when time is up."""
+    argv = [shell or rt.shell, "-c", command]
     try:
         running = start_command(ctx, rt.processes, argv, cwd=cwd, env={**ctx.env, **rt.env})
     except NotStarted as exc:
@@ -40,7 +50,36 @@ def run_command(
     notes = running.finish()
     if setup_failed(running.prepared, code):
         notes.insert(0, f"sandbox setup failed (launcher exit status {code}); not run")
-    return CommandRun(output, code, timed_out, None, tuple(notes))
+    killed_by = code - 128 if timed_out and code is not None and code > 128 else None
+    return CommandRun(
+        output, code, timed_out, None, tuple(notes), pgid=session.pid, signal=killed_by
+    )
+
+
+def _shell_path(inv: Invocation) -> str | None:
+    """The manifest's `shell` for this tool, as the emulated product starts it: the name as
+    given (its error messages then say `bash: line 1: ...`), or with `shell_resolved` the
+    full path PATH gives (opencode's `/usr/bin/bash: ...`)."""
+    name = inv.option("shell")
+    if not name:
+        return None
+    if inv.option("shell_resolved", False):
+        return shutil.which(str(name)) or inv.rt.shell
+    return str(name)
+
+
+_SAVED = itertools.count(1)
+
+
+def save_output(rt: Runtime, text: str) -> Path:
+    """Keep a too-long output in a file of the run, for results that point the model at it."""
+    folder = rt.extras.get("saved_output_dir")
+    if not isinstance(folder, Path):
+        folder = Path(tempfile.mkdtemp(prefix="oiexec-output-"))
+        rt.extras["saved_output_dir"] = folder
+    path = folder / f"output-{next(_SAVED)}.txt"
+    path.write_text(text, encoding="utf-8")
+    return path
 
 
 def _timeout_seconds(inv: Invocation) -> float:
@@ -72,10 +111,15 @@ def shell(inv: Invocation) -> Result:
     if inv.option("persistent"):
         run = run_persistent(inv.ctx, inv.rt, command, timeout_s=timeout_s)
     else:
-        run = run_command(inv.ctx, inv.rt, command, cwd=cwd, timeout_s=timeout_s)
+        run = run_command(
+            inv.ctx, inv.rt, command, cwd=cwd, timeout_s=timeout_s, shell=_shell_path(inv)
+        )
     if run.refused is not None:
         return Result(f"{run.refused}; the command was not run.", True)
     limit = int(inv.option("max_output_chars", 30_000))
+    run = dataclasses.replace(run, command=command, directory=workdir)
+    if len(run.text) > limit and inv.option("save_long_output", False):
+        run = dataclasses.replace(run, saved_to=save_output(inv.rt, run.text))
     result = inv.style.command_result(run, timeout_s=timeout_s, max_chars=limit)
     marker = inv.option("submit_marker")
     if marker and run.exit_code == 0 and not run.timed_out:

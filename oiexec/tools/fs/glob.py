@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import time
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Literal
@@ -11,7 +12,10 @@ from oiexec.core.errors import ToolInputError
 from oiexec.tools.fs.globbing import glob_match
 from oiexec.tools.fs.walk import walk
 
-GlobSort = Literal["mtime_desc", "mtime_asc", "path"]
+GlobSort = Literal["mtime_desc", "mtime_asc", "path", "recent_first"]
+#: `recent_first` (Gemini CLI and Qwen Code): files changed within this many seconds come
+#: first, newest first; older ones follow by path.
+RECENT_S = 24 * 3600
 
 
 @dataclass(frozen=True)
@@ -72,6 +76,12 @@ def glob_files(
     ]
     if sort == "path":
         hits.sort()
+    elif sort == "recent_first":
+        cutoff = time.time() - RECENT_S
+        recent = sorted(
+            (p for p in hits if _mtime(p) >= cutoff), key=lambda p: (-_mtime(p), str(p))
+        )
+        hits = recent + sorted(p for p in hits if _mtime(p) < cutoff)
     else:
         hits.sort(
             key=lambda p: (-_mtime(p), str(p)) if sort == "mtime_desc" else (_mtime(p), str(p))

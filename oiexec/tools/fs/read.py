@@ -38,6 +38,8 @@ class ReadResult:
     size_bytes: int = 0
     max_lines: int | None = None
     max_bytes: int | None = None
+    #: The file ends with a line break (some products show the empty line after it).
+    final_newline: bool = False
 
     @property
     def end_line(self) -> int:
@@ -108,6 +110,7 @@ def read_window(
         size_bytes=size,
         max_lines=max_lines,
         max_bytes=max_bytes,
+        final_newline=text.endswith("\n"),
     )
 
 

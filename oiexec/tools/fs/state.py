@@ -30,6 +30,9 @@ class FileStamp:
     mtime_ns: int
     sha256: str
     window: tuple[int | None, int | None] = (None, None)
+    #: Stamped by a write: the model knows the text, but has not been shown it by a read,
+    #: so a read that follows is answered in full (Claude Code does so after Write/Edit).
+    written: bool = False
 
 
 def _key(path: Path) -> Path:
@@ -60,8 +63,11 @@ class FileStateTracker:
             self._stamps[_key(path)] = stamp
 
     def record_write(self, path: Path) -> None:
-        """A tool wrote `path`: the model knows its content, as after a full read."""
-        self.record_read(path)
+        """A tool wrote `path`: the model knows its content, as after a full read (but a
+        read that follows is not an unchanged re-read)."""
+        stamp = _stamp(path, (None, None))
+        if stamp is not None:
+            self._stamps[_key(path)] = FileStamp(stamp.mtime_ns, stamp.sha256, written=True)
 
     def forget(self, path: Path) -> None:
         self._stamps.pop(_key(path), None)
@@ -90,7 +96,7 @@ class FileStateTracker:
         """True when the same window of `path` was read before and the file is unchanged,
         so a harness can reply with its "unchanged" note instead of the text."""
         seen = self._stamps.get(_key(path))
-        if seen is None or seen.window != (offset, limit):
+        if seen is None or seen.written or seen.window != (offset, limit):
             return False
         now = _stamp(path, seen.window)
         return now is not None and now.sha256 == seen.sha256

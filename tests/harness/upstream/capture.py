@@ -41,7 +41,8 @@ class Client:
     harness: str
     wire: str
     version: Callable[[Path, Path], str]
-    command: Callable[[Path, Path, ModelServer, Path], tuple[list[str], dict[str, str]]]
+    #: (npm dir, venv, server, home, working directory, prompt) -> argv and environment.
+    command: Callable[[Path, Path, ModelServer, Path, Path, str], tuple[list[str], dict[str, str]]]
 
 
 def _npm_version(package: str) -> Callable[[Path, Path], str]:
@@ -77,9 +78,9 @@ def _base_env(home: Path) -> dict[str, str]:
 
 
 def _claude(
-    npm: Path, venv: Path, server: ModelServer, work: Path
+    npm: Path, venv: Path, server: ModelServer, home: Path, cwd: Path, prompt: str
 ) -> tuple[list[str], dict[str, str]]:
-    env = _base_env(work / "home")
+    env = _base_env(home)
     env.update(
         ANTHROPIC_BASE_URL=server.url,
         ANTHROPIC_API_KEY="sk-ant-capture-0000",
@@ -90,7 +91,7 @@ def _claude(
     argv = [
         str(npm / "node_modules/.bin/claude"),
         "-p",
-        "Say hello.",
+        prompt,
         "--model",
         "claude-sonnet-4-5",
     ]
@@ -98,11 +99,11 @@ def _claude(
 
 
 def _codex(
-    npm: Path, venv: Path, server: ModelServer, work: Path
+    npm: Path, venv: Path, server: ModelServer, home: Path, cwd: Path, prompt: str
 ) -> tuple[list[str], dict[str, str]]:
-    env = _base_env(work / "home")
-    codex_home = work / "codex-home"
-    codex_home.mkdir()
+    env = _base_env(home)
+    codex_home = home / ".codex"
+    codex_home.mkdir(exist_ok=True)
     env.update(CODEX_HOME=str(codex_home), SCRIPTED_KEY="sk-capture-0000")
     argv = [
         str(npm / "node_modules/.bin/codex"),
@@ -120,15 +121,15 @@ def _codex(
         'model_providers.scripted.wire_api="responses"',
         "-c",
         'model_providers.scripted.env_key="SCRIPTED_KEY"',
-        "Say hello.",
+        prompt,
     ]
     return argv, env
 
 
 def _opencode(
-    npm: Path, venv: Path, server: ModelServer, work: Path
+    npm: Path, venv: Path, server: ModelServer, home: Path, cwd: Path, prompt: str
 ) -> tuple[list[str], dict[str, str]]:
-    env = _base_env(work / "home")
+    env = _base_env(home)
     config = {
         "$schema": "https://opencode.ai/config.json",
         "provider": {
@@ -143,16 +144,19 @@ def _opencode(
         "autoupdate": False,
         "share": "disabled",
     }
-    (work / "opencode.json").write_text(json.dumps(config))
+    # The user-level config, so the working directory holds only the session's files.
+    config_dir = home / ".config" / "opencode"
+    config_dir.mkdir(parents=True, exist_ok=True)
+    (config_dir / "opencode.json").write_text(json.dumps(config))
     env.update(OPENCODE_DISABLE_AUTOUPDATE="1", OPENCODE_DISABLE_LSP_DOWNLOAD="1")
-    argv = [str(npm / "node_modules/.bin/opencode"), "run", "Say hello."]
+    argv = [str(npm / "node_modules/.bin/opencode"), "run", prompt]
     return argv, env
 
 
 def _qwen(
-    npm: Path, venv: Path, server: ModelServer, work: Path
+    npm: Path, venv: Path, server: ModelServer, home: Path, cwd: Path, prompt: str
 ) -> tuple[list[str], dict[str, str]]:
-    env = _base_env(work / "home")
+    env = _base_env(home)
     env.update(
         OPENAI_BASE_URL=server.base_url,
         OPENAI_API_KEY="sk-capture-0000",
@@ -164,15 +168,15 @@ def _qwen(
         "openai",
         "--yolo",
         "-p",
-        "Say hello.",
+        prompt,
     ]
     return argv, env
 
 
 def _mini(
-    npm: Path, venv: Path, server: ModelServer, work: Path
+    npm: Path, venv: Path, server: ModelServer, home: Path, cwd: Path, prompt: str
 ) -> tuple[list[str], dict[str, str]]:
-    env = _base_env(work / "home")
+    env = _base_env(home)
     env.update(
         MSWEA_CONFIGURED="true",
         MSWEA_COST_TRACKING="ignore_errors",
@@ -186,7 +190,7 @@ def _mini(
         "--model",
         "openai/scripted-model",
         "--task",
-        "Say hello.",
+        prompt,
         "--yolo",
         "--exit-immediately",
     ]
@@ -256,7 +260,7 @@ def capture(client: Client, npm_dir: Path, venv: Path, out_dir: Path) -> Path:
     with ModelServer(model) as server, tempfile.TemporaryDirectory() as tmp:
         work = Path(tmp)
         (work / "home").mkdir()
-        argv, env = client.command(npm_dir, venv, server, work)
+        argv, env = client.command(npm_dir, venv, server, work / "home", work, "Say hello.")
         started = time.monotonic()
         process = subprocess.Popen(
             argv,

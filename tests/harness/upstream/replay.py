@@ -1,0 +1,102 @@
+"""Replay recorded upstream sessions against our emulating harnesses.
+
+A session fixture (written by `capture_sessions`) lists each tool call a real client ran and
+what the tool returned to the model. Here the same calls run, in order, through the harness
+that emulates that client, in a workspace seeded the same way; each result is normalised the
+same way and compared with the recording. Used by the replay test and by
+`bench/harness_fidelity.py`, which prints the match count per harness.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import tempfile
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+from oiexec.core.context import ItemEmitter, ToolContext
+from oiexec.core.policy import SandboxPolicy
+from oiexec.core.types import ToolCall
+from oiexec.harness.context import prompt_variables
+from oiexec.harness.data import load_spec
+from oiexec.harness.manifest import HarnessSetup, ManifestHarness
+from oiexec.sandbox.nosandbox import NoSandbox
+from tests.harness.upstream.sessions import SESSIONS, expand, normalise, seed
+
+
+@dataclass(frozen=True)
+class StepOutcome:
+    label: str
+    tool: str
+    expected: str
+    expected_error: bool | None
+    got: str
+    got_error: bool
+
+    @property
+    def matches(self) -> bool:
+        same_flag = self.expected_error is None or self.expected_error == self.got_error
+        return same_flag and self.expected == self.got
+
+
+@dataclass(frozen=True)
+class Replay:
+    fixture: str
+    client: str
+    version: str
+    harness: str
+    steps: list[StepOutcome]
+
+    @property
+    def matched(self) -> int:
+        return sum(1 for step in self.steps if step.matches)
+
+
+def fixtures() -> list[Path]:
+    return sorted(SESSIONS.glob("*.json"))
+
+
+def replay(path: Path) -> Replay:
+    """Run the session recorded in `path` through its harness."""
+    data: dict[str, Any] = json.loads(path.read_text(encoding="utf-8"))
+    with tempfile.TemporaryDirectory() as tmp:
+        root = Path(tmp).resolve()
+        ws, home = root / "ws", root / "home"
+        ws.mkdir()
+        home.mkdir()
+        seed(ws)
+        ctx = ToolContext(
+            cwd=ws,
+            sandbox=NoSandbox(SandboxPolicy(mode="danger-full-access", cwd=ws)),
+            items=ItemEmitter(lambda _event: None),
+            env={**os.environ, "HOME": str(home)},
+            warn=lambda _message: None,
+        )
+        variables = prompt_variables(ws, shell="/bin/bash", agents_md=None, now=datetime.now(UTC))
+        harness = ManifestHarness(load_spec(data["harness"]), HarnessSetup(variables=variables))
+        try:
+            tools = {tool.spec.name: tool for tool in harness.tools()}
+            outcomes: list[StepOutcome] = []
+            for index, step in enumerate(data["steps"]):
+                args = expand(step["args"], ws)
+                call = ToolCall(
+                    call_id=f"call_{index:02d}", name=step["tool"], arguments=json.dumps(args)
+                )
+                output = tools[step["tool"]].run(call, ctx)
+                outcomes.append(
+                    StepOutcome(
+                        label=step["label"],
+                        tool=step["tool"],
+                        expected=step["text"],
+                        expected_error=step["is_error"],
+                        got=normalise(output.output, ws=ws, home=home),
+                        got_error=output.is_error,
+                    )
+                )
+        finally:
+            harness.close()
+            ctx.cleanup.close()
+    return Replay(path.name, data["client"], data["version"], data["harness"], outcomes)

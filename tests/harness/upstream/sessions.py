@@ -1,0 +1,163 @@
+"""Scripted tool sessions shared by the capture (real clients) and the replay (our harnesses).
+
+Each upstream client is driven through the same kinds of calls, in its own tool names: a
+command that succeeds, fails, prints nothing, prints a lot, or is refused by the OS; reads of
+a missing, an empty, a binary and an ordinary file; exact edits whose target is missing, not
+unique, or found; a write followed by a read. The workspace starts with `SEED`. A step's
+arguments may hold `{ws}`, the workspace directory.
+
+What a tool returned is compared after `normalise`, which replaces only what differs from
+run to run: the workspace and home paths, process ids, durations, generated ids.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+SESSIONS = Path(__file__).parent / "fixtures" / "sessions"
+
+CALC = "def add(a, b):\n    return a - b\n\n\ndef sub(a, b):\n    return a - b\n"
+#: The files every session starts with (path relative to the workspace -> bytes).
+SEED: dict[str, bytes] = {
+    "calc.py": CALC.encode(),
+    "notes.txt": b"alpha\nbeta\n",
+    "empty.txt": b"",
+    "blob.bin": bytes(range(256)) * 4,
+    # Not executable: running it is refused by the OS (exit 126), as root too.
+    "script.sh": b"#!/bin/sh\necho never\n",
+}
+#: Seconds apart, so modification-time order is fixed (newest first: notes.txt).
+SEED_ORDER = ("blob.bin", "empty.txt", "script.sh", "calc.py", "notes.txt")
+
+FAIL = "echo out; echo err >&2; exit 3"
+LONG = "seq 1 40000"
+FIXED_OLD = "def add(a, b):\n    return a - b"
+FIXED_NEW = "def add(a, b):\n    return a + b"
+SUBMIT = "echo COMPLETE_TASK_AND_SUBMIT_FINAL_OUTPUT"
+
+
+def seed(root: Path) -> None:
+    """Lay `SEED` out under `root`, oldest first (1 s apart in mtime)."""
+    import os
+
+    for index, name in enumerate(SEED_ORDER):
+        path = root / name
+        path.write_bytes(SEED[name])
+        stamp = 1_700_000_000 + index
+        os.utime(path, (stamp, stamp))
+
+
+@dataclass(frozen=True)
+class Step:
+    label: str
+    tool: str
+    args: dict[str, Any]
+
+
+def _shell(tool: str, key: str = "command", **extra: Any) -> list[Step]:
+    return [
+        Step("shell.success", tool, {key: "echo hello", **extra}),
+        Step("shell.failure", tool, {key: FAIL, **extra}),
+        Step("shell.empty", tool, {key: "true", **extra}),
+        Step("shell.long", tool, {key: LONG, **extra}),
+        Step("shell.permission_denied", tool, {key: "./script.sh", **extra}),
+    ]
+
+
+def _files(
+    read: str,
+    write: str,
+    edit: str,
+    *,
+    path: str,
+    old: str,
+    new: str,
+    content: str = "content",
+) -> list[Step]:
+    """Reads, edits and writes with these tool and argument names, in a fixed order."""
+
+    def at(name: str) -> str:
+        return "{ws}/" + name
+
+    return [
+        Step("read.missing", read, {path: at("nope.txt")}),
+        Step("read.empty", read, {path: at("empty.txt")}),
+        Step("read.binary", read, {path: at("blob.bin")}),
+        Step("edit.before_read", edit, {path: at("calc.py"), old: "a - b", new: "a + b"}),
+        Step("read.success", read, {path: at("calc.py")}),
+        Step("edit.not_found", edit, {path: at("calc.py"), old: "return a * b", new: "x"}),
+        Step("edit.not_unique", edit, {path: at("calc.py"), old: "return a - b", new: "x"}),
+        Step("edit.success", edit, {path: at("calc.py"), old: FIXED_OLD, new: FIXED_NEW}),
+        Step("write.existing_unread", write, {path: at("notes.txt"), content: "gamma\n"}),
+        Step("write.new", write, {path: at("made.txt"), content: "one\ntwo\n"}),
+        Step("read.after_write", read, {path: at("made.txt")}),
+    ]
+
+
+SCRIPTS: dict[str, list[Step]] = {
+    "claude-code": [
+        *_shell("Bash"),
+        *_files("Read", "Write", "Edit", path="file_path", old="old_string", new="new_string"),
+    ],
+    "qwen-code": [
+        *_shell("run_shell_command"),
+        *_files(
+            "read_file", "write_file", "edit", path="file_path", old="old_string", new="new_string"
+        ),
+        Step("glob.match", "glob", {"pattern": "*.txt"}),
+        Step("glob.none", "glob", {"pattern": "*.rs"}),
+        Step("grep.match", "grep_search", {"pattern": "beta"}),
+        Step("grep.none", "grep_search", {"pattern": "zeta"}),
+        Step("list.root", "list_directory", {"path": "{ws}"}),
+    ],
+    "opencode": [
+        *_shell("bash"),
+        *_files("read", "write", "edit", path="filePath", old="oldString", new="newString"),
+        Step("glob.match", "glob", {"pattern": "*.txt"}),
+        # No grep: opencode 1.18.33 fetches its own ripgrep on first use, which fails
+        # without the network, so every search answers "No files found" here.
+        Step("glob.none", "glob", {"pattern": "*.rs"}),
+    ],
+    "mini-swe-agent": [
+        *_shell("bash"),
+        Step("shell.missing_file", "bash", {"command": "cat nope.txt"}),
+        Step("shell.binary", "bash", {"command": "head -c 16 blob.bin | od -c | head -2"}),
+        Step("shell.write", "bash", {"command": "printf 'one\\ntwo\\n' > made.txt"}),
+        Step("shell.read_after_write", "bash", {"command": "cat made.txt"}),
+        Step("shell.submit", "bash", {"command": SUBMIT}),
+    ],
+}
+
+
+def expand(args: dict[str, Any], ws: Path) -> dict[str, Any]:
+    """`args` with `{ws}` replaced by the workspace path."""
+    text = json.dumps(args).replace("{ws}", str(ws))
+    return dict(json.loads(text))
+
+
+#: Per-run details in tool results: (pattern, replacement), applied after the paths.
+_VOLATILE: list[tuple[re.Pattern[str], str]] = [
+    (re.compile(r"(Process Group PGID: )\d+"), r"\1<PGID>"),
+    (re.compile(r"(Background PIDs: )[\d, ]+"), r"\1<PID>"),
+    (re.compile(r"(Wall time: )\d+(\.\d+)?( seconds)"), r"\1<T>\3"),
+    (re.compile(r"(Chunk ID: )[0-9a-f]+"), r"\1<ID>"),
+    (re.compile(r"(Original token count: )\d+"), r"\1<N>"),
+    # Where a client saved a too-long output (its own per-session folders and file ids).
+    (re.compile(r"((?:S|s)aved to: )\S+"), r"\1<SAVED_OUTPUT>"),
+    (re.compile(r"\b\d+(\.\d+)?\s?(ms|s)\b(?= ?(elapsed|\)))"), "<T>"),
+]
+
+
+def normalise(text: str, *, ws: Path, home: Path | None = None) -> str:
+    """`text` with the workspace (and home) paths and per-run numbers replaced."""
+    for real in {str(ws), str(ws.resolve())}:
+        text = text.replace(real, "<WORKSPACE>")
+    if home is not None:
+        text = text.replace(str(home), "<HOME>")
+    for pattern, marker in _VOLATILE:
+        text = pattern.sub(marker, text)
+    return text
