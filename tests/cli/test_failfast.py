@@ -4,6 +4,7 @@ producer ends. And the warnings found first are printed before the error they ex
 
 from __future__ import annotations
 
+import os
 import subprocess
 import sys
 from pathlib import Path
@@ -14,7 +15,9 @@ from tests.conftest import exec_args, run_cli
 from tests.support.model_server import ModelServer, reply
 
 
-def _run_with_open_stdin(args: list[str], cwd: Path) -> tuple[int, str]:
+def _run_with_open_stdin(
+    args: list[str], cwd: Path, env: dict[str, str] | None = None
+) -> tuple[int, str]:
     """Runs the CLI with a stdin pipe that is never written nor closed; returns once the
     process exits on its own (a process that waits for stdin hangs here and the test fails
     on the guard timeout)."""
@@ -24,6 +27,7 @@ def _run_with_open_stdin(args: list[str], cwd: Path) -> tuple[int, str]:
         stdin=subprocess.PIPE,
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
+        env={**os.environ, **(env or {})},
     )
     try:
         code = proc.wait(timeout=30)
@@ -68,6 +72,18 @@ def test_missing_key_and_git_check_fail_before_stdin_is_read(repo: Path, tmp_pat
     exit_code, stderr = _run_with_open_stdin(["exec", "-"], outside)
     assert exit_code == 2, stderr
     assert "--skip-git-repo-check" in stderr and "Reading prompt" not in stderr
+
+
+def test_an_unusable_sandbox_set_up_fails_before_stdin_is_read(
+    model_server: ModelServer, repo: Path
+) -> None:
+    """The sandbox backend is chosen before the prompt is read; a stray test-only hook in a
+    CI job's environment is refused at once."""
+    env = {"OI_SANDBOX_FAULTS": "no-userns", "OIEXEC_SANDBOX_TEST_HOOKS": ""}
+    args = [*exec_args(model_server), "-s", "workspace-write", "-"]
+    exit_code, stderr = _run_with_open_stdin(args, repo, env)
+    assert exit_code == 3, stderr
+    assert "OI_SANDBOX_FAULTS" in stderr and "Reading prompt" not in stderr
 
 
 def test_resume_without_a_session_fails_before_stdin_is_read(
