@@ -2,7 +2,7 @@
 the reports, also when SIGINT/SIGTERM stops it half-way.
 
 On the first SIGINT/SIGTERM no further task starts, each running child gets SIGTERM (exec
-ends it as an interrupt: exit 130, session closed), and whatever still runs after
+ends it as an interrupt: exit 143, session closed), and whatever still runs after
 `STOP_GRACE_S` is killed. Finished tasks keep their records; the rest are `interrupted` or
 `not_run` in the reports, and a rerun with the same --out starts them again.
 """
