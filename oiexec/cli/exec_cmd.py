@@ -151,7 +151,7 @@ def _execute(
     # The JUnit case is named after the prompt; before stdin is read only the argument is known.
     name = prompt if prompt and prompt != "-" else "exec"
     reporting = reports_on_failure(
-        report_paths(params), kind="exec", name=name, model=params.get("model") or "", warn=_warn
+        report_paths(params), kind="exec", name=name, model=params.get("model") or ""
     )
     with interrupt_signals(), reporting:
         if check is not None:
@@ -160,7 +160,3 @@ def _execute(
         request = build_request(params, "", **extra)
         result = run_exec(request, prompt=source.read)
     ctx.exit(int(result.exit_code))
-
-
-def _warn(text: str) -> None:
-    click.echo(f"warning: {text}", err=True)

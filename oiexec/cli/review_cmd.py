@@ -101,7 +101,7 @@ def run_review_command(ctx: click.Context) -> None:
     params = merged_params(ctx)
     paths = report_paths(params)
     # Once the flags parsed, every exit leaves the reports they name (a usage error too).
-    reporting = reports_on_failure(paths, kind="review", name="review", warn=_warn)
+    reporting = reports_on_failure(paths, kind="review", name="review")
     with interrupt_signals(), reporting:
         target, prompt = _target(params)
         gate = GatePolicy(
@@ -135,10 +135,6 @@ def _read_only_warnings(params: dict[str, Any]) -> list[str]:
     if not asked:
         return []
     return [f"review always runs in the read-only sandbox; ignoring {' and '.join(asked)}"]
-
-
-def _warn(text: str) -> None:
-    click.echo(f"warning: {text}", err=True)
 
 
 def _target(params: dict[str, Any]) -> tuple[Any, Callable[[], str] | None]:

@@ -17,6 +17,7 @@ Once the flags have parsed, every exit leaves the reports they name:
 from __future__ import annotations
 
 import contextlib
+import sys
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -44,10 +45,11 @@ class ReportPaths:
 
 @contextlib.contextmanager
 def reports_on_failure(
-    paths: ReportPaths, *, kind: Kind, name: str, model: str = "", warn: Warn
+    paths: ReportPaths, *, kind: Kind, name: str, model: str = "", warn: Warn | None = None
 ) -> Iterator[None]:
     """Writes the failure reports when the body raises (usage, config, interrupt, internal
     error), then lets the error go on to the CLI, which prints it and exits with its code."""
+    warn = warn or _stderr_warning
     try:
         yield
     except OiexecError as exc:
@@ -102,6 +104,11 @@ def write_review_failure(paths: ReportPaths, message: str, code: int, *, warn: W
         _save("--sarif", paths.sarif, lambda: render_failure_sarif(message, code), warn)
     if paths.markdown is not None:
         _save("--markdown", paths.markdown, lambda: render_failure_markdown(message, code), warn)
+
+
+def _stderr_warning(text: str) -> None:
+    sys.stderr.write(redact(f"warning: {text}") + "\n")
+    sys.stderr.flush()
 
 
 def _save(flag: str, path: Path, render: Callable[[], str | bytes], warn: Warn) -> None:
