@@ -100,7 +100,7 @@ def test_mini_swe_agent_runs_each_action_in_a_fresh_subshell(
     harness = make_harness("mini-swe-agent")
     run_tool(harness, workspace, "bash", {"command": "cd sub && export OI_FOO=bar"})
     out = run_tool(harness, workspace, "bash", {"command": 'pwd; echo "foo=$OI_FOO"'})
-    assert f"{workspace.root}\nfoo=\n" in out.output
+    assert json.loads(out.output)["output"] == f"{workspace.root}\nfoo=\n"
 
 
 # --- background commands -----------------------------------------------------------------

@@ -87,7 +87,7 @@ def test_listing_and_renderers(tree_dir: Path) -> None:
         "a.py", "src", "z.md", "src/b.py", "src/c.ts", "src/deep", "src/deep/d.py",
     ]  # fmt: skip
     assert QwenStyle().listed(list_directory(tree_dir)) == (
-        f"Directory listing for {tree_dir}:\n[DIR] src\na.py\nz.md"
+        f"Listed 3 item(s) in {tree_dir}:\n---\n[DIR] src\na.py\nz.md"
     )
     assert layout.tree(listing) == (
         "├── a.py\n├── src/\n│   ├── b.py\n│   ├── c.ts\n│   └── deep/\n│       └── d.py\n└── z.md"

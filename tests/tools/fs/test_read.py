@@ -27,7 +27,7 @@ def make(tmp_path: Path, text: str, name: str = "f.txt") -> Path:
 def test_whole_file_claude_style(tmp_path: Path) -> None:
     path = make(tmp_path, "alpha\nbeta\n")
     result = read_window(path)
-    assert ClaudeStyle().read(result) == "     1\talpha\n     2\tbeta"
+    assert ClaudeStyle().read(result) == "1\talpha\n2\tbeta\n3\t"
     assert result.is_complete and result.stopped_by == "eof"
 
 
@@ -94,7 +94,8 @@ def test_caps_and_stop_reasons(tmp_path: Path) -> None:
 def test_claude_empty_and_past_end_reminders(tmp_path: Path) -> None:
     empty = read_window(make(tmp_path, "", "empty.txt"))
     assert ClaudeStyle().read(empty) == (
-        "<system-reminder>Warning: the file exists but its contents are empty.</system-reminder>"
+        "<system-reminder>Warning: the file exists but is shorter than the provided offset (1). "
+        "The file has 1 lines.</system-reminder>"
     )
     short = read_window(make(tmp_path, "a\nb\n"), offset=9)
     assert short.past_end and short.lines == ()
@@ -142,7 +143,7 @@ def test_opencode_read(tmp_path: Path) -> None:
 
 def test_qwen_read_raw_and_partial(tmp_path: Path) -> None:
     path = make(tmp_path, "a\nb\nc\nd\n")
-    assert QwenStyle().read(read_window(path, base=0)) == "a\nb\nc\nd"
+    assert QwenStyle().read(read_window(path, base=0)) == "a\nb\nc\nd\n"
     partial = read_window(path, offset=1, limit=2, base=0)
     assert QwenStyle().read(partial) == "Showing lines 2-3 of 4 total lines.\n---\nb\nc"
 

@@ -4,9 +4,9 @@ from pathlib import Path
 
 from oiexec.core.errors import ToolInputError
 from oiexec.harness.styles import swe
-from oiexec.harness.styles.claude import ClaudeStyle
+from oiexec.harness.styles.claude import STATE_CURRENT, ClaudeStyle
 from oiexec.harness.styles.claude_bare import ClaudeBareStyle
-from oiexec.harness.styles.mini import MiniStyle
+from oiexec.harness.styles.mini import MiniTextStyle
 from oiexec.harness.styles.qwen import QwenStyle
 from oiexec.harness.styles.swe import SweStyle
 from oiexec.tools import layout
@@ -14,7 +14,7 @@ from oiexec.tools.fs import Edit, ReplaceResult, WriteResult
 
 
 def test_mini_observation_short() -> None:
-    mini = MiniStyle()
+    mini = MiniTextStyle()
     assert mini.observation(0, "hi\n") == "<returncode>0</returncode>\n<output>\nhi\n</output>"
     assert mini.observation(1, "", exception="timed out") == (
         "<exception>timed out</exception>\n<returncode>1</returncode>\n<output>\n</output>"
@@ -23,14 +23,14 @@ def test_mini_observation_short() -> None:
 
 def test_mini_observation_elides_middle_at_limit() -> None:
     output = "H" * 5000 + "M" * 10 + "T" * 5000
-    text = MiniStyle().observation(0, output)
+    text = MiniTextStyle().observation(0, output)
     assert text.startswith("<returncode>0</returncode>\n<warning>\n")
     assert f"<output_head>\n{'H' * 5000}\n</output_head>" in text
     assert "<elided_chars>\n10 characters elided\n</elided_chars>" in text
     assert text.endswith(f"<output_tail>\n{'T' * 5000}\n</output_tail>")
     assert "M" not in text.split("</warning>")[1]
     # Just under the limit stays whole.
-    assert "<output>" in MiniStyle().observation(0, "x" * 9999)
+    assert "<output>" in MiniTextStyle().observation(0, "x" * 9999)
 
 
 def test_swe_texts() -> None:
@@ -52,11 +52,11 @@ def test_claude_texts() -> None:
     done = ReplaceResult(path, "a", "b", 1, 1)
     assert claude.error("bad") == "<tool_use_error>bad</tool_use_error>"
     assert claude.replaced(done, [Edit("a", "b")]) == (
-        "The file /w/a.py has been updated successfully."
+        "The file /w/a.py has been updated successfully." + STATE_CURRENT
     )
     assert claude.replaced(done, [Edit("a", "b", replace_all=True)]) == (
         "The file /w/a.py has been updated. All occurrences of 'a' were successfully replaced "
-        "with 'b'."
+        "with 'b'." + STATE_CURRENT
     )
     assert "current" in ClaudeBareStyle().replaced(done, [Edit("a", "b")])
     assert str(path) in claude.read_unchanged(path)

@@ -8,7 +8,7 @@ import pytest
 
 from oiexec.core.errors import ToolInputError
 from oiexec.core.policy import SandboxPolicy
-from oiexec.harness.styles.claude import ClaudeStyle
+from oiexec.harness.styles.claude import STATE_CURRENT, ClaudeStyle
 from oiexec.harness.styles.opencode import OpencodeStyle
 from oiexec.sandbox.paths import write_denial
 from oiexec.tools.fs.state import FileStateTracker, ReadGate
@@ -27,7 +27,7 @@ def test_create_overwrite_append(tmp_path: Path) -> None:
     path = tmp_path / "sub" / "dir" / "a.txt"
     created = write_file(path, "one", can_write=allow_all)
     assert created.created and path.read_text() == "one"
-    assert ClaudeStyle().written(created) == f"File created successfully at: {path}"
+    assert ClaudeStyle().written(created) == f"File created successfully at: {path}{STATE_CURRENT}"
     over = write_file(path, "two\r\n", can_write=allow_all)
     assert not over.created and over.before == "one" and path.read_bytes() == b"two\r\n"
     write_file(path, "three", can_write=allow_all, mode="append")
