@@ -19,6 +19,18 @@ if TYPE_CHECKING:
 
 #: How the read tool names its byte cap in the status line.
 _MAX_BYTES_LABEL = "50 KB"
+#: A long command output keeps its last lines (and at most the byte cap).
+TAIL_LINES = 2000
+
+
+def tail(text: str, max_lines: int, max_bytes: int) -> str:
+    """The end of `text`: its last `max_lines` lines (the empty one after a final line break
+    counts), fewer if they pass `max_bytes`."""
+    kept = text.split("\n")[-max_lines:]
+    size = sum(len(line.encode("utf-8")) + 1 for line in kept) - 1
+    while len(kept) > 1 and size > max_bytes:
+        size -= len(kept.pop(0).encode("utf-8")) + 1
+    return "\n".join(kept)
 
 
 class OpencodeStyle(Style):
@@ -31,9 +43,19 @@ class OpencodeStyle(Style):
     def command_result(self, run: CommandRun, *, timeout_s: float, max_chars: int) -> Result:
         """The output as printed, trailing line break included; a non-zero exit adds nothing
         (the model reads the failure from the output); only a timeout gets a footer."""
-        text = cut_middle(run.text, max_chars) or "(no output)"
+        if run.saved_to is not None:
+            text = (
+                f"...output truncated...\n\nFull output saved to: {run.saved_to}\n\n"
+                f"{tail(run.text, TAIL_LINES, max_chars)}"
+            )
+        else:
+            text = cut_middle(run.text, max_chars) or "(no output)"
         if run.timed_out:
-            text += f"\n\n<bash_metadata>\n{self.timeout_note(timeout_s)}\n</bash_metadata>"
+            text += (
+                "\n\n<shell_metadata>\nshell tool terminated command after exceeding timeout "
+                f"{timeout_s * 1000:g} ms. If the command needs longer and is not waiting for "
+                "input, run it again with a larger timeout in milliseconds.\n</shell_metadata>"
+            )
         return Result(text)
 
     # --- files -------------------------------------------------------------------------------

@@ -32,7 +32,15 @@ class QwenStyle(Style):
     # --- commands ----------------------------------------------------------------------------
 
     def command_result(self, run: CommandRun, *, timeout_s: float, max_chars: int) -> Result:
-        output = cut_middle(run.text.rstrip("\n"), max_chars)
+        result = self._command_block(run, timeout_s=timeout_s, max_chars=max_chars)
+        if run.saved_to is None:
+            return result
+        return Result(saved_and_cut(result.text, run.saved_to, max_chars), result.is_error)
+
+    def _command_block(self, run: CommandRun, *, timeout_s: float, max_chars: int) -> Result:
+        output = run.text.rstrip("\n")
+        if run.saved_to is None:
+            output = cut_middle(output, max_chars)
         if run.timed_out:
             ms = f"{timeout_s * 1000:g}ms"
             if output.strip():
@@ -167,6 +175,49 @@ class QwenStyle(Style):
         if not lines:
             return f"Directory {listing.root} is empty."
         return f"Listed {len(lines)} item(s) in {listing.root}:\n---\n" + "\n".join(lines)
+
+
+#: A cut result keeps this many lines at most, a fifth of them (and of the characters) from
+#: its start, the rest from its end.
+CUT_LINES = 1000
+CUT_MARK = "\n\n---\n... [CONTENT TRUNCATED] ...\n---\n\n"
+
+
+def saved_and_cut(text: str, saved_to: Path, max_chars: int) -> str:
+    """A result too long to return whole: where the whole is, then its start and its end."""
+    lines = text.split("\n")
+    keep = min(CUT_LINES, len(lines))
+    head_count = max(keep // 5, 1)
+    head, used = _take(lines[:head_count], max_chars // 5)
+    tail_start = max(len(lines) - (keep - head_count), len(head))
+    tail, _ = _take(lines[tail_start:][::-1], max(max_chars - used - len(CUT_MARK), 0), end=True)
+    body = "\n".join(head) + CUT_MARK + "\n".join(tail[::-1])
+    return (
+        "Tool output was too large and has been truncated.\n"
+        f"The full output has been saved to: {saved_to}\n"
+        "To read the complete output, use the read_file tool with the absolute file path "
+        "above.\nThe truncated output below shows the beginning and end of the content. The "
+        "marker '... [CONTENT TRUNCATED] ...' indicates where content was removed.\n\n"
+        f"Truncated part of the output:\n{body}"
+    )
+
+
+def _take(lines: list[str], budget: int, *, end: bool = False) -> tuple[list[str], int]:
+    """Lines (in the order given) while they fit `budget` characters, each counting its line
+    break; the first that does not fit is cut with `...` (at its start when `end`)."""
+    taken: list[str] = []
+    used = 0
+    for line in lines:
+        room = budget - used
+        if room <= 0:
+            break
+        if len(line) + 1 > room:
+            part = max(room - 3, 0)
+            taken.append("..." + (line[-part:] if part else "") if end else line[:part] + "...")
+            return taken, budget
+        taken.append(line)
+        used += len(line) + 1
+    return taken, used
 
 
 #: How searches name the directory they ran in (the model's workspace).

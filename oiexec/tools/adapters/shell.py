@@ -118,7 +118,9 @@ def shell(inv: Invocation) -> Result:
         return Result(f"{run.refused}; the command was not run.", True)
     limit = int(inv.option("max_output_chars", 30_000))
     run = dataclasses.replace(run, command=command, directory=workdir)
-    if len(run.text) > limit and inv.option("save_long_output", False):
+    max_lines = inv.option("max_output_lines")
+    too_long = len(run.text) > limit or (max_lines and run.text.count("\n") >= int(max_lines))
+    if too_long and inv.option("save_long_output", False):
         run = dataclasses.replace(run, saved_to=save_output(inv.rt, run.text))
     result = inv.style.command_result(run, timeout_s=timeout_s, max_chars=limit)
     marker = inv.option("submit_marker")

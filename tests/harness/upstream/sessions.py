@@ -152,6 +152,21 @@ _VOLATILE: list[tuple[re.Pattern[str], str]] = [
 ]
 
 
+#: Steps whose kept lines differ from run to run upstream: these clients cut a long output
+#: while it still streams, so which of the 40,000 numbers survive (and where the last one is
+#: cut) depends on timing (two captures of opencode kept 30573-32571 and 29890-31888). Their
+#: comparison keeps the structure and markers and folds each run of number lines.
+STREAMED_CUT: frozenset[tuple[str, str]] = frozenset(
+    {("qwen-code", "shell.long"), ("opencode", "shell.long")}
+)
+_NUMBER_LINES = re.compile(r"\d+(?:\n\d+)+\n?")
+
+
+def fold_numbers(text: str) -> str:
+    """`text` with each run of two or more number-only lines replaced by `<NUMBERS>`."""
+    return _NUMBER_LINES.sub("<NUMBERS>", text)
+
+
 def normalise(text: str, *, ws: Path, home: Path | None = None) -> str:
     """`text` with the workspace (and home) paths and per-run numbers replaced."""
     for real in {str(ws), str(ws.resolve())}:

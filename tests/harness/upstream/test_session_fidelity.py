@@ -23,14 +23,6 @@ NOT_YET_IDENTICAL: dict[tuple[str, str], str] = {
         "Claude Code appends its task-list nudge (a <system-reminder>) to the tenth tool "
         "result; the emulation has no nudge"
     ),
-    ("opencode", "shell.long"): (
-        "opencode's long-output cut (a tail kept after '...output truncated...') is not "
-        "reproduced; the emulation cuts the middle"
-    ),
-    ("qwen-code", "shell.long"): (
-        "Qwen Code's head-and-tail truncation of long results with a saved-file header is "
-        "not reproduced; the emulation cuts the middle"
-    ),
 }
 
 
