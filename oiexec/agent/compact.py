@@ -176,7 +176,7 @@ class Compactor:
     def compact(self, history: Sequence[HistoryItem], own: set[str]) -> Compaction:
         """Summarises `history` and returns the rebuilt one. `own` holds the texts of user
         messages the loop added itself (corrections, observations): not the user's words."""
-        summary = self._summarise(list(history))
+        summary = self._summarise(list(history), own)
         self._reported = (0, 0)  # the provider's count was for the history being replaced
         context = self.context()
         heading = self.summary_heading.strip()
@@ -205,20 +205,20 @@ class Compactor:
             summarised=tail_start,
         )
 
-    def _summarise(self, history: list[HistoryItem]) -> str:
+    def _summarise(self, history: list[HistoryItem], own: set[str]) -> str:
         """The model's summary of `history`; older turns are dropped when even the request
         for a summary is too long."""
         ask = Message(role="user", text=self.instruction)
         # The request for a summary must itself fit: older turns go first.
         while self.measure([*history, ask]) >= self.window and self._can_halve(history):
-            history = self._newer_half(history)
+            history = self._newer_half(history, own)
         for attempt in range(1, SUMMARY_ATTEMPTS + 1):
             try:
                 response = self.send([*history, ask])
             except ContextWindowExceeded:
                 if attempt == SUMMARY_ATTEMPTS or not self._can_halve(history):
                     raise
-                history = self._newer_half(history)
+                history = self._newer_half(history, own)
                 continue
             return response.final_text or ""
         raise AssertionError("unreachable")
@@ -228,13 +228,18 @@ class Compactor:
         return len(_turn_starts(history)) >= 2
 
     @staticmethod
-    def _newer_half(history: Sequence[HistoryItem]) -> list[HistoryItem]:
-        """The newer half of the turns, after the user messages of the older half (the task
-        must stay in what is summarised). A turn boundary never splits a call from its
-        output."""
+    def _newer_half(history: Sequence[HistoryItem], own: set[str]) -> list[HistoryItem]:
+        """The newer half of the turns, after the older half's user messages that are not
+        the loop's own (the context and the task must stay in what is summarised; a text
+        harness's observations are user messages too, and go with their turns). A turn
+        boundary never splits a call from its output."""
         starts = _turn_starts(history)
         cut = starts[len(starts) // 2]
-        users = [i for i in history[:cut] if isinstance(i, Message) and i.role == "user"]
+        users = [
+            i
+            for i in history[:cut]
+            if isinstance(i, Message) and i.role == "user" and i.text not in own
+        ]
         return [*users, *history[cut:]]
 
     @staticmethod

@@ -14,7 +14,7 @@ from oiexec.core.context import ToolContext
 from oiexec.core.errors import ContextWindowExceeded, MaxCostExceeded, MaxTokensExceeded
 from oiexec.core.events import ItemCompleted, ModelPrice, ThreadEvent, Usage
 from oiexec.core.policy import SandboxPolicy
-from oiexec.core.protocols import RetryCallback, Tool
+from oiexec.core.protocols import HarnessStep, Observation, RetryCallback, Tool
 from oiexec.core.types import (
     HistoryItem,
     Message,
@@ -80,6 +80,22 @@ class CompactingHarness:
 
 class PlainHarness(CompactingHarness):
     compaction_prompts = None  # type: ignore[assignment]  # not a CompactingHarness
+
+
+class TextObservationHarness(CompactingHarness):
+    """Drives the loop as text-format harnesses do: a tool's output comes back to the model
+    as a user message (mini-swe-agent's text mode, SWE-agent)."""
+
+    def prepare_request(self, request: ModelRequest) -> ModelRequest:
+        return request
+
+    def interpret(self, response: ModelResponse) -> HarnessStep:
+        if response.tool_calls:
+            return HarnessStep(calls=tuple(response.tool_calls))
+        return HarnessStep(final=True)
+
+    def observe(self, call: ToolCall, output: ToolOutput) -> Observation:
+        return Observation((Message(role="user", text=f"OBSERVATION:\n{output.output}"),))
 
 
 class Model:
@@ -160,6 +176,9 @@ def _warnings(events: list[ThreadEvent]) -> list[str]:
 def test_a_long_run_is_compacted_and_every_request_fits_the_window(
     tmp_path: Path, tool_context: MakeToolContext
 ) -> None:
+    # Turns of about 1,000 tokens in an 8,000-token window: a turn can take the history
+    # from under the trigger to over the window, so even the summary request must drop
+    # older turns first.
     model = Model(turns=60)
     _loop, history, events, compacted = _run(tool_context, tmp_path, model, context_window=8_000)
     task_requests = [r for r in model.requests if r.history[-1] != Message(role="user", text=ASK)]
@@ -177,6 +196,23 @@ def test_a_long_run_is_compacted_and_every_request_fits_the_window(
     assert outputs and outputs[-1].output.startswith("output 60 ")
     # What the rollout records replaces the history exactly.
     assert compacted[-1]["message"] == summaries[0]
+
+
+def test_observations_as_user_messages_are_compacted_as_turns_not_kept_as_the_task(
+    tmp_path: Path, tool_context: MakeToolContext
+) -> None:
+    model = Model(turns=60)
+    harness = TextObservationHarness([BigTool(4_000)])
+    _, history, _, compacted = _run(
+        tool_context, tmp_path, model, harness=harness, context_window=8_000
+    )
+    assert model.done == 60 and compacted
+    assert max(estimate_request(r) for r in model.requests) < 8_000
+    texts = [i.text for i in history if isinstance(i, Message) and i.role == "user"]
+    assert texts[:3] == [CONTEXT, TASK, texts[2]] and texts[2].startswith(HEADING)
+    # Only the latest turns' observations remain, after the summary.
+    assert all(t.startswith("OBSERVATION:") for t in texts[3:])
+    assert texts[-1].startswith("OBSERVATION:\noutput 60 ")
 
 
 def test_the_summary_request_carries_the_whole_history_and_the_harness_request(
