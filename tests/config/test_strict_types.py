@@ -181,7 +181,7 @@ def test_floats_take_toml_integers(load: Load, home: Path) -> None:
     [
         (
             '[sandbox_workspace_write]\nnetwork_access = "yes"\n',
-            '`sandbox_workspace_write.network_access` in {config}:2: expected a boolean '
+            "`sandbox_workspace_write.network_access` in {config}:2: expected a boolean "
             '(true or false), got the string "yes"',
         ),
         (
@@ -195,7 +195,7 @@ def test_floats_take_toml_integers(load: Load, home: Path) -> None:
             "or 'danger-full-access', got the string \"sometimes\"",
         ),
         (
-            "[sandbox_workspace_write]\nwritable_roots = [\"/a\", 3]\n",
+            '[sandbox_workspace_write]\nwritable_roots = ["/a", 3]\n',
             "`sandbox_workspace_write.writable_roots[1]` in {config}:2: expected a string, "
             "got the integer 3",
         ),
