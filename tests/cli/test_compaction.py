@@ -154,6 +154,33 @@ def test_resume_continues_from_the_compacted_history(
     assert _tokens(body) < 8_000
 
 
+#: How each wire's providers say a request is too long: a plain 413, OpenAI's error code,
+#: Anthropic's wording.
+REFUSALS = {
+    "chat": fault(413, message="Request Entity Too Large"),
+    "responses": fault(
+        400,
+        body={
+            "error": {
+                "message": "Your input exceeds the context window of this model.",
+                "type": "invalid_request_error",
+                "code": "context_length_exceeded",
+            }
+        },
+    ),
+    "messages": fault(
+        400,
+        body={
+            "type": "error",
+            "error": {
+                "type": "invalid_request_error",
+                "message": "prompt is too long: 215000 tokens > 200000 maximum",
+            },
+        },
+    ),
+}
+
+
 @pytest.mark.parametrize("wire", sorted(WIRES))
 def test_a_request_refused_as_too_long_is_compacted_and_retried(
     model_server: ModelServer, repo: Path, wire: str
@@ -162,7 +189,7 @@ def test_a_request_refused_as_too_long_is_compacted_and_retried(
     model_server.enqueue(
         reply(tool_calls=[make_call()]),
         reply(tool_calls=[make_call()]),
-        fault(413, message="Request too large for the model's context window"),
+        REFUSALS[wire],
         reply("Handoff: ran the command twice."),
         reply("done after compacting"),
     )
