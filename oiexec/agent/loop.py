@@ -251,7 +251,7 @@ class AgentLoop:
                     "context and the prompt alone are too long for the model)",
                     hint="Shorten the prompt or AGENTS.md, or use a model with a larger window.",
                 ) from exc
-            self.ctx.warn(f"the model refused the request as too long ({exc.message}); compacting")
+            self.ctx.warn("the model refused the request as too long: compacting the conversation")
             self._compact(history, compactor)
             try:
                 response = self.client.respond(self._request(history), self._on_retry)
