@@ -3,8 +3,9 @@ model summarises the conversation so far and the history is rebuilt around that 
 
 The rebuilt history is, in order: the harness's initial context made afresh (instructions
 file, environment context), the user's own messages (newest first within a budget, as Codex
-keeps them), the summary as a user message, and the latest model turn with its tool results,
-so the model picks up exactly where it was. The words of the summarisation request and of the
+keeps them), the summary as a user message, and the latest model turns with their tool
+results (as many as fit in what the rest leaves, at least the last one, its results cut if
+need be), so the model picks up exactly where it was. The words of the summarisation request and of the
 summary's heading are the harness's (`CompactingHarness`); this module only does the
 arithmetic and the rebuilding.
 
