@@ -91,7 +91,7 @@ def load_config(
     environ = os.environ if environ is None else environ
     home = home or default_home(environ)
     warnings = [] if warnings is None else warnings
-    layers: list[Layer] = _openai_base_url_layer(environ)
+    layers: list[Layer] = []
 
     user = read_toml_layer("user", home / "config.toml")
     if user:
@@ -154,6 +154,7 @@ def load_config(
     if inputs.forced:
         layers.append(Layer("forced by exec", nest_dotted(inputs.forced)))
 
+    layers = _openai_base_url_layer(environ, layers) + layers
     layers, ignored = _without_borrowed_trust(layers, project_root, trusted, home)
     warnings.extend(ignored)
 
@@ -183,11 +184,17 @@ def load_config(
 # --- layers ------------------------------------------------------------------------------
 
 
-def _openai_base_url_layer(environ: Mapping[str, str]) -> list[Layer]:
+def _openai_base_url_layer(environ: Mapping[str, str], layers: list[Layer]) -> list[Layer]:
     """`OPENAI_BASE_URL` as Codex read it: the built-in `openai` provider's base URL, below
-    every config file (a config's `openai_base_url` wins). Empty counts as unset."""
+    every config file (a config's `openai_base_url` wins). Empty counts as unset. Read only
+    when the run uses that provider: the variable is often set for other tools, and must not
+    stop a run on another provider."""
     value = environ.get(OPENAI_BASE_URL_ENV, "").strip()
-    if not value:
+    owner = layer_of(layers, ["model_provider"])
+    provider = (
+        owner.data["model_provider"] if owner else Settings.model_fields["model_provider"].default
+    )
+    if not value or provider != "openai":
         return []
     variables: dict[tuple[str, ...], str] = {("openai_base_url",): OPENAI_BASE_URL_ENV}
     return [Layer("environment", {"openai_base_url": value}, variables=variables)]

@@ -161,6 +161,17 @@ def test_openai_base_url_in_config_beats_the_variable(
     assert result.items("agent_message")[0]["text"] == "via config"
 
 
+def test_openai_base_url_is_left_alone_for_other_providers(
+    model_server: ModelServer, repo: Path
+) -> None:
+    """Set for some other tool, the variable must not stop a run on another provider."""
+    model_server.enqueue(reply("elsewhere"))
+    env = {"OPENAI_BASE_URL": "not a url"}
+    result = run_cli([*exec_args(model_server), "x"], cwd=repo, env=env)
+    assert result.returncode == 0, result.stderr
+    assert result.items("agent_message")[0]["text"] == "elsewhere"
+
+
 # --- --oss ------------------------------------------------------------------------------------
 
 
@@ -221,12 +232,21 @@ def test_config_show_gives_every_value_with_its_origin(repo: Path, oi_home: Path
 
 
 def test_config_show_names_the_flag_the_environment_and_the_oss_default(repo: Path) -> None:
-    rows = show(repo, "--oss", "-s", "read-only", env={"OPENAI_BASE_URL": "http://proxy:8/v1"})
+    env = {"OPENAI_BASE_URL": "http://proxy:8/v1"}
+    rows = show(repo, "--oss", "-s", "read-only", env=env)
     assert rows["model"]["value"] == "gpt-oss:20b"
     assert rows["model"]["origin"] == "--oss default"
     assert rows["model_provider"]["origin"] == "command-line flag"
     assert rows["sandbox_mode"]["origin"] == "command-line flag"
+    # The variable is the built-in openai provider's alone.
+    assert rows["openai_base_url"]["value"] is None
+    rows = show(repo, env=env)
     assert rows["openai_base_url"]["origin"] == "environment (OPENAI_BASE_URL)"
+    assert rows["model_providers.openai.base_url"] == {
+        "key": "model_providers.openai.base_url",
+        "value": "http://proxy:8/v1",
+        "origin": "openai_base_url, environment (OPENAI_BASE_URL)",
+    }
 
     text = run_cli(["config", "show", "--origins"], cwd=repo, env={"OIEXEC_MODEL": "m"})
     line = next(x for x in text.stdout.splitlines() if x.startswith("model = "))
