@@ -177,13 +177,16 @@ def test_a_web_page_instead_of_an_event_stream_fails_at_once_naming_base_url(
 # -- refusals: the key, the endpoint, the length ----------------------------------------------
 
 
-@WIRES
+# 403 takes 401's path in the shared HTTP layer: one wire is enough for it.
 @pytest.mark.parametrize(
-    ("status", "advice"),
+    ("wire", "status", "advice"),
     [
-        (401, f"Check the API key in ${KEY_VAR}."),
-        (403, f"Check the API key in ${KEY_VAR}."),
-        (404, "Check the model name (-m) and model_providers.scripted.base_url"),
+        *[(w, 401, f"Check the API key in ${KEY_VAR}.") for w in PATHS],
+        ("chat", 403, f"Check the API key in ${KEY_VAR}."),
+        *[
+            (w, 404, "Check the model name (-m) and model_providers.scripted.base_url")
+            for w in PATHS
+        ],
     ],
 )
 def test_auth_and_not_found_are_not_retried_and_say_what_to_check(
@@ -221,8 +224,12 @@ def _too_long(wire: str, kind: str) -> Step:
     return fault(400, body=body)
 
 
-@WIRES
-@pytest.mark.parametrize("kind", ["413", "vendor", "stream"])
+# Each wire's own wording, in an HTTP error and inside a stream; a plain 413 takes the shared
+# HTTP layer's path, so one wire is enough for it.
+@pytest.mark.parametrize(
+    ("wire", "kind"),
+    [("messages", "413"), *[(w, k) for w in PATHS for k in ("vendor", "stream")]],
+)
 def test_a_request_too_long_for_the_window_fails_clearly_and_is_never_retried_as_transient(
     model_server: ModelServer, repo: Path, wire: str, kind: str
 ) -> None:
