@@ -13,8 +13,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from oiexec.config.overrides import nest
-from oiexec.core.errors import ConfigError
+from oiexec.config.overrides import nest, split_dotted_key
+from oiexec.core.errors import ConfigError, UsageError
 
 __all__ = ["Layer", "deep_merge", "layer_of", "leaf_paths", "nest_dotted", "read_toml_layer"]
 
@@ -136,14 +136,22 @@ def _find_line(text: str, key_path: list[str]) -> int | None:
     for number, line in enumerate(text.splitlines(), start=1):
         header = _HEADER.match(line)
         if header:
-            table = [p.strip().strip('"').strip("'") for p in header.group(1).split(".")]
+            table = _dotted(header.group(1))
             continue
         key, sep, _ = line.partition("=")
         if not sep:
             continue
-        parts = [p.strip().strip('"').strip("'") for p in key.strip().split(".")]
+        parts = _dotted(key)
         if [*table, *parts] == key_path or (table == key_path[:-1] and parts == [leaf]):
             return number
         if [*table, *parts] == key_path[: len(table) + len(parts)] and parts:
             return number
     return None
+
+
+def _dotted(key: str) -> list[str]:
+    """A TOML dotted key's parts, quoted parts kept whole (`projects."/a/b.c"`)."""
+    try:
+        return split_dotted_key(key.strip())
+    except UsageError:
+        return []
