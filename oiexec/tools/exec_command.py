@@ -177,7 +177,18 @@ def format_output(
         f"Wall time: {wall_time:.4f} seconds\n"
         f"{status}\n"
         f"Original token count: {approx_tokens(text)}\n"
-        f"Output:\n{truncate_middle(text, max_tokens)}"
+        f"Output:\n{_cut(text, max_tokens)}"
+    )
+
+
+def _cut(text: str, max_tokens: int) -> str:
+    """The output within `max_tokens`; a cut one is headed, as Codex 0.171 does, by its size."""
+    body = truncate_middle(text, max_tokens)
+    if body == text:
+        return text
+    return (
+        f"Warning: truncated output (original token count: {approx_tokens(text)})\n"
+        f"Total output lines: {len(text.splitlines())}\n\n{body}"
     )
 
 
