@@ -34,6 +34,7 @@ from tests.support.model_server import (
     Reply,
     ScriptedModel,
     call,
+    custom_call,
     fault,
     reply,
     tool_outputs,
@@ -74,7 +75,7 @@ class SessionModel(ScriptedModel):
         if not isinstance(body, dict) or not body.get("tools"):
             return False
         text = json.dumps(body.get("tools"))
-        return all(f'"{step.tool}"' in text for step in self.steps[:1])
+        return all(f'"{step.tool}"' in text for step in self.steps)
 
     def take(self, request: RecordedRequest) -> Any:
         body = request.body
@@ -86,7 +87,12 @@ class SessionModel(ScriptedModel):
         if index < len(self.steps):
             step = self.steps[index]
             args = expand(step.args, self.ws)
-            answer = reply(tool_calls=[call(step.tool, args, call_id=_call_id(index))])
+            made = (
+                custom_call(step.tool, args, call_id=_call_id(index))
+                if isinstance(args, str)
+                else call(step.tool, args, call_id=_call_id(index))
+            )
+            answer = reply(tool_calls=[made])
         else:
             answer = reply(FINAL)
         if request.wire == "chat" and not body.get("stream"):

@@ -90,7 +90,10 @@ def replay(path: Path) -> Replay:
             for index, step in enumerate(data["steps"]):
                 args = expand(step["args"], ws)
                 call = ToolCall(
-                    call_id=f"call_{index:02d}", name=step["tool"], arguments=json.dumps(args)
+                    call_id=f"call_{index:02d}",
+                    name=step["tool"],
+                    arguments=args if isinstance(args, str) else json.dumps(args),
+                    call_type="custom" if isinstance(args, str) else "function",
                 )
                 output = tools[step["tool"]].run(call, ctx)
                 expected, got = step["text"], normalise(output.output, ws=ws, home=home)

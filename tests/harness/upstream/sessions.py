@@ -55,7 +55,8 @@ def seed(root: Path) -> None:
 class Step:
     label: str
     tool: str
-    args: dict[str, Any]
+    #: JSON arguments, or the raw input of a freeform tool (Codex's apply_patch).
+    args: dict[str, Any] | str
 
 
 def _shell(tool: str, key: str = "command", **extra: Any) -> list[Step]:
@@ -98,6 +99,22 @@ def _files(
     ]
 
 
+def _patch(body: str) -> str:
+    return f"*** Begin Patch\n{body}*** End Patch\n"
+
+
+_PATCHES = [
+    ("patch.missing_file", "*** Update File: {ws}/nope.txt\n@@\n-a\n+b\n"),
+    ("patch.context_not_found", "*** Update File: {ws}/calc.py\n@@\n-    return a * b\n+x\n"),
+    (
+        "patch.success",
+        f"*** Update File: {{ws}}/calc.py\n@@\n-{FIXED_OLD.split(chr(10))[1]}\n"
+        f"+{FIXED_NEW.split(chr(10))[1]}\n",
+    ),
+    ("patch.add", "*** Add File: {ws}/made.txt\n+one\n+two\n"),
+    ("patch.delete", "*** Delete File: {ws}/empty.txt\n"),
+]
+
 SCRIPTS: dict[str, list[Step]] = {
     "claude-code": [
         *_shell("Bash"),
@@ -122,6 +139,11 @@ SCRIPTS: dict[str, list[Step]] = {
         # without the network, so every search answers "No files found" here.
         Step("glob.none", "glob", {"pattern": "*.rs"}),
     ],
+    "codex": [
+        *_shell("exec_command", key="cmd"),
+        *[Step(label, "apply_patch", _patch(body)) for label, body in _PATCHES],
+        Step("shell.read_after_write", "exec_command", {"cmd": "cat made.txt"}),
+    ],
     "mini-swe-agent": [
         *_shell("bash"),
         Step("shell.missing_file", "bash", {"command": "cat nope.txt"}),
@@ -133,8 +155,10 @@ SCRIPTS: dict[str, list[Step]] = {
 }
 
 
-def expand(args: dict[str, Any], ws: Path) -> dict[str, Any]:
+def expand(args: dict[str, Any] | str, ws: Path) -> dict[str, Any] | str:
     """`args` with `{ws}` replaced by the workspace path."""
+    if isinstance(args, str):
+        return args.replace("{ws}", str(ws))
     text = json.dumps(args).replace("{ws}", str(ws))
     return dict(json.loads(text))
 
