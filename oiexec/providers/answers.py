@@ -65,9 +65,12 @@ def server_error_message(body: bytes) -> tuple[str, str | None]:
 
 def is_context_overflow(status: int | None, code: str | None, message: str) -> bool:
     """Whether an error answer says the request does not fit the model's context window:
-    HTTP 413, a context-length error code, or one of the known phrasings."""
+    HTTP 413, or a client error (or an error inside a stream, `status` None) with a
+    context-length code or one of the known phrasings."""
     if status == 413:
         return True
+    if status is not None and (status >= 500 or status in RETRYABLE_STATUS):
+        return False  # a server or rate-limit error that mentions tokens is still transient
     if code is not None and code.lower() in _CONTEXT_CODES:
         return True
     lowered = message.lower()

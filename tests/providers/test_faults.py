@@ -242,3 +242,16 @@ def test_a_request_too_long_for_the_window_fails_clearly_and_is_never_retried_as
     assert "context window" in message
     assert not [n for n in notices(result) if n.startswith("Reconnecting")]
     assert len(model_server.model_requests) <= 3
+
+
+def test_a_rate_limit_that_mentions_tokens_is_still_retried(
+    model_server: ModelServer, repo: Path
+) -> None:
+    busy = fault(
+        429, retry_after=0, message="Request too large: maximum context length of tokens per min"
+    )
+    result = run(model_server, repo, "responses", busy, reply("after the wait"))
+
+    answered(result, "after the wait")
+    (notice,) = notices(result)
+    assert notice.startswith("Reconnecting... 1/1 (unexpected status 429 ")
