@@ -104,6 +104,8 @@ def test_sdk_runs_resumes_and_reads_usage(
     assert "fix the failing test" in last_body and "is it fixed?" in last_body
     # The SDK sends its key as CODEX_API_KEY; it reaches the provider but no file.
     assert model_server.requests[-1].headers.get("authorization") == f"Bearer {API_KEY}"
+    # The SDK names itself in CODEX_INTERNAL_ORIGINATOR_OVERRIDE; every request says so.
+    assert {r.headers.get("originator") for r in model_server.model_requests} == {"codex_sdk_ts"}
     for rollout in (oi_home / "sessions").rglob("*.jsonl"):
         assert API_KEY not in rollout.read_text()
 
