@@ -116,7 +116,11 @@ def sandbox_group(
     max_file_size_mb: int,
     max_cpu_seconds: int,
 ) -> None:
-    """Run CMD under the sandbox: `interpreter sandbox -s workspace-write -- CMD ARGS...`."""
+    """Run CMD under the sandbox: `interpreter sandbox -s workspace-write -- CMD ARGS...`.
+
+    Exits with CMD's status: 127 when CMD does not exist, 6 when the sandbox is unavailable
+    here (see `interpreter sandbox doctor`), 125 when it could not be set up.
+    """
     if ctx.invoked_subcommand is not None:
         return
     command: list[str] = ctx.meta.get("sandbox_command") or []
@@ -160,7 +164,10 @@ def doctor_command(
     as_json: bool,
     cwd: str | None,
 ) -> None:
-    """Which backend would be used and why, what it enforces, what is degraded, how to fix."""
+    """Which backend would be used and why, what it enforces, what is degraded, how to fix.
+
+    The report goes to stdout; the exit code is 6 when the mode cannot be enforced here.
+    """
     from oiexec.core.errors import OiexecError
     from oiexec.runner.sandboxed import flag_policy
     from oiexec.sandbox.doctor import render_report, run_doctor
