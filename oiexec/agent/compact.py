@@ -170,7 +170,7 @@ class Compactor:
             return False
         fresh = history[self._fresh_from :]
         said = [i for i in fresh if _assistant_side(i) or isinstance(i, ToolOutput)]
-        return _tokens(said) >= self.window // 10
+        return _tokens(said) >= self.trigger // 10
 
     # --- how -----------------------------------------------------------------------------
 
@@ -181,18 +181,20 @@ class Compactor:
         self._reported = (0, 0)  # the provider's count was for the history being replaced
         context = self.context()
         heading = self.summary_heading.strip()
-        kept_summary = truncate_middle(summary.strip(), self.window // 10) or "(no summary)"
+        kept_summary = truncate_middle(summary.strip(), self.trigger // 10) or "(no summary)"
         summary_text = f"{heading}\n\n{kept_summary}"
         note = Message(role="user", text=summary_text)
         skip = {m.text for m in context if isinstance(m, Message)} | own
         # The recent turns get what the rest leaves under the trigger, halved so the run has
-        # room to go on, and at most a fifth of the window. The user's messages are counted
-        # as if the tail began at the last turn: never fewer than will be kept.
+        # room to go on, and at most a fifth of the trigger (every share here is of the
+        # trigger, not the window: `model_auto_compact_token_limit` may be far below it).
+        # The user's messages are counted as if the tail began at the last turn: never fewer
+        # than will be kept.
         starts = _turn_starts(history)
         last = starts[-1] if starts else len(history)
         most_tasks = self._user_messages(history[:last], skip, heading)
         room = self.trigger - self.measure([*context, *most_tasks, note])
-        budget = min(self.window // 5, max(0, room // 2))
+        budget = min(self.trigger // 5, max(0, room // 2))
         tail_start = self._tail_start(history, budget)
         tail = self._fit_tail(history[tail_start:], budget)
         tasks = self._user_messages(history[:tail_start], skip, heading)
@@ -276,7 +278,7 @@ class Compactor:
     ) -> list[HistoryItem]:
         """The user's own messages, newest first until the budget is spent (the one that
         does not fit is cut), in their original order."""
-        budget = min(USER_MESSAGES_MAX_TOKENS, self.window // 5)
+        budget = min(USER_MESSAGES_MAX_TOKENS, self.trigger // 5)
         chosen: list[HistoryItem] = []
         for item in reversed(items):
             if budget <= 0:

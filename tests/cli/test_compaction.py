@@ -219,3 +219,25 @@ def test_a_request_still_too_long_after_compaction_fails_the_run(
     assert failure["type"] == "turn.failed"
     assert "too long for the model even after compacting" in failure["error"]["message"]
     assert model_server.remaining == 0
+
+
+def test_model_auto_compact_token_limit_sets_when_to_compact(
+    model_server: ModelServer, repo: Path
+) -> None:
+    # A window far larger than the run needs; Codex's key makes it compact at 6,000 tokens.
+    session = LongSession(WIRES["responses"][1], turns=30)
+    model_server.enqueue(*session.steps())
+    result = run_cli(
+        [
+            *exec_args(model_server),
+            "-c",
+            "model_context_window=1000000",
+            "-c",
+            "model_auto_compact_token_limit=6000",
+            "go",
+        ],
+        cwd=repo,
+    )
+    assert result.returncode == 0, result.stderr[-3000:]
+    assert session.summaries >= 2
+    assert max(_tokens(body) for body in model_server.bodies) < 6_000 + 1_000
