@@ -61,7 +61,6 @@ NOT_CONFIG = frozenset(
         "OIEXEC_DEBUG",  # the CLI prints tracebacks (oiexec.cli)
         "OIEXEC_SANDBOX_TEST_HOOKS",  # the sandbox's test hooks (oiexec.sandbox.hooks)
         "OIEXEC_HEARTBEAT_INTERVAL_MS",  # the transcript heartbeat (oiexec.output.heartbeat)
-        "OIEXEC_CI_VENV",  # where .ci/run makes its virtualenv
         "OIEXEC_UPDATE_GOLDEN",  # the harness tests rewrite their golden fixtures
         # Set by the runner for the commands it runs, so a nested run sees them.
         "OPENINTERPRETER_SANDBOX",

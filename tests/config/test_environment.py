@@ -120,7 +120,6 @@ def test_variables_that_are_not_config_keys_are_left_alone(load: Load) -> None:
         "OIEXEC_DEBUG": "1",
         "OIEXEC_SANDBOX_TEST_HOOKS": "1",
         "OIEXEC_RETRY_BASE_DELAY_MS": "1",
-        "OIEXEC_CI_VENV": ".venv",
         "OIEXEC_UPDATE_GOLDEN": "1",
         "OPENINTERPRETER_SANDBOX": "read-only",
         "OPENINTERPRETER_SANDBOX_NETWORK_DISABLED": "1",
