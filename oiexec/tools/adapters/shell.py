@@ -5,9 +5,7 @@ runner, worded by the tool's style."""
 from __future__ import annotations
 
 import dataclasses
-import itertools
 import shutil
-import tempfile
 from pathlib import Path
 
 from oiexec.core.context import ToolContext
@@ -15,6 +13,7 @@ from oiexec.core.errors import ToolInputError
 from oiexec.core.redact import redact
 from oiexec.tools.adapters.background import reap, start_background
 from oiexec.tools.adapters.persistent import run_persistent
+from oiexec.tools.adapters.saved import save_output
 from oiexec.tools.command import NotStarted, deadline_bound, setup_failed, start_command
 from oiexec.tools.framework import Invocation, Runtime, register
 from oiexec.tools.results import CommandRun, Result
@@ -66,20 +65,6 @@ def _shell_path(inv: Invocation) -> str | None:
     if inv.option("shell_resolved", False):
         return shutil.which(str(name)) or inv.rt.shell
     return str(name)
-
-
-_SAVED = itertools.count(1)
-
-
-def save_output(rt: Runtime, text: str) -> Path:
-    """Keep a too-long output in a file of the run, for results that point the model at it."""
-    folder = rt.extras.get("saved_output_dir")
-    if not isinstance(folder, Path):
-        folder = Path(tempfile.mkdtemp(prefix="oiexec-output-"))
-        rt.extras["saved_output_dir"] = folder
-    path = folder / f"output-{next(_SAVED)}.txt"
-    path.write_text(text, encoding="utf-8")
-    return path
 
 
 def _timeout_seconds(inv: Invocation) -> float:
