@@ -53,8 +53,9 @@ class OpencodeStyle(Style):
         if run.timed_out:
             text += (
                 "\n\n<shell_metadata>\nshell tool terminated command after exceeding timeout "
-                f"{timeout_s * 1000:g} ms. If the command needs longer and is not waiting for "
-                "input, run it again with a larger timeout in milliseconds.\n</shell_metadata>"
+                f"{timeout_s * 1000:g} ms. If this command is expected to take longer and is not "
+                "waiting for interactive input, retry with a larger timeout value in "
+                "milliseconds.\n</shell_metadata>"
             )
         return Result(text)
 

@@ -69,6 +69,11 @@ def _shell(tool: str, key: str = "command", **extra: Any) -> list[Step]:
     ]
 
 
+def _timeout(tool: str) -> Step:
+    """A command outliving its 1-second limit (the tools that take one, in milliseconds)."""
+    return Step("shell.timeout", tool, {"command": "echo started; sleep 5", "timeout": 1000})
+
+
 def _files(
     read: str,
     write: str,
@@ -118,10 +123,12 @@ _PATCHES = [
 SCRIPTS: dict[str, list[Step]] = {
     "claude-code": [
         *_shell("Bash"),
+        _timeout("Bash"),
         *_files("Read", "Write", "Edit", path="file_path", old="old_string", new="new_string"),
     ],
     "qwen-code": [
         *_shell("run_shell_command"),
+        _timeout("run_shell_command"),
         *_files(
             "read_file", "write_file", "edit", path="file_path", old="old_string", new="new_string"
         ),
@@ -133,6 +140,7 @@ SCRIPTS: dict[str, list[Step]] = {
     ],
     "opencode": [
         *_shell("bash"),
+        _timeout("bash"),
         *_files("read", "write", "edit", path="filePath", old="oldString", new="newString"),
         Step("glob.match", "glob", {"pattern": "*.txt"}),
         # No grep: opencode 1.18.33 fetches its own ripgrep on first use, which fails
@@ -172,6 +180,9 @@ _VOLATILE: list[tuple[re.Pattern[str], str]] = [
     (re.compile(r"(Original token count: )\d+"), r"\1<N>"),
     # Where a client saved a too-long output (its own per-session folders and file ids).
     (re.compile(r"((?:S|s)aved to: )\S+"), r"\1<SAVED_OUTPUT>"),
+    # A background task's id and output file (Claude Code moves a timed-out command there).
+    (re.compile(r"(in background with ID: )\w+"), r"\1<TASK>"),
+    (re.compile(r"(Output is being written to: )\S+?(\.?)(?= )"), r"\1<TASK_OUTPUT>\2"),
     (re.compile(r"\b\d+(\.\d+)?\s?(ms|s)\b(?= ?(elapsed|\)))"), "<T>"),
 ]
 
