@@ -124,8 +124,12 @@ class QwenStyle(Style):
 
     def replaced(self, result: ReplaceResult, edits: Sequence[Edit]) -> str:
         """The edit, then the changed lines with `SNIPPET_CONTEXT` lines around them."""
-        text = f"The file: {result.path} has been updated."
-        snippet = edit_snippet(result.before, result.after)
+        if result.created:  # an empty old_string on a missing file: the whole file is new
+            text = f"Created new file: {result.path} with provided content."
+            snippet = edit_snippet(None, result.after)
+        else:
+            text = f"The file: {result.path} has been updated."
+            snippet = edit_snippet(result.before, result.after)
         if snippet is None:
             return text
         first, last, total, body = snippet
@@ -227,11 +231,14 @@ SNIPPET_CONTEXT = 4
 SNIPPET_MAX = 1000
 
 
-def edit_snippet(before: str, after: str) -> tuple[int, int, int, str] | None:
+def edit_snippet(before: str | None, after: str) -> tuple[int, int, int, str] | None:
     """(first, last, total, text) of the edited region of `after`, lines counted as split on
-    line breaks (a final break ends with an empty line); None when nothing changed or the
-    change is too long to show."""
-    old, new = before.split("\n"), after.split("\n")
+    line breaks (a final break ends with an empty line); all of it for a new file (`before`
+    None); None when nothing changed or the change is too long to show."""
+    new = after.split("\n")
+    if before is None:
+        return 1, len(new), len(new), after
+    old = before.split("\n")
     if before == after or not after:
         return None
     start = 0
