@@ -163,6 +163,9 @@ def glob_tool(inv: Invocation) -> Result:
         pattern,
         limit=int(limit) if limit else None,
         sort=inv.option("sort", "mtime_desc"),
+        # Whether `*.py` matches in subfolders too (ripgrep's globs) or only at the root
+        # (a path glob, as Qwen Code's).
+        basename_anywhere=bool(inv.option("basename_anywhere", True)),
         include_dirs=inv.boolean("include_dirs", bool(inv.option("include_dirs", False))),
     )
     return Result(inv.style.globbed(result, pattern=pattern, root=root))

@@ -29,9 +29,11 @@ SEED: dict[str, bytes] = {
     "blob.bin": bytes(range(256)) * 4,
     # Not executable: running it is refused by the OS (exit 126), as root too.
     "script.sh": b"#!/bin/sh\necho never\n",
+    # A folder, for listings, recursive globs and matches in more than one file.
+    "sub/inner.txt": b"beta\ngamma beta\n",
 }
 #: Seconds apart, so modification-time order is fixed (newest first: notes.txt).
-SEED_ORDER = ("blob.bin", "empty.txt", "script.sh", "calc.py", "notes.txt")
+SEED_ORDER = ("blob.bin", "empty.txt", "script.sh", "sub/inner.txt", "calc.py", "notes.txt")
 
 FAIL = "echo out; echo err >&2; exit 3"
 LONG = "seq 1 40000"
@@ -46,9 +48,12 @@ def seed(root: Path) -> None:
 
     for index, name in enumerate(SEED_ORDER):
         path = root / name
+        path.parent.mkdir(parents=True, exist_ok=True)
         path.write_bytes(SEED[name])
         stamp = 1_700_000_000 + index
         os.utime(path, (stamp, stamp))
+    for folder in {(root / name).parent for name in SEED_ORDER} - {root}:
+        os.utime(folder, (1_700_000_000, 1_700_000_000))
 
 
 @dataclass(frozen=True)
