@@ -80,8 +80,9 @@ class Style:
             return f"{result.path} is empty."
         return cat_n(result.lines, result.start_line)
 
-    def read_unchanged(self, path: Path) -> str:
-        """A re-read of a window that has not changed since the model last read it."""
+    def read_unchanged(self, path: Path, *, cwd: Path) -> str:
+        """A re-read of a window that has not changed since the model last read it (`cwd`:
+        the run's directory, for products that name the file relative to it)."""
         return f"{path} is unchanged since it was last read; that earlier result is current."
 
     def read_failed(self, error: ToolInputError, *, cwd: Path) -> Result:

@@ -112,10 +112,10 @@ class ClaudeStyle(Style):
             )
         return super().read_failed(error, cwd=cwd)
 
-    def read_unchanged(self, path: Path) -> str:
+    def read_unchanged(self, path: Path, *, cwd: Path) -> str:
         return (
-            f"File unchanged since last read: {path}. The earlier Read result in this "
-            "conversation is still current; refer to it instead of reading again."
+            "Wasted call \u2014 file unchanged since your last Read. Refer to that earlier "
+            "tool_result instead."
         )
 
     def not_read(self, path: Path, *, overwrite: bool = False) -> str:
@@ -136,8 +136,8 @@ class ClaudeStyle(Style):
         edit = edits[0]
         if edit.replace_all:
             return (
-                f"The file {result.path} has been updated. All occurrences of '{edit.old}' were "
-                f"successfully replaced with '{edit.new}'.{STATE_CURRENT}"
+                f"The file {result.path} has been updated. All occurrences were successfully "
+                f"replaced.{STATE_CURRENT}"
             )
         return f"The file {result.path} has been updated successfully.{STATE_CURRENT}"
 

@@ -7,7 +7,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from oiexec.harness.styles.claude import NO_FILES, ClaudeStyle
+from oiexec.harness.styles.claude import NO_FILES
 from oiexec.tools.layout import todo_lines
 from oiexec.tools.results import CommandRun, Result
 from oiexec.tools.style import Style
@@ -15,7 +15,15 @@ from oiexec.tools.truncate import cut_middle
 
 if TYPE_CHECKING:
     from oiexec.core.errors import ToolInputError
-    from oiexec.tools.fs import Edit, GrepResult, ReadResult, ReplaceResult, TodoItem, WriteResult
+    from oiexec.tools.fs import (
+        Edit,
+        GlobResult,
+        GrepResult,
+        ReadResult,
+        ReplaceResult,
+        TodoItem,
+        WriteResult,
+    )
 
 #: How the read tool names its byte cap in the status line.
 _MAX_BYTES_LABEL = "50 KB"
@@ -112,8 +120,16 @@ class OpencodeStyle(Style):
             )
         return error.message
 
-    # Glob results read as in Claude Code.
-    globbed = ClaudeStyle.globbed
+    def globbed(self, result: GlobResult, *, pattern: str, root: Path) -> str:
+        if not result.paths:
+            return NO_FILES
+        text = "\n".join(str(p) for p in result.paths)
+        if result.truncated:
+            text += (
+                f"\n\n(Results are truncated: showing first {len(result.paths)} results. "
+                "Consider using a more specific path or pattern.)"
+            )
+        return text
 
     def grepped(self, result: GrepResult, *, line_numbers: bool = True) -> str:
         """`grep`: a count, then the matches grouped per file."""

@@ -81,9 +81,21 @@ class QwenStyle(Style):
             text += "\n"
         if result.is_complete or result.is_empty_file:
             return text
+        # Lines count as the client splits the text: a final line break ends an empty line.
+        total = result.total_lines + (1 if result.final_newline else 0)
         return (
-            f"Showing lines {result.start_line}-{result.end_line} of {result.total_lines} "
-            f"total lines.\n---\n{text}"
+            f"Showing lines {result.start_line}-{result.end_line} of {total} total lines."
+            f"\n\n---\n\n{text}"
+        )
+
+    def read_unchanged(self, path: Path, *, cwd: Path) -> str:
+        shown = path.relative_to(cwd) if path.is_relative_to(cwd) else path
+        return (
+            f"[File {shown} unchanged since last read in this session \u2014 the full content "
+            "was provided earlier in this conversation. If you cannot retrieve that prior "
+            "content (e.g. after context compaction) or you suspect the file was modified "
+            "outside the read/edit tools (shell command, MCP tool, another process), re-read "
+            "with explicit offset/limit to fetch current content.]"
         )
 
     def read_failed(self, error: ToolInputError, *, cwd: Path) -> Result:

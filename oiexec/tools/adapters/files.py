@@ -36,7 +36,7 @@ def fs_read(inv: Invocation) -> Result:
     if inv.option("unchanged_note", False) and inv.rt.files.unchanged_since_read(
         path, offset=offset, limit=limit
     ):
-        return Result(inv.style.read_unchanged(path))
+        return Result(inv.style.read_unchanged(path, cwd=inv.ctx.cwd))
     try:
         result = _read(inv, path, offset, limit)
     except ToolInputError as exc:

@@ -88,8 +88,11 @@ def _files(
     old: str,
     new: str,
     content: str = "content",
+    all_key: str = "replace_all",
+    line_two: int = 2,
 ) -> list[Step]:
-    """Reads, edits and writes with these tool and argument names, in a fixed order."""
+    """Reads, edits and writes with these tool and argument names, in a fixed order
+    (`line_two`: the offset naming the second line, 1 where offsets count from 0)."""
 
     def at(name: str) -> str:
         return "{ws}/" + name
@@ -106,6 +109,15 @@ def _files(
         Step("write.existing_unread", write, {path: at("notes.txt"), content: "gamma\n"}),
         Step("write.new", write, {path: at("made.txt"), content: "one\ntwo\n"}),
         Step("read.after_write", read, {path: at("made.txt")}),
+        Step("read.again_unchanged", read, {path: at("made.txt")}),
+        Step("read.partial", read, {path: at("calc.py"), "offset": line_two, "limit": 2}),
+        Step(
+            "edit.replace_all",
+            edit,
+            {path: at("calc.py"), old: "(a, b)", new: "(x, y)", all_key: True},
+        ),
+        Step("read.before_overwrite", read, {path: at("sub/inner.txt")}),
+        Step("write.existing_read", write, {path: at("sub/inner.txt"), content: "delta\n"}),
     ]
 
 
@@ -135,7 +147,13 @@ SCRIPTS: dict[str, list[Step]] = {
         *_shell("run_shell_command"),
         _timeout("run_shell_command"),
         *_files(
-            "read_file", "write_file", "edit", path="file_path", old="old_string", new="new_string"
+            "read_file",
+            "write_file",
+            "edit",
+            path="file_path",
+            old="old_string",
+            new="new_string",
+            line_two=1,
         ),
         Step("glob.match", "glob", {"pattern": "*.txt"}),
         Step("glob.none", "glob", {"pattern": "*.rs"}),
@@ -146,7 +164,15 @@ SCRIPTS: dict[str, list[Step]] = {
     "opencode": [
         *_shell("bash"),
         _timeout("bash"),
-        *_files("read", "write", "edit", path="filePath", old="oldString", new="newString"),
+        *_files(
+            "read",
+            "write",
+            "edit",
+            path="filePath",
+            old="oldString",
+            new="newString",
+            all_key="replaceAll",
+        ),
         Step("glob.match", "glob", {"pattern": "*.txt"}),
         # No grep: opencode 1.18.33 fetches its own ripgrep on first use, which fails
         # without the network, so every search answers "No files found" here.
