@@ -26,9 +26,8 @@ NOT_YET_IDENTICAL: dict[tuple[str, str], str] = {
     ),
     ("claude-code", "edit.replace_all"): "the task-list nudge on the twentieth result",
     ("opencode", "glob.match"): (
-        "opencode 1.18.33 lists a file rewritten during the session (sub/inner.txt) after "
-        "older-written ones; the order its file index uses is not known yet, the emulation "
-        "lists newest first"
+        "opencode 1.18.33 orders glob results by its bundled file finder's ranking (a file "
+        "rewritten during the session is not listed first); the emulation lists newest first"
     ),
     ("claude-code", "shell.timeout"): (
         "Claude Code 2.1.197 moves a command that outlives its timeout to the background and "
