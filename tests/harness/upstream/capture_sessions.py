@@ -63,12 +63,10 @@ def _call_id(index: int) -> str:
 class SessionModel(ScriptedModel):
     """Answers the main conversation from a script, everything else with a short text."""
 
-    def __init__(self, steps: list[Step], ws: Path, *, final: bool) -> None:
+    def __init__(self, steps: list[Step], ws: Path) -> None:
         super().__init__()
         self.steps = steps
         self.ws = ws
-        #: Whether the client needs a closing text reply (mini-swe-agent ends on a command).
-        self.final = final
         self.main: list[dict[str, Any]] = []
 
     def is_main(self, body: Any) -> bool:
@@ -181,7 +179,7 @@ def capture_session(client: Client, npm_dir: Path, venv: Path, out_dir: Path) ->
         home.mkdir()
         ws.mkdir()
         seed(ws)
-        model = SessionModel(steps, ws, final=client.name != "mini-swe-agent")
+        model = SessionModel(steps, ws)
         with ModelServer(model) as server:
             argv, env = client.command(npm_dir, venv, server, home, ws, PROMPT)
             extra_args, extra_env = _UNATTENDED.get(client.name, ([], {}))
