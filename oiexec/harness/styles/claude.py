@@ -105,8 +105,8 @@ class ClaudeStyle(Style):
             )
             return Result(
                 self.error(
-                    f"This tool cannot read binary files. The file appears to be a {kind}. "
-                    "Please use appropriate tools for binary file analysis."
+                    f"The file looks like a {kind}, and this tool reads text only. Inspect it "
+                    "with a tool suited to binary data instead."
                 ),
                 True,
             )
@@ -123,8 +123,8 @@ class ClaudeStyle(Style):
 
     def changed_since_read(self, path: Path) -> str:
         return (
-            "File has been modified since read, either by the user or by a linter. "
-            "Read it again before attempting to write it."
+            "The file changed on disk after it was read (by the user or a tool such as a "
+            "linter). Read it again before writing to it."
         )
 
     def written(self, result: WriteResult, *, appended: bool = False) -> str:
@@ -147,10 +147,9 @@ class ClaudeStyle(Style):
             return f"String to replace not found in file.\nString: {old}"
         if error.kind == "ambiguous":
             return (
-                f"Found {error.count} matches of the string to replace, but replace_all is "
-                "false. To replace all occurrences, set replace_all to true. To replace only "
-                f"one occurrence, please provide more context to uniquely identify the "
-                f"instance.\nString: {old}"
+                f"The string to replace occurs {error.count} times and replace_all is false. "
+                "Set replace_all to true to change every occurrence, or add surrounding context "
+                f"so that it matches one place only.\nString: {old}"
             )
         return error.message
 

@@ -59,11 +59,11 @@ class OpencodeStyle(Style):
         else:
             text = cut_middle(run.text, max_chars) or "(no output)"
         if run.timed_out:
+            # The client's `<shell_metadata>` block and layout; the note is our own words.
             text += (
-                "\n\n<shell_metadata>\nshell tool terminated command after exceeding timeout "
-                f"{timeout_s * 1000:g} ms. If this command is expected to take longer and is not "
-                "waiting for interactive input, retry with a larger timeout value in "
-                "milliseconds.\n</shell_metadata>"
+                "\n\n<shell_metadata>\nThe command was stopped when it ran past its timeout "
+                f"of {timeout_s * 1000:g} ms. If it needs more time and is not waiting for "
+                "input, run it again with a larger timeout (in milliseconds).\n</shell_metadata>"
             )
         return Result(text)
 
@@ -96,10 +96,10 @@ class OpencodeStyle(Style):
         return super().read_failed(error, cwd=cwd)
 
     def not_read(self, path: Path, *, overwrite: bool = False) -> str:
-        return f"You must read file {path} before overwriting it. Use the Read tool first"
+        return f"{path} has not been read yet; read it with the read tool before overwriting it."
 
     def changed_since_read(self, path: Path) -> str:
-        return f"File {path} has been modified since it was last read. Please read it again."
+        return f"{path} has changed on disk since your last read of it; read it again first."
 
     def written(self, result: WriteResult, *, appended: bool = False) -> str:
         return "Wrote file successfully."
@@ -110,13 +110,13 @@ class OpencodeStyle(Style):
     def edit_failed(self, error: ToolInputError, *, old: str) -> str:
         if error.kind == "not_found":
             return (
-                "Could not find oldString in the file. It must match exactly, including "
-                "whitespace, indentation, and line endings."
+                "oldString does not occur in the file. It has to match the file's text exactly, "
+                "whitespace, indentation and line endings included."
             )
         if error.kind == "ambiguous":
             return (
-                "Found multiple matches for oldString. Provide more surrounding context to "
-                "make the match unique."
+                "oldString occurs more than once in the file. Include more of the lines around "
+                "it so that it matches in one place only."
             )
         return error.message
 

@@ -90,12 +90,14 @@ class QwenStyle(Style):
 
     def read_unchanged(self, path: Path, *, cwd: Path) -> str:
         shown = path.relative_to(cwd) if path.is_relative_to(cwd) else path
+        # Our own wording of the client's placeholder; the bracketed one-line shape is kept.
         return (
-            f"[File {shown} unchanged since last read in this session \u2014 the full content "
-            "was provided earlier in this conversation. If you cannot retrieve that prior "
-            "content (e.g. after context compaction) or you suspect the file was modified "
-            "outside the read/edit tools (shell command, MCP tool, another process), re-read "
-            "with explicit offset/limit to fetch current content.]"
+            f"[File {shown} has not changed since you read it in this session; its full "
+            "content is in an earlier result of this conversation. If that result is no longer "
+            "available (for example after the context was compacted) or something other than "
+            "the read and edit tools may have changed the file (a shell command, an MCP tool, "
+            "another process), read it again with an explicit offset and limit to get the "
+            "current content.]"
         )
 
     def read_failed(self, error: ToolInputError, *, cwd: Path) -> Result:
@@ -110,20 +112,15 @@ class QwenStyle(Style):
         """A write or an edit of a file not read in this session (a partial read is
         enough for an edit; an overwrite replaces everything, so it needs the whole file)."""
         if overwrite:
-            need, action = (
-                "read the full file \u2014 overwriting replaces every byte, so any unseen bytes "
-                "would be discarded",
-                "overwriting",
-            )
-        else:
-            need, action = (
-                "a partial read with offset / limit is fine \u2014 you only need to have seen "
-                "the bytes you intend to edit",
-                "editing",
+            return (
+                f"File {path} was not read in this session, so it cannot be overwritten yet. "
+                "Read the whole file with read_file first: the write replaces all of it, and "
+                "anything you have not seen would be lost."
             )
         return (
-            f"File {path} has not been read in this session. Use the read_file tool first to "
-            f"load the current content ({need}) before {action} it."
+            f"File {path} was not read in this session, so it cannot be edited yet. Read it "
+            "with read_file first; reading just the lines you mean to change (offset and "
+            "limit) is enough."
         )
 
     def changed_since_read(self, path: Path) -> str:
@@ -159,9 +156,9 @@ class QwenStyle(Style):
             return error.message
         return (
             f"Failed to edit, 0 occurrences found for old_string in {error.path}. No edits "
-            "made. The exact text in old_string was not found. Ensure you're not escaping "
-            "content incorrectly and check whitespace, indentation, and context. Use "
-            "read_file tool to verify."
+            "made. old_string must appear in the file exactly as given: check for stray "
+            "escaping, whitespace, indentation and the surrounding lines, and look at the "
+            "current text with read_file."
         )
 
     def globbed(self, result: GlobResult, *, pattern: str, root: Path) -> str:
@@ -208,12 +205,13 @@ def saved_and_cut(text: str, saved_to: Path, max_chars: int) -> str:
     tail_start = max(len(lines) - (keep - head_count), len(head))
     tail, _ = _take(lines[tail_start:][::-1], max(max_chars - used - len(CUT_MARK), 0), end=True)
     body = "\n".join(head) + CUT_MARK + "\n".join(tail[::-1])
+    # The header's line layout and labels are the client's; its sentences are our own.
     return (
-        "Tool output was too large and has been truncated.\n"
+        "The tool's output was too long to return whole, so it has been shortened.\n"
         f"The full output has been saved to: {saved_to}\n"
-        "To read the complete output, use the read_file tool with the absolute file path "
-        "above.\nThe truncated output below shows the beginning and end of the content. The "
-        "marker '... [CONTENT TRUNCATED] ...' indicates where content was removed.\n\n"
+        "Read that file with read_file, by the absolute path above, to see all of it.\n"
+        "Below are the start and the end of the output; the marker "
+        "'... [CONTENT TRUNCATED] ...' stands where the middle was left out.\n\n"
         f"Truncated part of the output:\n{body}"
     )
 

@@ -5,12 +5,17 @@ what the tool returned to the model. Here the same calls run, in order, through 
 that emulates that client, in a workspace seeded the same way; each result is normalised the
 same way and compared with the recording. Used by the replay test and by
 `bench/harness_fidelity.py`, which prints the match count per harness.
+
+Where we word a long sentence in our own text, a step cannot be identical; `markers` is what
+such a step must still share with the recording: its line layout and, line by line, its tags,
+placeholders and paths, bracketed markers, numbers, file names and leading labels.
 """
 
 from __future__ import annotations
 
 import json
 import os
+import re
 import tempfile
 from dataclasses import dataclass
 from datetime import UTC, datetime
@@ -33,6 +38,25 @@ from tests.harness.upstream.sessions import (
     seed,
 )
 
+#: What `markers` keeps of a line (everything else counts as wording).
+_MARKER = re.compile(
+    r"""
+      </?[a-z][\w-]*>                # a tag: <tool_use_error>, </shell_metadata>
+    | <[A-Z_]+>(?:/[\w.-]*\w)*       # a normalised placeholder with any path after it
+    | \[[A-Z][A-Z ]+\]               # a bracketed marker: [CONTENT TRUNCATED]
+    | ^\[ | \]$                       # a line wrapped in brackets
+    | (?<![\w.])\.?[\w-]+\.[a-z]{2,4}\b | (?<!\S)\.[a-z]{2,4}\b  # a file name, an extension
+    | \d+                             # a number: a count, a line, a limit, an exit code
+    | ^[A-Z][\w ]*:(?=\s|$)           # a leading label: `String:`, `Output:`
+    """,
+    re.VERBOSE | re.MULTILINE,
+)
+
+
+def markers(text: str) -> list[list[str]]:
+    """Per line of `text`, the fixed parts a model can rely on, in order."""
+    return [_MARKER.findall(line) for line in text.split("\n")]
+
 
 @dataclass(frozen=True)
 class StepOutcome:
@@ -48,6 +72,12 @@ class StepOutcome:
         same_flag = self.expected_error is None or self.expected_error == self.got_error
         return same_flag and self.expected == self.got
 
+    @property
+    def same_markers(self) -> bool:
+        """Identical but for wording: same error flag, line layout and `markers`."""
+        same_flag = self.expected_error is None or self.expected_error == self.got_error
+        return same_flag and markers(self.expected) == markers(self.got)
+
 
 @dataclass(frozen=True)
 class Replay:
@@ -60,6 +90,10 @@ class Replay:
     @property
     def matched(self) -> int:
         return sum(1 for step in self.steps if step.matches)
+
+    @property
+    def matched_markers(self) -> int:
+        return sum(1 for step in self.steps if step.same_markers)
 
 
 def fixtures() -> list[Path]:

@@ -90,7 +90,7 @@ def test_tracker_read_before_write(tmp_path: Path) -> None:
     path.write_text("v2")
     os.utime(path, (later + 5, later + 5))
     assert tracker.check(path) is ReadGate.STALE
-    assert "modified since" in (OpencodeStyle().read_gate(ReadGate.STALE, path) or "")
+    assert f"{path} has changed on disk" in (OpencodeStyle().read_gate(ReadGate.STALE, path) or "")
     tracker.record_write(path)
     assert tracker.check(path) is ReadGate.OK
 
