@@ -5,7 +5,14 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from tests.batch.conftest import requests_for, run_batch, statuses, summary, write_tasks
+from tests.batch.conftest import (
+    requests_for,
+    run_batch,
+    source_state,
+    statuses,
+    summary,
+    write_tasks,
+)
 from tests.conftest import git
 from tests.support.model_server import ModelServer, call, reply
 
@@ -53,3 +60,24 @@ def test_rerun_skips_same_inputs_and_reruns_changed_ones(
     assert statuses(out) == {"one": "success"}
     assert (out / "one" / "last-message.txt").read_text().strip() == "second"
     assert summary(out)["tasks"][0]["attempts"] == 1
+
+
+def test_a_relative_out_lands_where_it_was_run_not_in_the_source_repository(
+    model_server: ModelServer, repo: Path, tmp_path: Path
+) -> None:
+    """`--out runs` names a directory beside the caller; git adds the worktrees from inside
+    the task's repository, so a path left relative would put them into the source checkout."""
+    where = tmp_path / "cron"
+    where.mkdir()
+    tasks = write_tasks(
+        where / "t.jsonl", [{"id": "one", "prompt": "go [task:one]", "repo": str(repo)}]
+    )
+    model_server.route("[task:one]", reply("done"))
+    before = source_state(repo)
+
+    result = run_batch(model_server, tasks, Path("runs"), cwd=where)
+
+    assert result.returncode == 0, result.stderr
+    assert statuses(where / "runs") == {"one": "success"}
+    assert source_state(repo) == before
+    assert not (repo / "runs").exists()

@@ -9,6 +9,7 @@ from pathlib import Path
 
 from oiexec.runner.batch.task_run import BatchContext, Children, run_child
 
+
 def _alive(pid: int) -> bool:
     try:
         state = Path(f"/proc/{pid}/stat").read_text().split(")")[-1].split()[0]

@@ -10,13 +10,14 @@ ends it as an interrupt: exit 143, session closed), and whatever still runs afte
 from __future__ import annotations
 
 import json
+import os
 import signal
 import sys
 import time
 from collections.abc import Iterator, Sequence
 from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
 from contextlib import contextmanager
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from types import FrameType
 from typing import TextIO
@@ -56,6 +57,9 @@ class BatchOptions:
 def run_batch(options: BatchOptions, stream: TextIO = sys.stderr) -> int:
     """Runs the batch; returns its exit code (see `report.batch_exit_code`). A bad tasks file
     or an unusable repository raises `UsageError` before anything runs."""
+    # Absolute from here on: worktrees are added by git running in the task's repository, where
+    # a relative `--out` would land inside the source checkout.
+    options = replace(options, out=Path(os.path.abspath(options.cwd / options.out)))
     every = load_tasks(options.tasks_file)
     tasks = select(every, options.shard)
     sources = _resolve_sources(tasks, options.cwd)
