@@ -69,6 +69,8 @@ class RunReport:
     #: The `--check` command, when the run had one, and each of its runs in order.
     check_command: str | None = None
     checks: Sequence[CheckRun] = ()
+    #: Model requests this run made (a resumed run counts only its own).
+    model_turns: int = 0
 
     def __post_init__(self) -> None:
         if self.status not in _STATUSES:
@@ -166,6 +168,7 @@ def render_junit(report: RunReport) -> str:
         "model": report.model,
         "exit_code": str(report.exit_code),
         "status": report.status,
+        "model_turns": str(report.model_turns),
         **{name: str(getattr(report.usage, name)) for name in Usage.model_fields},
     }
     cases = [case]

@@ -94,6 +94,7 @@ def _write_junit(
         usage=result.usage,
         check_command=check_command,
         checks=[CheckRun(c.attempt, c.exit_code, c.output, c.duration_s) for c in result.checks],
+        model_turns=result.turns,
     )
     try:
         path.parent.mkdir(parents=True, exist_ok=True)

@@ -106,6 +106,14 @@ def test_batch_reports_each_task_and_retry_failed_resumes_sessions(
     assert by_id["limited"]["exit_code"] == 4
     assert "refused" in by_id["broken"]["message"]
     assert by_id["fix"]["tokens"]["input"] > 0
+    # Turns are model requests; a task stopped by a limit still reports what it spent.
+    assert {key: by_id[key]["turns"] for key in ("fix", "limited", "checked", "notes")} == {
+        "fix": 2,
+        "limited": 1,
+        "checked": 3,
+        "notes": 2,
+    }
+    assert by_id["limited"]["tokens"]["input"] > 0
     assert by_id["fix"]["session_id"]
     for task in data["tasks"]:
         for path in (task["paths"]["events"], task["paths"]["diff"], task["paths"]["junit"]):

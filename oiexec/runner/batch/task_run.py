@@ -136,6 +136,8 @@ def run_task(
         ("oiexec", argv), prompt, ctx, task_dir, timeout=timeout, append=resume
     )
     _read_events(task_dir / PATHS["events"], record)
+    earlier_turns = previous.turns if resume and previous else 0
+    _read_junit(task_dir / PATHS["junit"], record, earlier_turns)
     earlier = previous.duration_s if resume and previous else 0.0
     record.duration_s = round(earlier + time.monotonic() - started, 3)
     if killed is not None:
@@ -255,12 +257,11 @@ def _signal_group(proc: TaskProcess, signum: int) -> None:
 
 
 def _read_events(path: Path, record: TaskRecord) -> None:
-    """Session id, turns, tokens and the failure message, from the child's JSONL."""
+    """Session id, tokens and the failure message, from the child's JSONL."""
     try:
         lines = path.read_text(encoding="utf-8", errors="replace").splitlines()
     except OSError:
         return
-    turns = 0
     for line in lines:
         try:
             event: Any = json.loads(line)
@@ -271,8 +272,6 @@ def _read_events(path: Path, record: TaskRecord) -> None:
         kind = event.get("type")
         if kind == "thread.started" and record.session_id is None:
             record.session_id = event.get("thread_id")
-        elif kind == "turn.started":
-            turns += 1
         elif kind in ("turn.completed", "turn.failed"):
             usage = event.get("usage")
             if isinstance(usage, dict):  # cumulative for the thread: the last one counts
@@ -285,7 +284,35 @@ def _read_events(path: Path, record: TaskRecord) -> None:
             error = event.get("error")
             if kind == "turn.failed" and isinstance(error, dict):
                 record.message = str(error.get("message") or "") or None
-    record.turns = turns
+
+
+def _read_junit(path: Path, record: TaskRecord, earlier_turns: int) -> None:
+    """Model turns (added to the earlier runs' on a resume) and, where the JSONL could not say
+    (`turn.failed` carries no usage), the tokens: from the properties of the child's JUnit
+    report, which it writes on every exit it lives to see."""
+    import xml.etree.ElementTree as ElementTree
+
+    record.turns = earlier_turns
+    try:
+        root = ElementTree.parse(path).getroot()
+    except (OSError, ElementTree.ParseError):
+        return  # killed outright: what the events said stands
+    props = {p.get("name"): p.get("value") for p in root.iter("property")}
+
+    def number(name: str) -> int:
+        try:
+            return int(props.get(name) or 0)
+        except ValueError:
+            return 0
+
+    record.turns = earlier_turns + number("model_turns")
+    if not any(vars(record.tokens).values()):
+        record.tokens = Tokens(
+            input=number("input_tokens"),
+            cached_input=number("cached_input_tokens"),
+            output=number("output_tokens"),
+            reasoning=number("reasoning_output_tokens"),
+        )
 
 
 def _clear(task_dir: Path) -> None:
