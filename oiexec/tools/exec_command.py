@@ -14,6 +14,7 @@ import time
 
 from oiexec.core.errors import ToolInputError
 from oiexec.core.redact import redact
+from oiexec.core.tokens import approx_tokens, truncate_middle
 from oiexec.tools.apply_patch import parse_heredoc_invocation
 from oiexec.tools.command import (
     NotStarted,
@@ -26,7 +27,6 @@ from oiexec.tools.framework import Invocation, register
 from oiexec.tools.patch_tool import run_patch
 from oiexec.tools.process import ProcessSession, StdinClosed
 from oiexec.tools.results import Result
-from oiexec.tools.truncate import approx_tokens, truncate_middle
 
 DEFAULT_MAX_OUTPUT_TOKENS = 10_000
 DEFAULT_YIELD_MS = 10_000

@@ -21,6 +21,7 @@ from typing import TYPE_CHECKING, Any
 from oiexec.core.context import ToolContext
 from oiexec.core.errors import ToolInputError
 from oiexec.core.events import FileChangeItem, FileUpdateChange, TodoEntry, TodoListItem
+from oiexec.core.tokens import BYTES_PER_TOKEN, truncate_middle
 from oiexec.core.types import ToolCall, ToolOutput, ToolSpec
 from oiexec.sandbox.writer import PolicyWriter
 from oiexec.tools.entry import ToolEntry
@@ -28,7 +29,6 @@ from oiexec.tools.process import ProcessRegistry
 from oiexec.tools.results import Result
 from oiexec.tools.schema import ArgumentSchema
 from oiexec.tools.style import Style
-from oiexec.tools.truncate import BYTES_PER_TOKEN, truncate_middle
 
 if TYPE_CHECKING:
     from oiexec.tools.fs import FileStateTracker, TodoList

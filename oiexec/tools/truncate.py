@@ -1,15 +1,11 @@
-"""Output caps: token-budgeted head-and-tail cuts (Codex's `tool_output_token_limit`) and a
-character-budgeted one for the products that count characters.
-
-The token arithmetic lives in `oiexec.core.tokens` (the agent loop's compaction uses the same
-unit); it is re-exported here for the tools.
+"""The character-budgeted output cut, for the products that count characters. Token-budgeted
+cuts (Codex's `tool_output_token_limit`) live in `oiexec.core.tokens`, shared with the agent
+loop's compaction.
 """
 
 from __future__ import annotations
 
-from oiexec.core.tokens import BYTES_PER_TOKEN, approx_tokens, truncate_middle
-
-__all__ = ["BYTES_PER_TOKEN", "approx_tokens", "cut_middle", "truncate_middle"]
+__all__ = ["cut_middle"]
 
 
 def cut_middle(text: str, limit: int) -> str:

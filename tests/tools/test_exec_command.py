@@ -26,6 +26,7 @@ from oiexec.core.events import (
 )
 from oiexec.core.policy import PreparedCommand, SandboxPolicy
 from oiexec.core.redact import clear_secrets, register_secret
+from oiexec.core.tokens import approx_tokens, truncate_middle
 from oiexec.core.types import ToolCall, ToolOutput, ToolSpec
 from oiexec.harness.data import load_spec, load_tool_schemas
 from oiexec.tools import exec_command  # noqa: F401 (registers the tools)
@@ -33,7 +34,6 @@ from oiexec.tools.framework import ManifestTool, Runtime
 from oiexec.tools.process import ProcessRegistry
 from oiexec.tools.shell_env import build_command_env
 from oiexec.tools.style import Style
-from oiexec.tools.truncate import approx_tokens, truncate_middle
 from tests.conftest import MakeToolContext
 
 
