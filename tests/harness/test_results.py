@@ -78,6 +78,10 @@ def _scenarios(entry: ToolEntry, ws: Workspace) -> list[tuple[str, dict[str, Any
             ("ambiguous", {"command": "str_replace", "path": f, "old_str": "beta", "new_str": "y"}),
             ("insert", {"command": "insert", "path": f, "insert_line": 1, "new_str": "one"}),
             ("undo", {"command": "undo_edit", "path": f}),
+            ("directory", {"command": "view", "path": str(ws.root)}),
+            ("relative path", {"command": "view", "path": "f.txt"}),
+            ("no file_text", {"command": "create", "path": str(ws.root / "new.txt")}),
+            ("unknown command", {"command": "delete", "path": f}),
         ]
     if impl == "task_output":
         return [("missing", {"task_id": "b0", "block": False, "timeout": 0})]

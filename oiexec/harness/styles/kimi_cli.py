@@ -71,7 +71,7 @@ class KimiCliStyle(Style):
 
     def edit_failed(self, error: ToolInputError, *, old: str) -> str:
         if error.kind == "not_found":
-            return "No replacements were made. The old string was not found in the file."
+            return "No replacements were made: the old string does not occur in the file."
         return error.message
 
     def todos_updated(self, items: Sequence[TodoItem]) -> str:

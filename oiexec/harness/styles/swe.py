@@ -45,8 +45,8 @@ class SweStyle(Style):
         """`str_replace_editor view` on a directory (hidden items excluded)."""
         paths = [str(listing.root)] + [str(e.path) for e in listing.entries]
         return (
-            f"Here's the files and directories up to 2 levels deep in {listing.root}, "
-            "excluding hidden items:\n" + "\n".join(sorted(paths)) + "\n"
+            f"Files and directories up to 2 levels deep in {listing.root}, hidden items "
+            "left out:\n" + "\n".join(sorted(paths)) + "\n"
         )
 
     def written(self, result: WriteResult, *, appended: bool = False) -> str:
@@ -57,21 +57,21 @@ class SweStyle(Style):
     def edit_failed(self, error: ToolInputError, *, old: str) -> str:
         if error.kind == "not_found":
             return (
-                f"No replacement was performed, old_str `{old}` did not appear verbatim in "
-                f"{error.path}."
+                f"No replacement was performed: old_str `{old}` does not occur exactly as "
+                f"written anywhere in {error.path}."
             )
         if error.kind == "ambiguous":
             return (
-                f"No replacement was performed. Multiple occurrences of old_str `{old}` in lines "
-                f"{list(error.lines)}. Please ensure it is unique"
+                f"No replacement was performed: old_str `{old}` matches more than once, in "
+                f"lines {list(error.lines)}. Give an old_str that matches in only one place."
             )
         return error.message
 
     def edited_region(self, path: Path, after: str, first: int, last: int) -> str:
         return (
             f"The file {path} has been edited. Here's the result of running `cat -n` on a "
-            f"snippet of {path}:\n{excerpt(after, first, last)}\nReview the changes and make "
-            "sure they are as expected. Edit the file again if necessary."
+            f"snippet of {path}:\n{excerpt(after, first, last)}\nCheck that the lines above "
+            "say what you meant; if not, edit the file once more."
         )
 
     def submit_review(self, diff: str) -> str:
@@ -99,5 +99,5 @@ def clip(text: str, limit: int = CLIP_CHARS) -> str:
 def swe_observation(text: str) -> str:
     """A command's output as the observation of SWE-agent's text actions."""
     if not text.strip():
-        return "Your command ran successfully and did not produce any output."
+        return "The command finished without errors and printed nothing."
     return f"OBSERVATION:\n{text}"

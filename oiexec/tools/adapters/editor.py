@@ -32,8 +32,8 @@ def str_replace_editor(inv: Invocation) -> Result:
     path = inv.path()
     if not Path(inv.string("path") or "").is_absolute():
         raise ToolInputError(
-            f"The path {inv.args.get('path')} is not an absolute path, it should start with "
-            f"`/`. Maybe you meant {path}?"
+            f"The path {inv.args.get('path')} is relative; give an absolute path, one that "
+            f"starts with `/`, such as {path}."
         )
     guard = inv.rt.can_write(inv.ctx)
     try:
@@ -42,7 +42,7 @@ def str_replace_editor(inv: Invocation) -> Result:
         if command == "create":
             text = inv.string("file_text")
             if text is None:
-                raise ToolInputError("Parameter `file_text` is required for command: create")
+                raise ToolInputError("The create command needs the `file_text` parameter.")
             _remember(inv, path)
             result = write_file(path, text, can_write=guard, must_not_exist=True)
             inv.rt.file_change(inv.ctx, [(path, "add")])
@@ -50,7 +50,7 @@ def str_replace_editor(inv: Invocation) -> Result:
         if command == "str_replace":
             old = inv.string("old_str")
             if old is None:
-                raise ToolInputError("Parameter `old_str` is required for command: str_replace")
+                raise ToolInputError("The str_replace command needs the `old_str` parameter.")
             new = inv.string("new_str") or ""
             _remember(inv, path)
             replaced = replace_in_file(path, Edit(old, new), can_write=guard)
@@ -62,7 +62,7 @@ def str_replace_editor(inv: Invocation) -> Result:
             text = inv.string("new_str")
             if line is None or text is None:
                 raise ToolInputError(
-                    "Parameters `insert_line` and `new_str` are required for command: insert"
+                    "The insert command needs both the `insert_line` and `new_str` parameters."
                 )
             _remember(inv, path)
             if text and not text.endswith("\n"):
@@ -75,21 +75,21 @@ def str_replace_editor(inv: Invocation) -> Result:
         if command == "undo_edit":
             history = inv.rt.undo.get(path)
             if not history:
-                raise ToolInputError(f"No edit history found for {path}.")
+                raise ToolInputError(f"There is no earlier edit of {path} to undo.")
             previous = history.pop()
             guard_write(guard, path)
             if previous is None:
                 remove_file(path, can_write=guard)
                 inv.rt.file_change(inv.ctx, [(path, "delete")])
-                return Result(f"Last edit to {path} undone successfully (file removed).")
+                return Result(f"Undid the last edit to {path}; the file it created is removed.")
             save_text(path, previous, can_write=guard)
             inv.rt.file_change(inv.ctx, [(path, "update")])
-            return Result(f"Last edit to {path} undone successfully.")
+            return Result(f"Undid the last edit to {path}.")
     except ToolInputError as exc:
         return Result(inv.style.edit_failed(exc, old=inv.string("old_str") or ""), True)
     raise ToolInputError(
-        f"Unrecognized command {command}. The allowed commands for the str_replace_editor tool "
-        "are: view, create, str_replace, insert, undo_edit"
+        f"Unknown command {command} for str_replace_editor; use one of: view, create, "
+        "str_replace, insert, undo_edit"
     )
 
 

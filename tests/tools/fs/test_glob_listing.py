@@ -94,8 +94,8 @@ def test_listing_and_renderers(tree_dir: Path) -> None:
     )
     two = list_directory(tree_dir, depth=2, ignore=["deep"])
     assert SweStyle().listed(two) == (
-        f"Here's the files and directories up to 2 levels deep in {tree_dir}, excluding hidden "
-        f"items:\n{tree_dir}\n{tree_dir}/a.py\n{tree_dir}/src\n{tree_dir}/src/b.py\n"
+        f"Files and directories up to 2 levels deep in {tree_dir}, hidden items left out:\n"
+        f"{tree_dir}\n{tree_dir}/a.py\n{tree_dir}/src\n{tree_dir}/src/b.py\n"
         f"{tree_dir}/src/c.ts\n{tree_dir}/z.md\n"
     )
 

@@ -25,8 +25,8 @@ def test_replace_range_in_file(tmp_path: Path) -> None:
     assert SweStyle().edited_region(path, result.after, result.first_line, result.last_line) == (
         f"The file {path} has been edited. Here's the result of running `cat -n` on a snippet "
         f"of {path}:\n     1\t1\n     2\ttwo\n     3\tthree\n     4\textra\n     5\t4\n"
-        "     6\t\nReview the changes and make sure they are as expected. Edit the file again "
-        "if necessary."
+        "     6\t\nCheck that the lines above say what you meant; if not, edit the file once "
+        "more."
     )
 
 

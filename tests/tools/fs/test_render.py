@@ -34,9 +34,7 @@ def test_mini_observation_elides_middle_at_limit() -> None:
 
 
 def test_swe_texts() -> None:
-    assert (
-        swe.swe_observation("") == "Your command ran successfully and did not produce any output."
-    )
+    assert swe.swe_observation("") == "The command finished without errors and printed nothing."
     assert swe.swe_observation("ok") == "OBSERVATION:\nok"
     created = WriteResult(Path("/w/a.py"), None, "")
     assert SweStyle().written(created) == "File created successfully at: /w/a.py"

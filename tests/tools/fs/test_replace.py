@@ -40,8 +40,8 @@ def test_ambiguous_names_count_and_lines(tmp_path: Path) -> None:
     assert "Found 2 occurrences" in err.message and "replace_all" in err.message
     assert path.read_text() == "x = 1\ny = 2\nx = 1\n"
     assert SweStyle().edit_failed(err, old="x = 1") == (
-        "No replacement was performed. Multiple occurrences of old_str `x = 1` in lines [1, 3]. "
-        "Please ensure it is unique"
+        "No replacement was performed: old_str `x = 1` matches more than once, in lines [1, 3]. "
+        "Give an old_str that matches in only one place."
     )
     replace_in_file(path, Edit("x = 1", "x = 3", replace_all=True), can_write=allow_all)
     assert path.read_text() == "x = 3\ny = 2\nx = 3\n"
@@ -53,7 +53,8 @@ def test_not_found_and_identical(tmp_path: Path) -> None:
     with pytest.raises(ToolInputError, match="not found") as info:
         replace_in_file(path, Edit("b", "c"), can_write=allow_all)
     assert SweStyle().edit_failed(info.value, old="b") == (
-        f"No replacement was performed, old_str `b` did not appear verbatim in {path}."
+        f"No replacement was performed: old_str `b` does not occur exactly as written anywhere "
+        f"in {path}."
     )
     with pytest.raises(ToolInputError, match="identical") as same:
         replace_in_file(path, Edit("a", "a"), can_write=allow_all)
