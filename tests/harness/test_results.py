@@ -144,3 +144,25 @@ def test_an_unknown_render_fails_at_load() -> None:
     message = str(info.value)
     assert "harness `typo`, tool `Read`: render `claud` is not a style" in message
     assert "default, plain, claude, claude-bare" in message
+
+
+def test_a_failed_edit_leaves_nothing_to_undo(
+    make_harness: HarnessFactory, workspace: Workspace
+) -> None:
+    """SWE-agent's editor: undo_edit reverts the last edit that changed the file; an edit that
+    failed (text not found) must not be the one undone, or the model is told a change was
+    reverted when nothing was."""
+    harness = make_harness("swe-agent")
+    target = workspace.root / "f.txt"
+    target.write_text(TEXT)
+    path = str(target)
+
+    def editor(**args: Any) -> str:
+        return run_tool(harness, workspace, "str_replace_editor", {"path": path, **args}).output
+
+    editor(command="str_replace", old_str="gamma", new_str="x")
+    assert "no earlier edit" in editor(command="undo_edit")
+    editor(command="str_replace", old_str="alpha", new_str="ALPHA")
+    editor(command="str_replace", old_str="gamma", new_str="x")
+    editor(command="undo_edit")
+    assert target.read_text() == TEXT

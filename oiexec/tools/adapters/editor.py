@@ -21,8 +21,13 @@ from oiexec.tools.fs._text import guard_write, load_text, remove_file, save_text
 from oiexec.tools.results import Result
 
 
-def _remember(inv: Invocation, path: Path) -> None:
-    before = load_text(path) if path.exists() else None
+def _snapshot(path: Path) -> str | None:
+    """The file as it is before an edit (None: it does not exist yet)."""
+    return load_text(path) if path.exists() else None
+
+
+def _remember(inv: Invocation, path: Path, before: str | None) -> None:
+    # Only once the edit succeeded: a failed edit changed nothing, so there is nothing to undo.
     inv.rt.undo.setdefault(path, []).append(before)
 
 
@@ -43,8 +48,9 @@ def str_replace_editor(inv: Invocation) -> Result:
             text = inv.string("file_text")
             if text is None:
                 raise ToolInputError("The create command needs the `file_text` parameter.")
-            _remember(inv, path)
+            before = _snapshot(path)
             result = write_file(path, text, can_write=guard, must_not_exist=True)
+            _remember(inv, path, before)
             inv.rt.file_change(inv.ctx, [(path, "add")])
             return Result(inv.style.written(result))
         if command == "str_replace":
@@ -52,8 +58,9 @@ def str_replace_editor(inv: Invocation) -> Result:
             if old is None:
                 raise ToolInputError("The str_replace command needs the `old_str` parameter.")
             new = inv.string("new_str") or ""
-            _remember(inv, path)
+            before = _snapshot(path)
             replaced = replace_in_file(path, Edit(old, new), can_write=guard)
+            _remember(inv, path, before)
             inv.rt.file_change(inv.ctx, [(path, "update")])
             last = replaced.first_line + new.count("\n")
             return Result(inv.style.edited_region(path, replaced.after, replaced.first_line, last))
@@ -64,10 +71,11 @@ def str_replace_editor(inv: Invocation) -> Result:
                 raise ToolInputError(
                     "The insert command needs both the `insert_line` and `new_str` parameters."
                 )
-            _remember(inv, path)
+            before = _snapshot(path)
             if text and not text.endswith("\n"):
                 text += "\n"
             edited = insert_lines(path, line, text, can_write=guard, base=1)
+            _remember(inv, path, before)
             inv.rt.file_change(inv.ctx, [(path, "update")])
             return Result(
                 inv.style.edited_region(path, edited.after, edited.first_line, edited.last_line)
