@@ -1,7 +1,7 @@
 """Capture the tools real upstream coding agents send, as JSON fixtures.
 
 Each client runs once, non-interactively, against the scripted model server
-(tests/support/model_server.py) on the wire it speaks; the first model request that offers
+(tests/support/model_server/) on the wire it speaks; the first model request that offers
 tools is recorded and the client is stopped. Only names, parameter names, types, enums and
 required lists are kept: descriptions and other prose are stripped, so no upstream text is
 committed. See harnesses/UPSTREAM.md for how to install the clients and repeat this.
