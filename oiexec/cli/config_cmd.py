@@ -142,6 +142,7 @@ def _derived(loaded: LoadedConfig) -> list[Row]:
         rows.append(("harness", harness, origins.get("harness", chosen)))
     except ConfigError as exc:
         click.echo(f"warning: {exc.message}", err=True)
+    rows += _catalog_rows(loaded, provider_id)
     builtin = provider_id in BUILTIN_PROVIDERS
     for field, value in _flatten(provider.model_dump(mode="json")):
         key = f"model_providers.{provider_id}.{field}"
@@ -152,4 +153,23 @@ def _derived(loaded: LoadedConfig) -> list[Row]:
         if field == "wire_api" and settings.chat_completions and key not in origins:
             origin = f"chat_completions, {origins.get('chat_completions', _DEFAULT)}"
         rows.append((key, value, origin))
+    return rows
+
+
+def _catalog_rows(loaded: LoadedConfig, provider_id: str) -> list[Row]:
+    """The context window and price a run would take from the model catalog, where config
+    leaves them unset (compaction and --max-cost use them)."""
+    from oiexec.config.catalog import model_facts
+
+    settings = loaded.settings
+    if settings.model_context_window is not None and settings.model_pricing is not None:
+        return []
+    facts = model_facts(settings, provider_id)
+    origin = f"model catalog ({settings.model} on {provider_id})"
+    rows: list[Row] = []
+    if settings.model_context_window is None and facts.context_window is not None:
+        rows.append(("model_context_window", facts.context_window, origin))
+    if settings.model_pricing is None and facts.price is not None:
+        price = facts.price.model_dump(mode="json", exclude_none=True)
+        rows.append(("model_pricing", price, origin))
     return rows

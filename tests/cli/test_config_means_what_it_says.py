@@ -251,3 +251,23 @@ def test_config_show_names_the_flag_the_environment_and_the_oss_default(repo: Pa
     text = run_cli(["config", "show", "--origins"], cwd=repo, env={"OIEXEC_MODEL": "m"})
     line = next(x for x in text.stdout.splitlines() if x.startswith("model = "))
     assert line.endswith("# environment (OIEXEC_MODEL)")
+
+
+def test_config_show_gives_the_window_and_price_a_run_takes_from_the_catalog(repo: Path) -> None:
+    from oiexec.config.catalog_data import lookup
+
+    known = lookup("openai", None, "gpt-5")
+    assert known.context_window is not None and known.price is not None
+    rows = show(repo, "-m", "gpt-5")
+    assert rows["model_context_window"]["value"] == known.context_window
+    assert rows["model_context_window"]["origin"] == "model catalog (gpt-5 on openai)"
+    assert rows["model_pricing"]["value"]["input_per_mtok"] == known.price.input_per_mtok
+    # Config wins, and a model the catalog does not know shows nothing made up.
+    assert show(repo, "-m", "gpt-5", "-c", "model_context_window=1000")["model_context_window"] == {
+        "key": "model_context_window",
+        "value": 1000,
+        "origin": "-c override",
+    }
+    unknown = show(repo, "-m", "no-such-model-anywhere")
+    assert unknown["model_context_window"]["value"] is None
+    assert unknown["model_pricing"]["value"] is None
