@@ -70,8 +70,13 @@ def main() -> int:
                 if not key.startswith(("VIRTUAL_ENV", "OPENINTERPRETER", "CODEX"))
             }
             env.update(HOME=str(home), OPENAI_API_KEY="sk-readme-check")
+            # Out of this (CI) virtualenv, as a fresh shell is: its bin must not lend the line
+            # an `interpreter` or a `pip`.
+            ours = os.path.join(sys.prefix, "bin")
             env["PATH"] = os.pathsep.join(
-                p for p in env.get("PATH", "").split(os.pathsep) if "venv" not in p
+                p
+                for p in env.get("PATH", "").split(os.pathsep)
+                if os.path.realpath(p) != os.path.realpath(ours)
             )
             # From the checkout, as the README says; the line itself moves to the user's repo.
             done = subprocess.run(["bash", "-c", command], cwd=ROOT, env=env, timeout=900)
