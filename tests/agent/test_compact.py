@@ -24,6 +24,7 @@ from oiexec.core.types import (
     ToolOutput,
     ToolSpec,
 )
+from tests.agent.stubs import TinyHarness
 from tests.conftest import MakeToolContext
 
 ASK = "SUMMARISE NOW"
@@ -47,32 +48,18 @@ class BigTool:
         return ToolOutput(call_id=call.call_id, output=body)
 
 
-class CompactingHarness:
+class CompactingHarness(TinyHarness):
     id = "compacting"
 
-    def __init__(self, tools: Sequence[Tool]) -> None:
-        self._tools = list(tools)
+    def __init__(self, tools: Sequence[Tool], context: str = CONTEXT) -> None:
+        super().__init__(tools)
+        self._context = context
 
     def instructions(self) -> str:
         return "be brief"
 
-    def tools(self) -> Sequence[Tool]:
-        return self._tools
-
     def initial_context(self, cwd: Path, policy: SandboxPolicy) -> list[HistoryItem]:
-        return [Message(role="user", text=CONTEXT)]
-
-    def environment_context(self, cwd: Path, policy: SandboxPolicy) -> HistoryItem | None:
-        return None
-
-    def is_complete(self, response: ModelResponse) -> bool:
-        return not response.tool_calls
-
-    def finish_turn(self, ctx: ToolContext) -> None:
-        pass
-
-    def close(self) -> None:
-        pass
+        return [Message(role="user", text=self._context)]
 
     def compaction_prompts(self) -> tuple[str, str]:
         return ASK, HEADING
@@ -259,11 +246,6 @@ def test_a_request_still_too_long_after_compaction_fails_clearly(
     assert failure.value.hint and "model_context_window" in failure.value.hint
 
 
-class HugeContextHarness(CompactingHarness):
-    def initial_context(self, cwd: Path, policy: SandboxPolicy) -> list[HistoryItem]:
-        return [Message(role="user", text="rules " * 2_000)]  # about 3,000 tokens
-
-
 def test_a_window_too_small_for_what_must_be_kept_fails_clearly(
     tmp_path: Path, tool_context: MakeToolContext
 ) -> None:
@@ -274,14 +256,9 @@ def test_a_window_too_small_for_what_must_be_kept_fails_clearly(
             tool_context,
             tmp_path,
             Model(turns=5),
-            harness=HugeContextHarness([BigTool(10)]),
+            harness=CompactingHarness([BigTool(10)], context="rules " * 2_000),  # ~3,000 tokens
             context_window=2_000,
         )
-
-
-class LargeAgentsMdHarness(CompactingHarness):
-    def initial_context(self, cwd: Path, policy: SandboxPolicy) -> list[HistoryItem]:
-        return [Message(role="user", text="rule " * 7_300)]  # about 9,100 tokens
 
 
 def test_what_must_be_kept_over_the_trigger_does_not_cost_a_summary_every_turn(
@@ -292,7 +269,7 @@ def test_what_must_be_kept_over_the_trigger_does_not_cost_a_summary_every_turn(
         tool_context,
         tmp_path,
         model,
-        harness=LargeAgentsMdHarness([BigTool(100)]),
+        harness=CompactingHarness([BigTool(100)], context="rule " * 7_300),  # ~9,100 tokens
         context_window=10_000,
     )
     assert model.done == 60

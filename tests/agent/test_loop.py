@@ -11,10 +11,8 @@ from oiexec.agent.loop import AgentLoop, LoopLimits, ModelOptions
 from oiexec.core.context import ToolContext
 from oiexec.core.errors import MaxTurnsExceeded, RunTimedOut
 from oiexec.core.events import ThreadEvent, Usage
-from oiexec.core.policy import SandboxPolicy
 from oiexec.core.protocols import RetryCallback, Tool
 from oiexec.core.types import (
-    HistoryItem,
     Message,
     ModelRequest,
     ModelResponse,
@@ -22,6 +20,7 @@ from oiexec.core.types import (
     ToolOutput,
     ToolSpec,
 )
+from tests.agent.stubs import TinyHarness
 from tests.conftest import MakeToolContext
 
 
@@ -50,31 +49,6 @@ class SlowTool:
 
     def run(self, call: ToolCall, ctx: ToolContext) -> ToolOutput:
         raise RunTimedOut("time limit reached")
-
-
-class TinyHarness:
-    id = "tiny"
-
-    def __init__(self, tools: Sequence[Tool]) -> None:
-        self._tools = list(tools)
-
-    def instructions(self) -> str:
-        return "be tiny"
-
-    def tools(self) -> Sequence[Tool]:
-        return self._tools
-
-    def initial_context(self, cwd: Path, policy: SandboxPolicy) -> list[HistoryItem]:
-        return []
-
-    def is_complete(self, response: ModelResponse) -> bool:
-        return not response.tool_calls
-
-    def finish_turn(self, ctx: ToolContext) -> None:
-        pass
-
-    def close(self) -> None:
-        pass
 
 
 def _call(name: str) -> ModelResponse:
