@@ -323,10 +323,13 @@ class ProviderHttp:
             response.close()
 
     def _events(self, response: httpx.Response) -> Iterator[ServerSentEvent]:
+        waiting = True
         try:
             for event in EventSource(response).iter_sse():
-                if event.event not in _NOT_AN_ANSWER:
+                # Once per stream: the rest of the events are the answer's deltas.
+                if waiting and event.event not in _NOT_AN_ANSWER:
                     self._observer.answered()
+                    waiting = False
                 yield event
         except httpx.ReadTimeout:
             raise StreamInterrupted(f"idle timeout waiting for SSE ({self._idle_detail})") from None
