@@ -80,7 +80,7 @@ def run_exec(
     try:
         prepared = prepare(request, hooks or RunHooks(), warnings)
     except BaseException:
-        warnings.flush(sys.stderr)
+        warnings.flush()
         raise
     with contextlib.ExitStack() as stack:
         # First in, last out: the backend closes after every command has ended.
@@ -92,7 +92,7 @@ def run_exec(
                 request, prepared.config, prepared.provider_id, prepared.continued
             )
         except BaseException:
-            warnings.flush(sys.stderr)
+            warnings.flush()
             raise
         stack.callback(session.store.close)
         # The one place the output mode is looked at.

@@ -17,7 +17,6 @@ Once the flags have parsed, every exit leaves the reports they name:
 from __future__ import annotations
 
 import contextlib
-import sys
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -26,10 +25,10 @@ from typing import Literal
 from oiexec.core.errors import ExitCode, Interrupted, OiexecError
 from oiexec.core.redact import redact
 from oiexec.output.reportfile import write_report
+from oiexec.runner.reports import Warn, stderr_warning
 
 __all__ = ["ReportPaths", "reports_on_failure", "write_review_failure"]
 
-Warn = Callable[[str], None]
 Kind = Literal["exec", "review"]
 
 
@@ -49,7 +48,7 @@ def reports_on_failure(
 ) -> Iterator[None]:
     """Writes the failure reports when the body raises (usage, config, interrupt, internal
     error), then lets the error go on to the CLI, which prints it and exits with its code."""
-    warn = warn or _stderr_warning
+    warn = warn or stderr_warning
     try:
         yield
     except OiexecError as exc:
@@ -104,11 +103,6 @@ def write_review_failure(paths: ReportPaths, message: str, code: int, *, warn: W
         _save("--sarif", paths.sarif, lambda: render_failure_sarif(message, code), warn)
     if paths.markdown is not None:
         _save("--markdown", paths.markdown, lambda: render_failure_markdown(message, code), warn)
-
-
-def _stderr_warning(text: str) -> None:
-    sys.stderr.write(redact(f"warning: {text}") + "\n")
-    sys.stderr.flush()
 
 
 def _save(flag: str, path: Path, render: Callable[[], str | bytes], warn: Warn) -> None:

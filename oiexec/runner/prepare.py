@@ -12,7 +12,7 @@ from __future__ import annotations
 import dataclasses
 import time
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, TextIO
+from typing import TYPE_CHECKING, Any
 
 from oiexec.agent.final import FinalAnswerPolicy
 from oiexec.config.catalog import ModelFacts, model_facts
@@ -22,10 +22,11 @@ from oiexec.config.providers import resolve_api_key, resolve_provider
 from oiexec.config.settings import ProviderConfig
 from oiexec.core.errors import ConfigError, UsageError
 from oiexec.core.policy import SandboxMode, SandboxPolicy
-from oiexec.core.redact import redact, register_secret
+from oiexec.core.redact import register_secret
 from oiexec.core.types import ImageInput
 from oiexec.git import is_git_marker
 from oiexec.runner.inputs import read_images, read_output_schema
+from oiexec.runner.reports import stderr_warning
 from oiexec.runner.request import ExecRequest
 from oiexec.runner.sandboxing import RefusalTracker, add_dir_warnings, build_policy
 from oiexec.runner.sessions import SettingChange, continue_session, setting_changes
@@ -67,14 +68,13 @@ class StartupWarnings:
         self.shown = True
         return list(self.texts)
 
-    def flush(self, stream: TextIO) -> None:
-        """Prints what has not been shown yet (before the error that ends the run)."""
+    def flush(self) -> None:
+        """Prints what has not been shown yet on stderr (before the error that ends the run)."""
         if self.shown:
             return
         self.shown = True
         for text in self.texts:
-            stream.write(redact(f"warning: {text}") + "\n")
-        stream.flush()
+            stderr_warning(text)
 
 
 @dataclass(frozen=True)

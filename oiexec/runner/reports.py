@@ -6,6 +6,7 @@ A report never turns a finished run into a crash: every failure here is a warnin
 from __future__ import annotations
 
 import contextlib
+import sys
 from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -21,6 +22,13 @@ if TYPE_CHECKING:
     from oiexec.output.diff import Baseline
 
 Warn = Callable[[str], None]
+
+
+def stderr_warning(text: str) -> None:
+    """A warning on stderr, for when no event stream carries it (before `thread.started`,
+    or from the review's reports)."""
+    sys.stderr.write(redact(f"warning: {text}") + "\n")
+    sys.stderr.flush()
 
 
 class CommandCollector:

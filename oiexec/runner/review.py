@@ -46,6 +46,7 @@ from oiexec.review.targets import (
 )
 from oiexec.runner.exec import RunHooks, run_exec
 from oiexec.runner.failure_reports import ReportPaths, write_review_failure
+from oiexec.runner.reports import Warn, stderr_warning
 from oiexec.runner.request import ExecRequest
 from oiexec.runner.result import RunResult
 
@@ -62,8 +63,6 @@ FALLBACK_MESSAGE = (
     "the reviewer did not answer with a structured review, even after a correction; "
     "failing rather than passing the gate unchecked"
 )
-
-Warn = Callable[[str], None]
 
 
 @dataclass(frozen=True)
@@ -102,7 +101,7 @@ class ReviewAnswer:
     ) -> None:
         self._resolved = resolved
         self._changed = changed
-        self._warn = warn or _stderr_warning
+        self._warn = warn or stderr_warning
         self.review: ReviewOutput | None = None
         self.fell_back = False
 
@@ -140,7 +139,7 @@ def run_review(
 ) -> ReviewResult:
     """Runs the review end to end; raises only before the thread starts (usage, config).
     `prompt` reads custom instructions from stdin once everything else is checked."""
-    warn = warn or _stderr_warning
+    warn = warn or stderr_warning
     base = request.exec
     resolved = _resolve(base.cwd, request.target)
     if not has_changes(resolved.repo_root, request.target):
@@ -307,7 +306,3 @@ def _blocked_summary(blocking: list[ReviewFinding], gate: GatePolicy) -> str:
 def _say(text: str) -> None:
     sys.stderr.write(redact(text) + "\n")
     sys.stderr.flush()
-
-
-def _stderr_warning(text: str) -> None:
-    _say(f"warning: {text}")
