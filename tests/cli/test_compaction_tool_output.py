@@ -19,7 +19,7 @@ from oiexec.tools.entry import ToolEntry
 from oiexec.tools.framework import FRAMING_TOKENS, Invocation, ManifestTool, Runtime, register
 from oiexec.tools.results import Result
 from oiexec.tools.style import Style
-from tests.conftest import MakeToolContext, exec_args, run_cli
+from tests.conftest import CliResult, MakeToolContext, exec_args, run_cli
 from tests.support import model_server as ms
 from tests.support.model_server import ModelServer, Reply, call, reply, tool_outputs, user_texts
 
@@ -70,6 +70,21 @@ def test_every_harness_is_covered() -> None:
     assert set(FIRST) == set(harness_ids())
 
 
+def _run_first(model_server: ModelServer, repo: Path, harness_id: str, *options: str) -> CliResult:
+    """`interpreter exec` in `harness_id`, whose model runs CMD once and then answers."""
+    model_server.enqueue(FIRST[harness_id](), reply("done"))
+    return run_cli(
+        [
+            *exec_args(model_server, wire=_wire(harness_id)),
+            "-c",
+            f'harness="{harness_id}"',
+            *options,
+            "run it",
+        ],
+        cwd=repo,
+    )
+
+
 def _observation(body: dict[str, object]) -> str:
     """The command's result as the model got it: a tool result, else the user message."""
     for text in [*tool_outputs(body).values(), *user_texts(body)]:
@@ -82,18 +97,7 @@ def _observation(body: dict[str, object]) -> str:
 def test_a_huge_output_reaches_the_model_cut(
     model_server: ModelServer, repo: Path, harness_id: str
 ) -> None:
-    model_server.enqueue(FIRST[harness_id](), reply("done"))
-    result = run_cli(
-        [
-            *exec_args(model_server, wire=_wire(harness_id)),
-            "-c",
-            f'harness="{harness_id}"',
-            "--max-turns",
-            "2",
-            "run it",
-        ],
-        cwd=repo,
-    )
+    result = _run_first(model_server, repo, harness_id, "--max-turns", "2")
     assert result.returncode in (0, 4), result.stderr[-2000:]
     assert len(model_server.bodies) == 2, result.stderr[-2000:]
     seen = _observation(model_server.bodies[1])
@@ -113,18 +117,7 @@ def test_a_huge_output_reaches_the_model_cut(
 def test_codex_tools_follow_tool_output_token_limit(
     model_server: ModelServer, repo: Path, harness_id: str
 ) -> None:
-    model_server.enqueue(FIRST[harness_id](), reply("done"))
-    result = run_cli(
-        [
-            *exec_args(model_server, wire=_wire(harness_id)),
-            "-c",
-            f'harness="{harness_id}"',
-            "-c",
-            "tool_output_token_limit=500",
-            "run it",
-        ],
-        cwd=repo,
-    )
+    result = _run_first(model_server, repo, harness_id, "-c", "tool_output_token_limit=500")
     assert result.returncode == 0, result.stderr[-2000:]
     seen = _observation(model_server.bodies[1])
     # Codex's layout puts a few header lines above the output; the output itself keeps
