@@ -82,8 +82,3 @@ class PromptSource:
             if extra.strip():
                 return f"{prompt}\n\n<stdin>\n{extra.rstrip(chr(10))}\n</stdin>"
         return prompt
-
-
-def resolve_prompt(prompt: str | None, *, append_stdin: bool = True) -> str:
-    """The prompt text, read now (see `PromptSource`)."""
-    return PromptSource(prompt, append_stdin).read()
