@@ -59,9 +59,6 @@ def build_request(params: dict[str, Any], prompt: str, **extra: Any) -> ExecRequ
     if params.get("chat_completions"):
         flags["chat_completions"] = True
 
-    def path_of(key: str) -> Path | None:
-        return _path(params, key)
-
     return ExecRequest(
         prompt=prompt,
         cwd=cwd,
@@ -83,10 +80,10 @@ def build_request(params: dict[str, Any], prompt: str, **extra: Any) -> ExecRequ
         ephemeral=bool(params.get("ephemeral")),
         json=bool(params.get("json_mode") or params.get("experimental_json")),
         color=params.get("color") or "auto",
-        output_last_message=path_of("last_message_file"),
-        output_schema_file=path_of("output_schema"),
-        junit=path_of("junit_file"),
-        diff=path_of("diff_file"),
+        output_last_message=_path(params, "last_message_file"),
+        output_schema_file=_path(params, "output_schema"),
+        junit=_path(params, "junit_file"),
+        diff=_path(params, "diff_file"),
         max_turns=params.get("max_turns"),
         timeout=params.get("timeout_s"),
         max_tokens=params.get("max_tokens"),
