@@ -65,11 +65,7 @@ def thresholds(window: int | None, trigger: int | None) -> tuple[int, int]:
 def estimate_request(request: ModelRequest) -> int:
     """Approximate input tokens of `request`: instructions, tool schemas and history."""
     tools = json.dumps([tool.model_dump(exclude_none=True) for tool in request.tools])
-    return (
-        approx_tokens(request.instructions)
-        + approx_tokens(tools)
-        + sum(_item_tokens(item) for item in request.history)
-    )
+    return approx_tokens(request.instructions) + approx_tokens(tools) + _tokens(request.history)
 
 
 def _item_tokens(item: HistoryItem) -> int:
