@@ -17,15 +17,14 @@ Once the flags have parsed, every exit leaves the reports they name:
 from __future__ import annotations
 
 import contextlib
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Literal
 
 from oiexec.core.errors import ExitCode, Interrupted, OiexecError
 from oiexec.core.redact import redact
-from oiexec.output.reportfile import write_report
-from oiexec.runner.reports import Warn, stderr_warning
+from oiexec.runner.reports import Warn, save_report, stderr_warning
 
 __all__ = ["ReportPaths", "reports_on_failure", "write_review_failure"]
 
@@ -71,7 +70,7 @@ def _write(
     paths: ReportPaths, kind: Kind, name: str, model: str, message: str, code: int, warn: Warn
 ) -> None:
     if paths.diff is not None:
-        _save("--diff", paths.diff, lambda: b"", warn)
+        save_report("--diff", paths.diff, b"", warn)
     if kind == "review":
         write_review_failure(paths, message, code, warn=warn)
     elif paths.junit is not None:
@@ -88,7 +87,7 @@ def _write(
             exit_code=int(code),
             duration_s=0.0,
         )
-        _save("--junit", paths.junit, lambda: render_junit(report), warn)
+        save_report("--junit", paths.junit, render_junit(report), warn)
 
 
 def write_review_failure(paths: ReportPaths, message: str, code: int, *, warn: Warn) -> None:
@@ -98,15 +97,9 @@ def write_review_failure(paths: ReportPaths, message: str, code: int, *, warn: W
     from oiexec.review.render.sarif import render_failure_sarif
 
     if paths.junit is not None:
-        _save("--junit", paths.junit, lambda: render_failure_junit(message, code), warn)
+        save_report("--junit", paths.junit, render_failure_junit(message, code), warn)
     if paths.sarif is not None:
-        _save("--sarif", paths.sarif, lambda: render_failure_sarif(message, code), warn)
+        save_report("--sarif", paths.sarif, render_failure_sarif(message, code), warn)
     if paths.markdown is not None:
-        _save("--markdown", paths.markdown, lambda: render_failure_markdown(message, code), warn)
-
-
-def _save(flag: str, path: Path, render: Callable[[], str | bytes], warn: Warn) -> None:
-    try:
-        write_report(path, render())
-    except OSError as exc:  # the error being reported matters more than its report
-        warn(f"could not write {flag} {path}: {exc.strerror or exc}")
+        markdown = render_failure_markdown(message, code)
+        save_report("--markdown", paths.markdown, markdown, warn)

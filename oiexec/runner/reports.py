@@ -31,6 +31,14 @@ def stderr_warning(text: str) -> None:
     sys.stderr.flush()
 
 
+def save_report(flag: str, path: Path, data: str | bytes, warn: Warn) -> None:
+    """Writes the report `flag` names; a failure is a warning, never the run's error."""
+    try:
+        write_report(path, data)
+    except OSError as exc:
+        warn(f"could not write {flag} {path}: {exc.strerror or exc}")
+
+
 class CommandCollector:
     """Remembers completed commands for the JUnit report."""
 

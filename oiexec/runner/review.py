@@ -46,7 +46,7 @@ from oiexec.review.targets import (
 )
 from oiexec.runner.exec import RunHooks, run_exec
 from oiexec.runner.failure_reports import ReportPaths, write_review_failure
-from oiexec.runner.reports import Warn, stderr_warning
+from oiexec.runner.reports import Warn, save_report, stderr_warning
 from oiexec.runner.request import ExecRequest
 from oiexec.runner.result import RunResult
 
@@ -213,12 +213,8 @@ def _nothing_to_review(
     base = request.exec
     # A pass is a completed review: -o gets its text, --diff the empty change.
     for flag, path, data in (("-o", base.output_last_message, text), ("--diff", base.diff, "")):
-        if path is None:
-            continue
-        try:
-            write_report(path, data)
-        except OSError as exc:
-            warn(f"could not write {flag} {path}: {exc.strerror or exc}")
+        if path is not None:
+            save_report(flag, path, data, warn)
     run = RunResult(exit_code=ExitCode.SUCCESS, final_message=text)
     return ReviewResult(exit_code=ExitCode.SUCCESS, run=run, review=review)
 
