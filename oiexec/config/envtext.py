@@ -18,7 +18,7 @@ from typing import Any
 
 from pydantic import BaseModel
 
-__all__ = ["annotation_at", "read_env_text"]
+__all__ = ["annotation_at", "read_env_text", "without_none"]
 
 _INT = re.compile(r"[+-]?[0-9]+")
 _FLOAT = re.compile(r"[+-]?([0-9]+\.?[0-9]*|\.[0-9]+)([eE][+-]?[0-9]+)?")
@@ -28,7 +28,7 @@ def annotation_at(model: type[BaseModel], path: tuple[str, ...]) -> Any:
     """The type the settings tree gives the key at `path`; None where no key is defined."""
     annotation: Any = model
     for part in path:
-        annotation = _without_none(annotation)
+        annotation = without_none(annotation)
         if isinstance(annotation, type) and issubclass(annotation, BaseModel):
             info = annotation.model_fields.get(part)
             if info is None:
@@ -57,7 +57,7 @@ def read_env_text(
 
 
 def _read(annotation: Any, text: str) -> Any:
-    wanted = _without_none(annotation)
+    wanted = without_none(annotation)
     word = text.strip()
     if wanted is bool and word.lower() in ("true", "false"):
         return word.lower() == "true"
@@ -68,7 +68,7 @@ def _read(annotation: Any, text: str) -> Any:
     return text
 
 
-def _without_none(annotation: Any) -> Any:
+def without_none(annotation: Any) -> Any:
     """`X | None` -> X; any other annotation as it is."""
     if isinstance(annotation, types.UnionType) or typing.get_origin(annotation) is typing.Union:
         rest = [arg for arg in typing.get_args(annotation) if arg is not type(None)]

@@ -16,7 +16,6 @@ from __future__ import annotations
 
 import dataclasses
 import os
-import types
 import typing
 from collections.abc import Mapping
 from dataclasses import dataclass, field
@@ -26,6 +25,7 @@ from typing import Any
 from pydantic import BaseModel
 
 from oiexec.config.environment import default_home, environment_layers
+from oiexec.config.envtext import without_none
 from oiexec.config.layers import (
     Layer,
     deep_merge,
@@ -335,10 +335,7 @@ def unknown_keys(model: type[BaseModel], data: dict[str, Any]) -> list[list[str]
         if info is None:
             found.append([key])
             continue
-        annotation = info.annotation
-        if isinstance(annotation, types.UnionType):
-            non_none = [a for a in typing.get_args(annotation) if a is not type(None)]
-            annotation = non_none[0] if len(non_none) == 1 else annotation
+        annotation = without_none(info.annotation)
         nested = _model_of(annotation)
         if nested and isinstance(value, dict):
             found.extend([key, *sub] for sub in unknown_keys(nested, value))
