@@ -24,7 +24,7 @@ from typing import Literal
 
 from oiexec.core.errors import ExitCode, Interrupted, OiexecError
 from oiexec.core.redact import redact
-from oiexec.runner.reports import Warn, save_report, stderr_warning
+from oiexec.runner.reports import Warn, junit_status, save_report, stderr_warning
 
 __all__ = ["ReportPaths", "reports_on_failure", "write_review_failure"]
 
@@ -76,12 +76,11 @@ def _write(
     elif paths.junit is not None:
         from oiexec.output.junit import RunReport, render_junit
 
-        interrupted = code in (ExitCode.INTERRUPTED, ExitCode.TERMINATED)
         report = RunReport(
             prompt=name,
             thread_id="",
             model=model,
-            status="interrupted" if interrupted else "failed",
+            status=junit_status(code),
             failure_message=f"{message} (exit code {code})",
             limit_name=None,
             exit_code=int(code),

@@ -100,7 +100,7 @@ def _write_junit(
         prompt=request.prompt,
         thread_id=result.thread_id or "",
         model=model,
-        status=_status(result),
+        status=junit_status(result.exit_code, result.limit),
         failure_message=result.failure,
         limit_name=result.limit,
         exit_code=int(result.exit_code),
@@ -119,12 +119,13 @@ def _write_junit(
         warn(f"could not write --junit {path}: {exc}")
 
 
-def _status(result: RunResult) -> str:
-    if result.exit_code == ExitCode.SUCCESS:
+def junit_status(code: int, limit: str | None = None) -> str:
+    """The JUnit report's `status` for a run that ended with `code` (and hit `limit`)."""
+    if code == ExitCode.SUCCESS:
         return "success"
-    if result.exit_code in (ExitCode.INTERRUPTED, ExitCode.TERMINATED):
+    if code in (ExitCode.INTERRUPTED, ExitCode.TERMINATED):
         return "interrupted"
-    return "limit" if result.limit else "failed"
+    return "limit" if limit else "failed"
 
 
 def _redact_bytes(data: bytes) -> bytes:
