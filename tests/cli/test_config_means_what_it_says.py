@@ -11,16 +11,12 @@ from pathlib import Path
 import pytest
 
 from oiexec.core.errors import ExitCode
-from tests.conftest import exec_args, run_cli
+from tests.conftest import CliResult, exec_args, run_cli
 from tests.support.model_server import ModelServer, reply
 
 
-def error_items(events: list[dict[str, object]]) -> list[str]:
-    return [
-        str(e["item"]["message"])  # type: ignore[index]
-        for e in events
-        if e["type"] == "item.completed" and e["item"]["type"] == "error"  # type: ignore[index]
-    ]
+def error_items(result: CliResult) -> list[str]:
+    return [str(item["message"]) for item in result.items("error")]
 
 
 def dead_url() -> str:
@@ -108,7 +104,7 @@ def test_a_c_override_cannot_trust_the_project(model_server: ModelServer, repo: 
     result = run_cli([*exec_args(model_server), "-c", override, "x"], cwd=repo)
     assert result.returncode == 0, result.stderr
     warning = f'ignoring projects."{repo}".trust_level from -c override'
-    assert any(warning in text and "stays untrusted" in text for text in error_items(result.events))
+    assert any(warning in text and "stays untrusted" in text for text in error_items(result))
     assert model_server.bodies[0]["model"] != "planted-model"
 
     shown = run_cli(["config", "show", "--origins", "-c", override], cwd=repo)
@@ -127,7 +123,7 @@ def test_add_dir_under_read_only_says_the_directories_stay_read_only(
     result = run_cli([*args, "-s", "read-only", "x"], cwd=repo)
     assert result.returncode == 0, result.stderr
     expected = f"--add-dir {extra}: not writable, the sandbox is read-only"
-    assert any(expected in text for text in error_items(result.events))
+    assert any(expected in text for text in error_items(result))
     assert f"warning: {expected}" in result.stderr
 
     writable = run_cli([*args, "-s", "workspace-write", "x"], cwd=repo)

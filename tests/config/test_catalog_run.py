@@ -8,7 +8,7 @@ from pathlib import Path
 from oiexec.config.catalog import model_facts
 from oiexec.config.settings import Settings
 from oiexec.core.errors import ExitCode
-from tests.conftest import exec_args, run_cli
+from tests.conftest import CliResult, exec_args, run_cli
 from tests.support.model_server import ModelServer, call, reply, usage
 
 _KEY = {"OPENAI_API_KEY": "sk-test-catalog"}
@@ -19,12 +19,8 @@ def as_openai(server: ModelServer, *extra: str) -> list[str]:
     return [*exec_args(server, provider_id="openai"), *extra]
 
 
-def warnings_of(events: list[dict[str, object]]) -> list[str]:
-    return [
-        str(e["item"]["message"])  # type: ignore[index]
-        for e in events
-        if e["type"] == "item.completed" and e["item"]["type"] == "error"  # type: ignore[index]
-    ]
+def warnings_of(result: CliResult) -> list[str]:
+    return [str(item["message"]) for item in result.items("error")]
 
 
 def test_max_cost_runs_on_the_catalog_price_of_a_known_model(
@@ -37,7 +33,7 @@ def test_max_cost_runs_on_the_catalog_price_of_a_known_model(
     assert result.returncode == 0, result.stderr
     assert result.events[-1]["type"] == "turn.completed"
     # gpt-5's price is OpenAI's own and flat: nothing to warn about.
-    assert not [w for w in warnings_of(result.events) if "price" in w or "rate" in w]
+    assert not [w for w in warnings_of(result) if "price" in w or "rate" in w]
 
 
 def test_max_cost_stops_the_run_at_the_catalog_price(
@@ -76,12 +72,12 @@ def test_a_borrowed_price_is_a_warning_only_where_it_is_spent(
         [*exec_args(model_server), "-m", "gpt-5", "--max-cost", "1", "say done"], cwd=repo
     )
     assert with_budget.returncode == 0, with_budget.stderr
-    (note,) = [w for w in warnings_of(with_budget.events) if "model catalog" in w]
+    (note,) = [w for w in warnings_of(with_budget) if "model catalog" in w]
     assert "provider `scripted` is not in the model catalog" in note
     assert "priced as at `openai`" in note
     without = run_cli([*exec_args(model_server), "-m", "gpt-5", "say done"], cwd=repo)
     assert without.returncode == 0, without.stderr
-    assert not [w for w in warnings_of(without.events) if "model catalog" in w]
+    assert not [w for w in warnings_of(without) if "model catalog" in w]
 
 
 def test_max_cost_with_an_unknown_model_refuses_to_start(
