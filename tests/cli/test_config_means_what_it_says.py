@@ -257,7 +257,8 @@ def test_config_show_gives_the_window_and_price_a_run_takes_from_the_catalog(rep
     rows = show(repo, "-m", "gpt-5")
     assert rows["model_context_window"]["value"] == known.context_window
     assert rows["model_context_window"]["origin"] == "model catalog (gpt-5 on openai)"
-    assert rows["model_pricing"]["value"]["input_per_mtok"] == known.price.input_per_mtok
+    price = rows["model_pricing"]["value"]
+    assert isinstance(price, dict) and price["input_per_mtok"] == known.price.input_per_mtok
     # Config wins, and a model the catalog does not know shows nothing made up.
     assert show(repo, "-m", "gpt-5", "-c", "model_context_window=1000")["model_context_window"] == {
         "key": "model_context_window",
