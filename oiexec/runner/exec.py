@@ -77,15 +77,11 @@ def run_exec(
     without it has passed; otherwise `request.prompt` is the prompt.
     """
     warnings = StartupWarnings()
-    try:
-        prepared = prepare(request, hooks or RunHooks(), warnings)
-    except BaseException:
-        warnings.flush()
-        raise
     with contextlib.ExitStack() as stack:
-        # First in, last out: the backend closes after every command has ended.
-        stack.callback(prepared.sandbox.close)
         try:
+            prepared = prepare(request, hooks or RunHooks(), warnings)
+            # First in, last out: the backend closes after every command has ended.
+            stack.callback(prepared.sandbox.close)
             prepared = prepared.with_prompt(prompt() if prompt is not None else None)
             request = prepared.request
             session = open_session(
