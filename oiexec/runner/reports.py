@@ -113,8 +113,7 @@ def _write_junit(
         model_turns=result.turns,
     )
     try:
-        path.parent.mkdir(parents=True, exist_ok=True)
-        write_junit(path, report)
+        write_junit(path, report)  # write_report makes the missing directories
     except OSError as exc:
         warn(f"could not write --junit {path}: {exc}")
 

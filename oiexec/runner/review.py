@@ -261,8 +261,7 @@ def _write_reports(
         if path is None:
             continue
         try:
-            path.parent.mkdir(parents=True, exist_ok=True)
-            write(path)
+            write(path)  # write_report makes the missing directories
         except OSError as exc:  # a report must not turn a finished review into a crash
             warn(f"could not write {flag} {path}: {exc.strerror or exc}")
     if in_github_actions():
