@@ -161,14 +161,14 @@ def prepare(request: ExecRequest, hooks: RunHooks, warnings: StartupWarnings) ->
 
     # Last: the backend holds resources the run closes, and nothing after it can fail.
     sandbox = RefusalTracker(get_sandbox(policy))
-    warnings.add(*sandbox_warnings(sandbox, policy))
+    warnings.add(*_sandbox_warnings(sandbox, policy))
     return Prepared(
         request, hooks, config, provider_id, provider, api_key, images, output_schema, policy,
         sandbox, facts, continued=continued, changes=tuple(changes),
     )  # fmt: skip
 
 
-def sandbox_warnings(tracker: RefusalTracker, policy: SandboxPolicy) -> list[str]:
+def _sandbox_warnings(tracker: RefusalTracker, policy: SandboxPolicy) -> list[str]:
     """A degraded backend (Landlock instead of bwrap) is allowed, but never silently; an
     unavailable one is announced before anything runs."""
     info = tracker.describe()

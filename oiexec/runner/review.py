@@ -55,7 +55,6 @@ __all__ = [
     "ReviewAnswer",
     "ReviewRequest",
     "ReviewResult",
-    "nothing_to_review_reason",
     "run_review",
 ]
 
@@ -186,7 +185,7 @@ def run_review(
     return result
 
 
-def nothing_to_review_reason(target: ReviewTarget) -> str:
+def _nothing_to_review_reason(target: ReviewTarget) -> str:
     if isinstance(target, UncommittedTarget):
         return "there are no uncommitted changes (staged, unstaged or untracked)"
     if isinstance(target, BaseBranchTarget):
@@ -200,7 +199,7 @@ def _nothing_to_review(
     request: ReviewRequest, resolved: ResolvedTarget, warn: Warn
 ) -> ReviewResult:
     """A pass with empty reports, the model never asked (Codex would ask it anyway)."""
-    reason = nothing_to_review_reason(request.target)
+    reason = _nothing_to_review_reason(request.target)
     text = f"Nothing to review: {reason}."
     _say(f"nothing to review: {reason}; passing without asking the model")
     review = ReviewOutput(
