@@ -45,6 +45,7 @@ from oiexec.core.protocols import (
     HarnessStep,
     ModelClient,
     Tool,
+    ToolGate,
 )
 from oiexec.core.types import (
     HistoryItem,
@@ -113,6 +114,8 @@ class AgentLoop:
     #: Records a compaction in the rollout: the payload of a `compacted` record (the summary
     #: and the history that replaces everything before it).
     on_compacted: Callable[[dict[str, Any]], None] = lambda _payload: None
+    #: Runs around every tool call (pre/post tool hooks); None runs calls as they come.
+    gate: ToolGate | None = None
     #: Model requests made so far (also after a limit or failure ended the run).
     steps: int = field(default=0, init=False)
     #: The thread's usage so far, this run's requests included (also after a failure).
@@ -328,6 +331,16 @@ class AgentLoop:
                 emitter.completed(AgentMessageItem(id=emitter.next_id(), text=item.text))
 
     def _run_tool(self, call: ToolCall) -> ToolOutput:
+        if self.gate is None:
+            return self._call_tool(call)
+        refusal = self.gate.before(call)
+        if refusal is not None:
+            return ToolOutput(
+                call_id=call.call_id, call_type=call.call_type, output=refusal, is_error=True
+            )
+        return self.gate.after(call, self._call_tool(call))
+
+    def _call_tool(self, call: ToolCall) -> ToolOutput:
         tool = self._tools.get(call.name)
         if tool is None:
             known = ", ".join(sorted(self._tools))

@@ -14,6 +14,8 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 from pydantic_settings import BaseSettings, PydanticBaseSettingsSource, SettingsConfigDict
 
+from oiexec.config.hooks import HooksConfig
+from oiexec.config.mcp import McpServerConfig
 from oiexec.core.policy import SandboxMode
 
 WireApi = Literal["responses", "chat", "messages"]
@@ -156,6 +158,11 @@ class Settings(BaseSettings):
     #: Seconds one check run may take; a check still running then is killed and fails.
     check_timeout: float = Field(default=1800.0, gt=0)
     hide_agent_reasoning: bool = False
+
+    #: `[mcp_servers.<id>]`: MCP servers started with the run (oiexec.mcp).
+    mcp_servers: dict[str, McpServerConfig] = Field(default_factory=dict)
+    #: `[hooks]`: commands run at session start, around tool calls and at the stop.
+    hooks: HooksConfig = Field(default_factory=HooksConfig)
 
     projects: dict[str, ProjectConfig] = Field(default_factory=dict)
     profiles: dict[str, dict[str, Any]] = Field(default_factory=dict)

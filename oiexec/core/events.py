@@ -88,6 +88,32 @@ class ErrorItem(_Model):
     message: str
 
 
+class McpToolCallResult(_Model):
+    """What an MCP tool returned: its content blocks as the server sent them (text, image,
+    resource, ...) and its structured content, if any."""
+
+    content: list[dict[str, Any]]
+    structured_content: Any = None
+
+
+class McpToolCallError(_Model):
+    message: str
+
+
+class McpToolCallItem(_Model):
+    """A call to a tool of an MCP server: started when sent, completed with the result or
+    failed with the error (refused under approval `never`, timeout, server gone)."""
+
+    id: str
+    type: Literal["mcp_tool_call"] = "mcp_tool_call"
+    server: str
+    tool: str
+    arguments: Any = None
+    result: McpToolCallResult | None = None
+    error: McpToolCallError | None = None
+    status: Literal["in_progress", "completed", "failed"] = "in_progress"
+
+
 class ReviewItem(_Model):
     """The structured result of `exec review` (an oiexec addition; Codex keeps it in the
     rollout only). `review` is the review JSON: findings with their checked locations and the
@@ -105,6 +131,7 @@ ThreadItem = Annotated[
     | FileChangeItem
     | TodoListItem
     | ErrorItem
+    | McpToolCallItem
     | ReviewItem,
     Field(discriminator="type"),
 ]

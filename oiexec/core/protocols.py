@@ -2,6 +2,7 @@
 
 ModelClient   one provider wire (Responses, Chat Completions, ...)
 Tool          one model-facing tool backed by a shared implementation
+ToolGate      what runs around every tool call (hooks)
 Harness       the prompt, tools and completion rule a model family was tuned with
 Sandbox       how a command is confined (none, bubblewrap, Landlock, Seatbelt)
 EventSink     where events go (stdout JSONL, stderr transcript, session rollout)
@@ -124,6 +125,17 @@ class CompactingHarness(Protocol):
         """The request asking the model for a summary of the conversation so far, and the
         heading the summary gets when it replaces the older turns in the history."""
         ...
+
+
+class ToolGate(Protocol):
+    """Runs around every tool call the loop makes (the configured hooks): may refuse a call
+    before it runs, and sees (and may replace) its output after."""
+
+    def before(self, call: ToolCall) -> str | None:
+        """None lets the call run; a text refuses it and is what the model reads instead."""
+        ...
+
+    def after(self, call: ToolCall, output: ToolOutput) -> ToolOutput: ...
 
 
 class Sandbox(Protocol):

@@ -64,6 +64,9 @@ class ToolOutput(_Value):
     output: str
     call_type: Literal["function", "custom"] = "function"
     is_error: bool = False
+    #: Images the tool returned beside its text (an MCP tool's image blocks); each wire
+    #: carries them as its product does, or as a user message after the output.
+    images: tuple[ImageInput, ...] = ()
 
 
 HistoryItem = Annotated[Message | Reasoning | ToolCall | ToolOutput, Field(discriminator="kind")]

@@ -30,6 +30,7 @@ from oiexec.core.types import (
     ToolCall,
     ToolOutput,
 )
+from oiexec.extensions.skills import Skill
 from oiexec.harness import actions
 from oiexec.harness.compaction import compaction_prompts
 from oiexec.harness.context import fill
@@ -78,6 +79,10 @@ class HarnessSetup:
     environment_context: str | None = None
     output_token_limit: int = 10_000
     model: str = ""
+    #: Tools from outside the harness (the run's MCP servers), offered as the product would.
+    extra_tools: tuple[Tool, ...] = ()
+    #: The skills the model may use, listed in the initial context as the product does.
+    skills: tuple[Skill, ...] = ()
 
 
 @dataclass
@@ -112,10 +117,15 @@ class ManifestHarness:
     def _build_tools(self) -> list[Tool]:
         _register_implementations(self.spec)
         schemas = load_tool_schemas(self.id)
-        return [
+        own: list[Tool] = [
             ManifestTool(e, schemas[e.name], self.runtime, _entry_style(e.render))
             for e in self.spec.tools
         ]
+        if not self.setup.extra_tools:
+            return own
+        from oiexec.harness.mcp_tools import advertise_mcp_tools
+
+        return own + advertise_mcp_tools(self.spec, self.setup.extra_tools)
 
     def _render_prompt(self) -> str:
         body = fill(read_harness_file(self.id, self.spec.prompt.system), self.setup.variables)
@@ -144,6 +154,10 @@ class ManifestHarness:
             text = fill(read_harness_file(self.id, prompt.setup_exchange), self.setup.variables)
             items.append(Message(role="user", text=text.strip()))
             items.append(Message(role="assistant", text=prompt.setup_reply))
+        if self.setup.skills:
+            from oiexec.harness.skills import skills_context
+
+            items.extend(skills_context(self.spec, self.setup.skills))
         self._state.context_texts.update(i.text for i in items if isinstance(i, Message))
         return items
 

@@ -9,7 +9,8 @@ from pathlib import Path
 
 from oiexec.config.settings import ProviderConfig, Settings
 from oiexec.core.policy import SandboxPolicy
-from oiexec.core.protocols import Harness
+from oiexec.core.protocols import Harness, Tool
+from oiexec.extensions.skills import Skill
 
 __all__ = ["HarnessInputs", "build_harness", "select_harness_id"]
 
@@ -24,6 +25,10 @@ class HarnessInputs:
     cwd: Path
     home: Path
     policy: SandboxPolicy
+    #: The run's MCP tools (oiexec.mcp), offered in the harness's own format.
+    extra_tools: tuple[Tool, ...] = ()
+    #: Skills found for this run (oiexec.extensions.skills).
+    skills: tuple[Skill, ...] = ()
 
 
 def select_harness_id(inputs: HarnessInputs) -> str:
@@ -56,6 +61,8 @@ def build_harness(inputs: HarnessInputs) -> Harness:
         environment_context=env_context,
         output_token_limit=settings.tool_output_token_limit,
         model=settings.model,
+        extra_tools=inputs.extra_tools,
+        skills=inputs.skills,
     )
     return ManifestHarness(load_spec(harness_id), setup)
 

@@ -268,6 +268,8 @@ class _Run:
         from oiexec.core.context import ToolContext
         from oiexec.harness.registry import HarnessInputs, build_harness
         from oiexec.providers.registry import create_client
+        from oiexec.runner.extras import open_extras
+        from oiexec.runner.mcp import start_mcp_servers
 
         p, request, settings = self.p, self.request, self.p.config.settings
         thread_id = self.store.thread_id
@@ -286,6 +288,8 @@ class _Run:
             deadline=self.deadline,
         )
         self.stack.enter_context(ctx.cleanup)
+        mcp_tools = start_mcp_servers(p, ctx, self.stack, self.runlog)
+        extras = open_extras(p, ctx, self.stack, self.runlog)
         harness = build_harness(
             HarnessInputs(
                 settings=settings,
@@ -294,6 +298,8 @@ class _Run:
                 cwd=request.cwd,
                 home=p.config.home,
                 policy=p.policy,
+                extra_tools=mcp_tools,
+                skills=extras.skills,
             )
         )
         ctx.cleanup.callback(harness.close)
@@ -353,6 +359,7 @@ class _Run:
             on_step=self.processor.step,
             final=final,
             instructions=p.hooks.instructions,
+            gate=extras.gate,
         )
         return loop, history
 

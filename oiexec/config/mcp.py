@@ -1,0 +1,69 @@
+"""`[mcp_servers.<id>]`: the MCP servers a run starts, with Codex's keys.
+
+A server is either a local process spoken to over stdio (`command`, `args`, `env`, `cwd`) or
+a streamable-HTTP endpoint (`url`, `bearer_token_env_var`, `http_headers`); which one is
+decided by which of `command` and `url` is set (exactly one must be).
+"""
+
+from __future__ import annotations
+
+from typing import Literal
+
+from pydantic import BaseModel, ConfigDict, Field, model_validator
+
+__all__ = ["McpServerConfig", "McpToolConfig", "ToolApprovalMode"]
+
+#: How a tool call is approved: `auto` runs it, `prompt` asks (so under exec's forced
+#: `never` it fails), `approve` is an explicit yes.
+ToolApprovalMode = Literal["auto", "prompt", "approve"]
+
+
+class McpToolConfig(BaseModel):
+    """`[mcp_servers.<id>.tools.<tool>]`: settings of one tool."""
+
+    model_config = ConfigDict(extra="forbid", strict=True)
+
+    approval_mode: ToolApprovalMode | None = None
+
+
+class McpServerConfig(BaseModel):
+    model_config = ConfigDict(extra="forbid", strict=True)
+
+    # stdio
+    command: str | None = None
+    args: list[str] = Field(default_factory=list)
+    env: dict[str, str] = Field(default_factory=dict)
+    #: Names of variables passed through from oiexec's own environment.
+    env_vars: list[str] = Field(default_factory=list)
+    cwd: str | None = None
+    # streamable HTTP
+    url: str | None = None
+    bearer_token_env_var: str | None = None
+    http_headers: dict[str, str] = Field(default_factory=dict)
+    env_http_headers: dict[str, str] = Field(default_factory=dict)
+
+    enabled: bool = True
+    #: A required server that does not start fails the run before the turn.
+    required: bool = False
+    enabled_tools: list[str] | None = None
+    disabled_tools: list[str] = Field(default_factory=list)
+    startup_timeout_sec: float = Field(default=10.0, gt=0)
+    #: Codex's older spelling of the startup timeout.
+    startup_timeout_ms: int | None = Field(default=None, gt=0)
+    tool_timeout_sec: float = Field(default=60.0, gt=0)
+    default_tools_approval_mode: ToolApprovalMode | None = None
+    tools: dict[str, McpToolConfig] = Field(default_factory=dict)
+
+    @model_validator(mode="after")
+    def _one_transport(self) -> McpServerConfig:
+        if (self.command is None) == (self.url is None):
+            raise ValueError(
+                "set exactly one of `command` (a stdio server) and `url` (a streamable-HTTP server)"
+            )
+        return self
+
+    @property
+    def startup_timeout(self) -> float:
+        if self.startup_timeout_ms is not None:
+            return self.startup_timeout_ms / 1000
+        return self.startup_timeout_sec
