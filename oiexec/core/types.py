@@ -129,6 +129,9 @@ class ModelRequest(_Value):
     prompt_cache_key: str | None = None
     parallel_tool_calls: bool = True
     sampling: SamplingOptions = SamplingOptions()
+    #: Provider-hosted tools sent as given on the wire that has them (Codex's `web_search`
+    #: on Responses); the other wires cannot carry them and leave them out.
+    hosted_tools: tuple[dict[str, Any], ...] = ()
 
 
 class ModelResponse(_Value):
