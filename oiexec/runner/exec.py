@@ -69,12 +69,14 @@ def run_exec(
     hooks: RunHooks | None = None,
     *,
     prompt: Callable[[], str] | None = None,
+    processor: EventProcessor | None = None,
 ) -> RunResult:
     """Runs one exec invocation end to end and returns its outcome (never raises after
     `thread.started`).
 
     `prompt`, when given, reads the prompt (stdin) only once everything that can be checked
-    without it has passed; otherwise `request.prompt` is the prompt.
+    without it has passed; otherwise `request.prompt` is the prompt. `processor`, when given,
+    is shown the run instead of stdout/stderr (the Python API's pipe to its caller).
     """
     warnings = StartupWarnings()
     with contextlib.ExitStack() as stack:
@@ -92,11 +94,14 @@ def run_exec(
             raise
         stack.callback(session.store.close)
         # The one place the output mode is looked at.
-        processor: EventProcessor = (
-            JsonlProcessor(sys.stdout, sys.stderr)
-            if request.json
-            else HumanProcessor(sys.stderr, sys.stdout, color=use_color(request.color, sys.stderr))
-        )
+        if processor is None:
+            processor = (
+                JsonlProcessor(sys.stdout, sys.stderr)
+                if request.json
+                else HumanProcessor(
+                    sys.stderr, sys.stdout, color=use_color(request.color, sys.stderr)
+                )
+            )
         return _Run(prepared, session, processor, stack, warnings).execute()
 
 

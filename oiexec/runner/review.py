@@ -24,6 +24,7 @@ from oiexec.agent.final import Retry
 from oiexec.core.context import ItemEmitter
 from oiexec.core.errors import ExitCode
 from oiexec.core.events import AgentMessageItem, ReviewItem
+from oiexec.core.protocols import EventProcessor
 from oiexec.core.redact import redact
 from oiexec.output.reportfile import write_report
 from oiexec.review.gate import GatePolicy, blocking_findings, priority_label
@@ -134,10 +135,15 @@ class ReviewAnswer:
 
 
 def run_review(
-    request: ReviewRequest, warn: Warn | None = None, *, prompt: Callable[[], str] | None = None
+    request: ReviewRequest,
+    warn: Warn | None = None,
+    *,
+    prompt: Callable[[], str] | None = None,
+    processor: EventProcessor | None = None,
 ) -> ReviewResult:
     """Runs the review end to end; raises only before the thread starts (usage, config).
-    `prompt` reads custom instructions from stdin once everything else is checked."""
+    `prompt` reads custom instructions from stdin once everything else is checked;
+    `processor` replaces stdout/stderr as run_exec's does."""
     warn = warn or stderr_warning
     base = request.exec
     resolved = _resolve(base.cwd, request.target)
@@ -160,7 +166,7 @@ def run_review(
         output_schema=review_output_json_schema() if request.structured_output else None,
         junit=None,
     )
-    run = run_exec(exec_request, hooks, prompt=prompt)
+    run = run_exec(exec_request, hooks, prompt=prompt, processor=processor)
     result = ReviewResult(exit_code=run.exit_code, run=run, fell_back=policy.fell_back)
     if run.exit_code != ExitCode.SUCCESS or policy.review is None:
         reason = run.failure or "the review run ended without a review"
