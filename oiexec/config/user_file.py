@@ -1,0 +1,124 @@
+"""Editing the user's `config.toml` in place, as `interpreter mcp add|remove` do.
+
+The file is the user's: their comments, key order, blank lines and quoting must survive an
+edit, so it is parsed and rewritten with tomlkit (a round-tripping TOML library) rather than
+loaded and dumped. Only the one table being changed is touched. The new text replaces the old
+one atomically (a temporary file in the same directory, then a rename), so a crash or a full
+disk never leaves half a config behind, and the file keeps its permission bits.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import tempfile
+from pathlib import Path
+from typing import Any
+
+import tomlkit
+from tomlkit.exceptions import TOMLKitError
+from tomlkit.items import Table
+from tomlkit.toml_document import TOMLDocument
+
+from oiexec.core.errors import ConfigError
+
+__all__ = ["read_user_document", "remove_mcp_server", "set_mcp_server"]
+
+MCP_SERVERS = "mcp_servers"
+
+
+def read_user_document(path: Path) -> TOMLDocument:
+    """The file as an editable document; an empty one when the file does not exist yet."""
+    try:
+        text = path.read_text(encoding="utf-8")
+    except FileNotFoundError:
+        return tomlkit.document()
+    except (OSError, UnicodeDecodeError) as exc:
+        raise ConfigError(f"cannot read config file {path}: {exc}") from exc
+    try:
+        return tomlkit.parse(text)
+    except TOMLKitError as exc:
+        raise ConfigError(
+            f"invalid TOML in {path}: {exc}",
+            hint="Fix the syntax at the line shown (see https://toml.io), then run it again.",
+        ) from exc
+
+
+def _servers_table(doc: TOMLDocument, path: Path, *, create: bool) -> Table | None:
+    existing = doc.get(MCP_SERVERS)
+    if existing is None:
+        if not create:
+            return None
+        # A super table: only `[mcp_servers.<name>]` headers appear, as Codex writes them.
+        table = tomlkit.table(is_super_table=True)
+        doc[MCP_SERVERS] = table
+        return table
+    if not isinstance(existing, Table):
+        # e.g. `mcp_servers = { docs = {...} }`: an inline table cannot take a nested
+        # `[mcp_servers.x]` table, and rewriting the user's line would lose its layout.
+        raise ConfigError(
+            f"`{MCP_SERVERS}` in {path} is not a [{MCP_SERVERS}] table",
+            hint=f"Write each server as its own [{MCP_SERVERS}.<name>] table, then try again.",
+        )
+    return existing
+
+
+def _server_table(entry: dict[str, Any]) -> Table:
+    table = tomlkit.table()
+    for key, value in entry.items():
+        if isinstance(value, dict):
+            sub = tomlkit.table()
+            for sub_key in sorted(value):
+                sub[sub_key] = value[sub_key]
+            table[key] = sub
+        else:
+            table[key] = value
+    return table
+
+
+def set_mcp_server(path: Path, name: str, entry: dict[str, Any]) -> None:
+    """Writes `[mcp_servers.<name>]` with `entry`'s keys, replacing any table of that name;
+    dict values become sub-tables (`[mcp_servers.<name>.env]`)."""
+    doc = read_user_document(path)
+    servers = _servers_table(doc, path, create=True)
+    assert servers is not None  # created above when missing
+    servers[name] = _server_table(entry)
+    write_document(path, doc)
+
+
+def remove_mcp_server(path: Path, name: str) -> bool:
+    """Deletes `[mcp_servers.<name>]`; False (and the file untouched) when there is none."""
+    if not path.exists():
+        return False
+    doc = read_user_document(path)
+    servers = _servers_table(doc, path, create=False)
+    if servers is None or name not in servers:
+        return False
+    del servers[name]
+    if not servers:
+        # Leave no empty `[mcp_servers]` header behind after the last server goes.
+        del doc[MCP_SERVERS]
+    write_document(path, doc)
+    return True
+
+
+def write_document(path: Path, doc: TOMLDocument) -> None:
+    """Replaces the file with `doc`'s text atomically, keeping its mode."""
+    # A removed table leaves its blank lines behind; one newline at the end is enough.
+    text = tomlkit.dumps(doc).rstrip("\n")
+    text = text + "\n" if text else ""
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        mode = path.stat().st_mode & 0o7777 if path.exists() else 0o600
+        fd, tmp = tempfile.mkstemp(prefix=".config.", suffix=".toml.tmp", dir=path.parent)
+    except OSError as exc:
+        raise ConfigError(f"cannot write config file {path}: {exc}") from exc
+    try:
+        with os.fdopen(fd, "w", encoding="utf-8") as handle:
+            handle.write(text)
+        os.chmod(tmp, mode)
+        os.replace(tmp, path)
+    except OSError as exc:
+        with contextlib.suppress(OSError):
+            os.unlink(tmp)
+        raise ConfigError(f"cannot write config file {path}: {exc}") from exc
