@@ -28,6 +28,8 @@ class _LazyGroup(click.Group):
         "batch": ("oiexec.cli.batch_cmd", "batch_group"),
         "sessions": ("oiexec.cli.sessions_cmd", "sessions_group"),
         "models": ("oiexec.cli.models_cmd", "models_group"),
+        "mcp": ("oiexec.cli.mcp_cmd", "mcp_group"),
+        "mcp-server": ("oiexec.cli.mcp_server_cmd", "mcp_server_command"),
     }
     _aliases: ClassVar[dict[str, str]] = {"e": "exec"}
 

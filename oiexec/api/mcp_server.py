@@ -1,0 +1,225 @@
+"""oiexec as an MCP server over stdio (`interpreter mcp-server`), so other agents can delegate
+a coding task to it.
+
+Two tools, Codex's `codex`/`codex-reply` pair under oiexec's names:
+
+- `run` starts a thread: `prompt`, and optionally `cwd`, `sandbox`, `model`, `profile`,
+  `harness` and `config` (dotted keys to values, as `-c` takes them).
+- `reply` continues one: `threadId` (from a `run` result) and `prompt`.
+
+Both return the final message as text content, and as structured content Codex's
+`{threadId, content}` plus `exitCode`, `reason` (why a run stopped, as `turn.failed` says,
+null on success) and `diff` (what the run changed in the worktree). A run that did not exit 0
+comes back with `isError` set, its structured content still there. Bad arguments and errors
+before the run starts (an unknown profile, a bad config value) are tool errors naming the
+problem, never a crash of the server.
+
+Each run goes through the Python API (`oiexec.api`), so config layering and every safety rule
+are exec's: the approval policy is `never`, the sandbox fails closed, secrets are redacted.
+The operator can cap what callers get: a sandbox given when starting the server is the
+default and the loosest mode a call may ask for.
+
+stdout is the protocol channel. The SDK's stdio transport points fd 1 at stderr while it
+serves, so nothing a run or its commands print can reach the channel.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Annotated, Any, Literal
+
+from mcp.server.mcpserver import MCPServer
+from mcp.server.mcpserver.exceptions import ToolError
+from mcp_types import CallToolResult, TextContent
+from pydantic import BaseModel, Field
+
+from oiexec import __version__
+from oiexec.core.errors import OiexecError
+from oiexec.core.policy import SANDBOX_MODES, SandboxMode
+
+if TYPE_CHECKING:
+    from oiexec.api import Agent
+
+__all__ = ["RunOutcome", "ServerDefaults", "build_server", "serve"]
+
+
+class RunOutcome(BaseModel):
+    """The structured content of a `run`/`reply` result."""
+
+    threadId: str | None = Field(description="The thread to continue with `reply`.")
+    content: str = Field(description="The agent's final message.")
+    exitCode: int = Field(description="interpreter exec's exit code (0: the turn completed).")
+    reason: str | None = Field(description="Why the run stopped early (null on success).")
+    diff: str = Field(description="Unified diff of what the run changed in the worktree.")
+
+
+@dataclass(frozen=True)
+class ServerDefaults:
+    """What `interpreter mcp-server`'s own flags set for every run."""
+
+    model: str | None = None
+    #: The default sandbox and the loosest one a caller may ask for.
+    sandbox: SandboxMode | None = None
+    profile: str | None = None
+    harness: str | None = None
+    config: Mapping[str, Any] = field(default_factory=dict)
+
+
+@dataclass
+class _Threads:
+    """The options each thread this server started runs with, so `reply` continues it the
+    same way (a thread it did not start is resumed with the server's defaults)."""
+
+    options: dict[str, dict[str, Any]] = field(default_factory=dict)
+
+
+def _merge(base: Mapping[str, Any], top: Mapping[str, Any]) -> dict[str, Any]:
+    merged = dict(base)
+    for key, value in top.items():
+        if isinstance(value, Mapping) and isinstance(merged.get(key), Mapping):
+            merged[key] = _merge(merged[key], value)
+        else:
+            merged[key] = value
+    return merged
+
+
+def _choose_sandbox(defaults: ServerDefaults, asked: SandboxMode | None) -> SandboxMode | None:
+    if asked is None:
+        return defaults.sandbox
+    ceiling = defaults.sandbox
+    if ceiling is not None and SANDBOX_MODES.index(asked) > SANDBOX_MODES.index(ceiling):
+        raise ToolError(
+            f"sandbox {asked!r} is looser than this server allows ({ceiling!r}, set by "
+            f"`interpreter mcp-server -s {ceiling}`): ask for {ceiling!r} or a stricter mode"
+        )
+    return asked
+
+
+def _outcome(thread_id: str | None, result: Any) -> CallToolResult:
+    outcome = RunOutcome(
+        threadId=thread_id,
+        content=result.final_response or "",
+        exitCode=int(result.exit_code),
+        reason=result.reason,
+        diff=result.diff or "",
+    )
+    text = outcome.content
+    if outcome.exitCode != 0:
+        status = f"The run ended with exit code {outcome.exitCode}"
+        status += f" ({outcome.reason})." if outcome.reason else "."
+        text = f"{text}\n\n{status}" if text else status
+    return CallToolResult(
+        content=[TextContent(type="text", text=text)],
+        structured_content=outcome.model_dump(mode="json"),
+        is_error=outcome.exitCode != 0,
+    )
+
+
+async def _run_turn(agent: Agent, thread_id: str | None, prompt: str) -> tuple[str | None, Any]:
+    thread = agent.resume_thread(thread_id) if thread_id else agent.start_thread()
+    try:
+        result = await thread.arun(prompt)
+    except OiexecError as exc:
+        # Errors before the thread starts (config, usage, unknown thread): the caller's to fix.
+        raise ToolError(exc.render()) from exc
+    except Exception as exc:
+        # A bug must not look like the caller's fault, nor hide what happened.
+        raise ToolError(
+            f"internal error: {type(exc).__name__}: {exc}. This is a bug in oiexec; "
+            "run `interpreter mcp-server` with OIEXEC_DEBUG=1 for the traceback on stderr."
+        ) from exc
+    return result.thread_id or thread.id, result
+
+
+def build_server(defaults: ServerDefaults | None = None) -> MCPServer[Any]:
+    """The MCP server with its `run` and `reply` tools."""
+    defaults = defaults or ServerDefaults()
+    threads = _Threads()
+    server: MCPServer[Any] = MCPServer(
+        name="oiexec",
+        version=__version__,
+        instructions=(
+            "Delegate a coding task to oiexec: `run` works on a git repository (cwd) until the "
+            "task is done and returns the final message, exit code and diff; `reply` continues "
+            "the thread with a follow-up prompt."
+        ),
+        # Request logs would go to stderr; the client only needs warnings there.
+        log_level="WARNING",
+    )
+
+    def make_agent(options: dict[str, Any]) -> Agent:
+        from oiexec.api import Agent
+
+        try:
+            return Agent(**options)
+        except OiexecError as exc:
+            raise ToolError(exc.render()) from exc
+
+    @server.tool(
+        name="run",
+        description=(
+            "Run a coding agent headless on a task, as `interpreter exec` does, and return its "
+            "final message, exit code and the diff of what it changed."
+        ),
+    )
+    async def run(
+        prompt: Annotated[str, Field(description="The task.", min_length=1)],
+        cwd: Annotated[
+            str | None, Field(description="Working directory (a git repository).")
+        ] = None,
+        sandbox: Annotated[
+            Literal["read-only", "workspace-write", "danger-full-access"] | None,
+            Field(description="Sandbox mode for the commands the agent runs."),
+        ] = None,
+        model: Annotated[str | None, Field(description="Model, e.g. gpt-5.5.")] = None,
+        profile: Annotated[str | None, Field(description="Config profile.")] = None,
+        harness: Annotated[str | None, Field(description="Harness, e.g. native.")] = None,
+        config: Annotated[
+            dict[str, Any] | None,
+            Field(description="Config overrides: dotted keys to values, as -c takes them."),
+        ] = None,
+    ) -> Annotated[CallToolResult, RunOutcome]:
+        options: dict[str, Any] = {
+            "model": model or defaults.model,
+            "sandbox": _choose_sandbox(defaults, sandbox),
+            "cwd": cwd,
+            "harness": harness or defaults.harness,
+            "profile": profile or defaults.profile,
+            "config": _merge(defaults.config, config or {}),
+        }
+        options = {key: value for key, value in options.items() if value is not None}
+        thread_id, result = await _run_turn(make_agent(options), None, prompt)
+        if thread_id:
+            threads.options[thread_id] = options
+        return _outcome(thread_id, result)
+
+    @server.tool(
+        name="reply",
+        description="Continue a thread that `run` started with a follow-up prompt.",
+    )
+    async def reply(
+        threadId: Annotated[
+            str, Field(description="The threadId a `run` result returned.", min_length=1)
+        ],
+        prompt: Annotated[str, Field(description="The follow-up prompt.", min_length=1)],
+    ) -> Annotated[CallToolResult, RunOutcome]:
+        base = {
+            "model": defaults.model,
+            "sandbox": defaults.sandbox,
+            "harness": defaults.harness,
+            "profile": defaults.profile,
+            "config": dict(defaults.config),
+        }
+        options = threads.options.get(threadId) or {
+            key: value for key, value in base.items() if value
+        }
+        thread_id, result = await _run_turn(make_agent(dict(options)), threadId, prompt)
+        return _outcome(thread_id or threadId, result)
+
+    return server
+
+
+def serve(defaults: ServerDefaults | None = None) -> None:
+    """Serves over stdin/stdout until the client closes the connection."""
+    build_server(defaults).run("stdio")

@@ -1,0 +1,64 @@
+"""`interpreter mcp-server`: oiexec as an MCP server over stdio (see oiexec/api/mcp_server.py).
+
+Its flags set what every run gets unless the tool call says otherwise; `-s` is also the
+loosest sandbox a call may ask for.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import click
+
+from oiexec.core.policy import SANDBOX_MODES
+
+
+@click.command("mcp-server")
+@click.option("-m", "--model", help="Default model for runs.")
+@click.option(
+    "-s",
+    "--sandbox",
+    "sandbox_mode",
+    type=click.Choice(SANDBOX_MODES),
+    help="Default sandbox for runs, and the loosest one a tool call may ask for.",
+)
+@click.option("-p", "--profile", help="Config profile for runs.")
+@click.option("--harness", help="Default harness for runs.")
+@click.option(
+    "-c",
+    "--config",
+    "overrides",
+    multiple=True,
+    metavar="KEY=VALUE",
+    help="Override a config value for every run, as exec's -c (may be repeated).",
+)
+def mcp_server_command(
+    model: str | None,
+    sandbox_mode: Any,
+    profile: str | None,
+    harness: str | None,
+    overrides: tuple[str, ...],
+) -> None:
+    """Serve oiexec as an MCP server on stdio: tools `run` and `reply`."""
+    from oiexec.api.mcp_server import ServerDefaults, serve
+    from oiexec.config.overrides import nest, parse_override
+
+    config: dict[str, Any] = {}
+    for text in overrides:
+        path, value = parse_override(text)  # a malformed one is a usage error, exit 2
+        config = _merge(config, nest(path, value))
+    serve(
+        ServerDefaults(
+            model=model, sandbox=sandbox_mode, profile=profile, harness=harness, config=config
+        )
+    )
+
+
+def _merge(base: dict[str, Any], top: dict[str, Any]) -> dict[str, Any]:
+    merged = dict(base)
+    for key, value in top.items():
+        if isinstance(value, dict) and isinstance(merged.get(key), dict):
+            merged[key] = _merge(merged[key], value)
+        else:
+            merged[key] = value
+    return merged
