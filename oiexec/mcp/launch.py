@@ -1,0 +1,148 @@
+"""How one server is reached: the stdio process (its command, environment, stderr) or the
+HTTP endpoint (its headers), built from `[mcp_servers.<id>]` before anything starts.
+
+A stdio server runs under a tiny `sh` wrapper that reports the server's process id and exit
+status on stderr, the one channel the SDK hands back to us: with the id the run kills the
+server's whole process group when it ends (grandchildren included, even when the server
+itself exited cleanly), with the status a failed start says `exited with code N`.
+"""
+
+from __future__ import annotations
+
+import collections
+import contextlib
+import os
+import shutil
+import threading
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import TextIO
+
+from oiexec.config.mcp import McpServerConfig
+
+__all__ = ["LaunchError", "StderrPump", "http_headers", "server_env", "stdio_argv"]
+
+#: What a stdio server inherits from oiexec's environment without being asked (Codex's
+#: list): enough to find programs and a home, never a provider key.
+DEFAULT_ENV_VARS = (
+    "HOME",
+    "LOGNAME",
+    "PATH",
+    "SHELL",
+    "USER",
+    "__CF_USER_TEXT_ENCODING",
+    "LANG",
+    "LC_ALL",
+    "TERM",
+    "TMPDIR",
+    "TZ",
+)
+
+_PID_MARK = "oiexec-mcp-pid "
+_EXIT_MARK = "oiexec-mcp-exit "
+# $0 is the server's command, "$@" its arguments: the shell reports its own id (the process
+# group the server runs in), runs the server, and reports how it ended.
+_WRAPPER = f'echo "{_PID_MARK}$$" >&2; "$0" "$@"; s=$?; echo "{_EXIT_MARK}$s" >&2; exit $s'
+_STDERR_TAIL = 8
+
+
+class LaunchError(Exception):
+    """The server cannot even be started (no command, missing variable); the message says
+    which and what to do."""
+
+
+def server_env(config: McpServerConfig, environ: Mapping[str, str]) -> dict[str, str]:
+    """The default set, then `env_vars` passed through, then the literal `env`."""
+    names = (*DEFAULT_ENV_VARS, *config.env_vars)
+    env = {name: environ[name] for name in names if name in environ}
+    env.update(config.env)
+    return env
+
+
+def stdio_argv(config: McpServerConfig, env: Mapping[str, str], cwd: Path) -> list[str]:
+    """The wrapper's argv (`sh -c WRAPPER command args...`), after checking the command
+    exists, so a typo is named instead of surfacing as `exited with code 127`."""
+    assert config.command is not None
+    command = config.command
+    if os.sep in command:
+        path = Path(command) if Path(command).is_absolute() else cwd / command
+        if not os.access(path, os.X_OK):
+            raise LaunchError(f"command `{command}` does not exist or is not executable")
+    elif shutil.which(command, path=env.get("PATH", os.defpath)) is None:
+        raise LaunchError(f"command `{command}` not found on the server's PATH")
+    return ["/bin/sh", "-c", _WRAPPER, command, *config.args]
+
+
+def http_headers(config: McpServerConfig, environ: Mapping[str, str]) -> dict[str, str]:
+    """`http_headers`, then `env_http_headers` (unset or empty variables skipped, as Codex
+    does), then `Authorization: Bearer` from `bearer_token_env_var`, which must be set."""
+    headers = dict(config.http_headers)
+    for header, variable in config.env_http_headers.items():
+        value = environ.get(variable, "").strip()
+        if value:
+            headers[header] = value
+    if config.bearer_token_env_var:
+        token = environ.get(config.bearer_token_env_var, "").strip()
+        if not token:
+            raise LaunchError(
+                f"environment variable `{config.bearer_token_env_var}` (bearer_token_env_var) "
+                "is not set; export it or remove bearer_token_env_var"
+            )
+        headers["Authorization"] = f"Bearer {token}"
+    return headers
+
+
+@dataclass
+class StderrPump:
+    """Reads a stdio server's stderr on its own thread: the wrapper's marks are kept, every
+    other line goes to `note` (the run log), the last few are kept for error messages."""
+
+    note: Callable[[str], None]
+    pid: int | None = None
+    exit_code: int | None = None
+    tail: collections.deque[str] = field(
+        default_factory=lambda: collections.deque(maxlen=_STDERR_TAIL)
+    )
+    exited: threading.Event = field(default_factory=threading.Event)
+    _writer: TextIO | None = None
+    _thread: threading.Thread | None = None
+
+    def open(self) -> TextIO:
+        """The file the server's stderr is written to (the write end of a pipe)."""
+        read_fd, write_fd = os.pipe()
+        self._writer = os.fdopen(write_fd, "w")
+        reader = os.fdopen(read_fd, "r", encoding="utf-8", errors="replace")
+        self._thread = threading.Thread(target=self._pump, args=(reader,), daemon=True)
+        self._thread.start()
+        return self._writer
+
+    def release(self) -> None:
+        """Closes our copy of the write end once the server holds its own, so the reader sees
+        end-of-file when the server's process group is gone."""
+        if self._writer is not None:
+            with contextlib.suppress(OSError):
+                self._writer.close()
+            self._writer = None
+
+    def _pump(self, reader: TextIO) -> None:
+        with reader:
+            for raw in reader:
+                line = raw.rstrip("\n")
+                if line.startswith(_PID_MARK) and self.pid is None:
+                    with contextlib.suppress(ValueError):
+                        self.pid = int(line.removeprefix(_PID_MARK))
+                    continue
+                if line.startswith(_EXIT_MARK):
+                    with contextlib.suppress(ValueError):
+                        self.exit_code = int(line.removeprefix(_EXIT_MARK))
+                    self.exited.set()
+                    continue
+                self.tail.append(line)
+                with contextlib.suppress(Exception):  # the log must never break a run
+                    self.note(line)
+        self.exited.set()
+
+    def join(self, timeout: float) -> None:
+        if self._thread is not None:
+            self._thread.join(timeout)
