@@ -25,6 +25,9 @@ serves, so nothing a run or its commands print can reach the channel.
 
 from __future__ import annotations
 
+import os
+import sys
+import traceback
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Annotated, Any, Literal
@@ -125,6 +128,8 @@ async def _run_turn(agent: Agent, thread_id: str | None, prompt: str) -> tuple[s
         raise ToolError(exc.render()) from exc
     except Exception as exc:
         # A bug must not look like the caller's fault, nor hide what happened.
+        if os.environ.get("OIEXEC_DEBUG"):
+            traceback.print_exc(file=sys.stderr)
         raise ToolError(
             f"internal error: {type(exc).__name__}: {exc}. This is a bug in oiexec; "
             "run `interpreter mcp-server` with OIEXEC_DEBUG=1 for the traceback on stderr."

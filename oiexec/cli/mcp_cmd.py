@@ -253,7 +253,8 @@ class _Probe:
         if not self.started:
             return f"{name}: failed to start: {self.error}"
         names = ", ".join(tool for tool, _ in self.tools) or "(none)"
-        return f"{name}: started, {len(self.tools)} tool(s): {names}"
+        count = f"{len(self.tools)} tool" + ("" if len(self.tools) == 1 else "s")
+        return f"{name}: started, {count}: {names}"
 
 
 def _probe(servers: dict[str, McpServerConfig], cwd: Path) -> dict[str, _Probe]:
@@ -261,10 +262,12 @@ def _probe(servers: dict[str, McpServerConfig], cwd: Path) -> dict[str, _Probe]:
     lists its tools and stops it."""
     from oiexec.mcp.probe import probe_servers
 
-    results = {name: _Probe(started=None) for name, cfg in servers.items() if not cfg.enabled}
-    enabled = {name: cfg for name, cfg in servers.items() if cfg.enabled}
-    for status in probe_servers(enabled, cwd):
-        tools = [(tool.name, tool.description or "") for tool in status.tools]
+    results: dict[str, _Probe] = {}
+    for status in probe_servers(servers, cwd):
+        if not status.enabled:
+            results[status.name] = _Probe(started=None)
+            continue
+        tools = [(tool.name, tool.description) for tool in status.tools]
         results[status.name] = _Probe(started=status.started, error=status.error, tools=tools)
     return results
 
