@@ -60,6 +60,7 @@ if TYPE_CHECKING:
     from oiexec.agent.loop import AgentLoop
     from oiexec.output.diff import Baseline
     from oiexec.output.runlog import RunLogSink
+    from oiexec.runner.extras import Extras
 
 __all__ = ["RunHooks", "run_exec"]
 
@@ -138,6 +139,7 @@ class _Run:
         self.startup_warnings = warnings
         self.harness: Harness | None = None
         self.changes = list(prepared.changes)
+        self.extras: Extras | None = None
 
     def execute(self) -> RunResult:
         self._header()
@@ -218,7 +220,23 @@ class _Run:
         )
         if self.result.final_message is not None and self._ok():
             self.processor.final_output(self.result.final_message)
+        self._notify()
         return self.result
+
+    def _notify(self) -> None:
+        """`notify`, after a completed turn only (as Codex); it never changes the outcome."""
+        if self.extras is None or not self._ok():
+            return
+        try:
+            self.extras.run_notify(
+                thread_id=self.store.thread_id,
+                cwd=self.request.cwd,
+                prompt=self.request.prompt,
+                final_message=self.result.final_message,
+                warn=self.warn,
+            )
+        except Exception as exc:  # a notifier must never turn a success into a failure
+            self.warn(f"notify failed: {exc}")
 
     def _warnings(self) -> None:
         """Config, flag and sandbox warnings (collected by `prepare`), before `turn.started`."""
@@ -294,7 +312,10 @@ class _Run:
         )
         self.stack.enter_context(ctx.cleanup)
         mcp_tools = start_mcp_servers(p, ctx, self.stack, self.runlog)
-        extras = open_extras(p, ctx, self.stack, self.runlog)
+        extras = open_extras(
+            p, ctx, self.stack, self.runlog, thread_id=thread_id, transcript_path=self.store.path
+        )
+        self.extras = extras
         harness = build_harness(
             HarnessInputs(
                 settings=settings,
@@ -309,6 +330,7 @@ class _Run:
         )
         ctx.cleanup.callback(harness.close)
         self.harness = harness
+        extras.know_tools(harness.tools())
         client = create_client(
             p.provider_id,
             p.provider,
@@ -327,16 +349,23 @@ class _Run:
         else:
             history.extend(self._continue_context(harness))
         self.store.append("turn_context", self._turn_context(harness))
+        # SessionStart / UserPromptSubmit hooks: context for the model, or a refused prompt.
+        for item in extras.opening_context(request.prompt, resumed=bool(self.session.history)):
+            history.append(item)
+            self.store.append("response_item", item.model_dump())
         prompt = Message(role="user", text=request.prompt, images=p.images)
         history.append(prompt)
         self.store.append("response_item", prompt.model_dump())
 
-        final = checked_policy(
-            p.hooks.final or (SchemaAnswer(p.output_schema) if p.output_schema else PlainAnswer()),
-            request,
-            settings,
-            ctx,
-            self.result,
+        final = extras.final_policy(
+            checked_policy(
+                p.hooks.final
+                or (SchemaAnswer(p.output_schema) if p.output_schema else PlainAnswer()),
+                request,
+                settings,
+                ctx,
+                self.result,
+            )
         )
         loop = AgentLoop(
             client=client,

@@ -1,20 +1,42 @@
-"""Skills, hooks and `notify` for one run: what the runner hands the harness and the loop."""
+"""Skills, hooks and `notify` for one run: what the runner hands the harness and the loop.
+
+`open_extras` finds the skills (unless `features.skills = false`) and the hooks (unless
+`features.hooks = false`), project ones only in a trusted project. The runner then asks the
+`Extras` for the context SessionStart and UserPromptSubmit hooks add, wraps the final-answer
+policy in the Stop hooks, hands `gate` to the loop, and calls `notify` after a completed turn.
+"""
 
 from __future__ import annotations
 
 import contextlib
-from dataclasses import dataclass
-from typing import TYPE_CHECKING
+import os
+import uuid
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
 
-from oiexec.core.context import ToolContext
-from oiexec.core.protocols import ToolGate
+from oiexec.agent.final import FinalAnswerPolicy, Retry
+from oiexec.core.context import ItemEmitter, ToolContext
+from oiexec.core.errors import OiexecError
+from oiexec.core.protocols import Tool, ToolGate
+from oiexec.core.types import Message
 from oiexec.extensions.skills import Skill
 
 if TYPE_CHECKING:
+    from oiexec.config.hooks import HooksConfig
+    from oiexec.extensions.hook_events import HookSession
     from oiexec.output.runlog import RunLogSink
     from oiexec.runner.prepare import Prepared
 
-__all__ = ["Extras", "open_extras"]
+__all__ = ["MAX_STOP_CONTINUATIONS", "Extras", "PromptBlocked", "open_extras"]
+
+#: How many times Stop hooks may send the model back before its answer stands.
+MAX_STOP_CONTINUATIONS = 3
+
+
+class PromptBlocked(OiexecError):
+    """A UserPromptSubmit hook refused the prompt (exit 1, the turn fails with its reason)."""
 
 
 @dataclass
@@ -22,6 +44,54 @@ class Extras:
     skills: tuple[Skill, ...] = ()
     #: The pre/post tool hooks around every call, None without any.
     gate: ToolGate | None = None
+    hooks: HookSession | None = None
+    notify: tuple[str, ...] = ()
+    runlog: RunLogSink | None = field(default=None, repr=False)
+
+    def know_tools(self, tools: Sequence[Tool]) -> None:
+        """The harness's tools, so hooks see shell tools as `Bash` as Codex reports them."""
+        if self.hooks is not None:
+            self.hooks.know_tools(tools)
+
+    def opening_context(self, prompt: str, *, resumed: bool) -> list[Message]:
+        """What SessionStart and UserPromptSubmit hooks add before the prompt; raises
+        `PromptBlocked` when a UserPromptSubmit hook refuses the prompt."""
+        if self.hooks is None:
+            return []
+        contexts = self.hooks.session_start("resume" if resumed else "startup")
+        blocked, more = self.hooks.user_prompt_submit(prompt)
+        if blocked is not None:
+            raise PromptBlocked(f"the prompt was blocked by a UserPromptSubmit hook: {blocked}")
+        return [Message(role="developer", text=text) for text in (*contexts, *more)]
+
+    def final_policy(self, inner: FinalAnswerPolicy) -> FinalAnswerPolicy:
+        if self.hooks is None or not self.hooks.runner.has("Stop"):
+            return inner
+        return _StopHookAnswer(inner, self.hooks)
+
+    def run_notify(
+        self, *, thread_id: str, cwd: Path, prompt: str, final_message: str | None, warn: Any
+    ) -> None:
+        if not self.notify:
+            return
+        from oiexec.extensions.notify import notify_payload, run_notify
+
+        payload = notify_payload(
+            thread_id=thread_id,
+            turn_id=self.hooks.turn_id if self.hooks is not None else _new_turn_id(),
+            cwd=cwd,
+            input_messages=[prompt],
+            last_assistant_message=final_message,
+        )
+        runlog = self.runlog
+        run_notify(
+            self.notify,
+            payload,
+            cwd=cwd,
+            env=os.environ,
+            warn=warn,
+            note=(runlog.note if runlog is not None else _no_note),
+        )
 
 
 def open_extras(
@@ -29,5 +99,126 @@ def open_extras(
     ctx: ToolContext,
     stack: contextlib.ExitStack,
     runlog: RunLogSink | None,
+    *,
+    thread_id: str = "",
+    transcript_path: Path | None = None,
 ) -> Extras:
-    return Extras()
+    settings, config = prepared.config.settings, prepared.config
+    skills: tuple[Skill, ...] = ()
+    if settings.features.get("skills", True) is not False:
+        from oiexec.extensions.skills import discover_skills, skill_roots
+
+        roots = skill_roots(
+            prepared.request.cwd,
+            config.project_root,
+            trusted=config.trusted,
+            home=config.home,
+            user_home=Path.home(),
+        )
+        skills = discover_skills(roots, ctx.warn)
+        if skills and runlog is not None:
+            runlog.note("skills.found", skills=[str(s.path) for s in skills])
+    extras = Extras(skills=skills, notify=tuple(settings.notify or ()), runlog=runlog)
+    session = _open_hooks(prepared, ctx, runlog, thread_id, transcript_path)
+    if session is not None:
+        from oiexec.extensions.hook_events import HookGate
+
+        extras.hooks = session
+        if session.runner.has("PreToolUse") or session.runner.has("PostToolUse"):
+            extras.gate = HookGate(session)
+    return extras
+
+
+def _open_hooks(
+    prepared: Prepared,
+    ctx: ToolContext,
+    runlog: RunLogSink | None,
+    thread_id: str,
+    transcript_path: Path | None,
+) -> HookSession | None:
+    from oiexec.extensions.hooks import hooks_enabled
+
+    settings, config = prepared.config.settings, prepared.config
+    if not hooks_enabled(settings.features):
+        return None
+    sources = _hook_sources(prepared)
+    if not sources:
+        return None
+    from oiexec.extensions.hook_events import HookSession
+    from oiexec.extensions.hooks import HookRun, HookRunner, collect_handlers, log_fields
+
+    handlers = collect_handlers(sources, ctx.warn)
+    if not handlers:
+        return None
+
+    def record(run: HookRun) -> None:
+        if runlog is not None:
+            runlog.note("hook.run", **log_fields(run))
+
+    env = {**os.environ, "OPENINTERPRETER_THREAD_ID": thread_id}
+    runner = HookRunner(handlers, cwd=prepared.request.cwd, env=env, record=record)
+    del config
+    return HookSession(
+        runner=runner,
+        session_id=thread_id,
+        turn_id=_new_turn_id(),
+        cwd=prepared.request.cwd,
+        model=settings.model,
+        transcript_path=transcript_path,
+        warn=ctx.warn,
+    )
+
+
+def _hook_sources(prepared: Prepared) -> list[tuple[str, HooksConfig]]:
+    """The hooks.json files (user, then a trusted project's), then inline `[hooks]`."""
+    from oiexec.config.loader import PROJECT_DIR
+    from oiexec.extensions.hooks import HOOKS_FILE, read_hooks_file
+
+    config = prepared.config
+    files = [config.home / HOOKS_FILE]
+    if config.trusted:
+        files.append(config.project_root / PROJECT_DIR / HOOKS_FILE)
+    sources: list[tuple[str, HooksConfig]] = []
+    for path in files:
+        loaded = read_hooks_file(path)
+        if loaded is not None:
+            sources.append((str(path), loaded))
+    sources.append(("config [hooks]", config.settings.hooks))
+    return sources
+
+
+class _StopHookAnswer:
+    """The final-answer policy wrapped in the Stop hooks: a hook that blocks sends its reason
+    back and the model continues, at most MAX_STOP_CONTINUATIONS times (as `--check` wraps
+    the policy in the verify loop)."""
+
+    def __init__(self, inner: FinalAnswerPolicy, session: HookSession) -> None:
+        self._inner = inner
+        self._session = session
+        self._continuations = 0
+        self.checkable = getattr(inner, "checkable", False)
+
+    def accept(self, text: str, attempt: int) -> str | Retry:
+        verdict = self._inner.accept(text, attempt)
+        if isinstance(verdict, Retry) or self._continuations >= MAX_STOP_CONTINUATIONS:
+            return verdict
+        reason = self._session.stop(verdict, active=self._continuations > 0)
+        if reason is None:
+            return verdict
+        self._continuations += 1
+        return Retry(
+            reason,
+            notice=f"a Stop hook sent the model back ({self._continuations} of at most "
+            f"{MAX_STOP_CONTINUATIONS}): {reason.strip().splitlines()[0]}",
+        )
+
+    def present(self, text: str, items: ItemEmitter) -> None:
+        self._inner.present(text, items)
+
+
+def _new_turn_id() -> str:
+    return str(uuid.uuid4())
+
+
+def _no_note(event: str, **fields: Any) -> None:
+    del event, fields

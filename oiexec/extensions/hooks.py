@@ -1,0 +1,261 @@
+"""Hook commands: which ones are configured, and running them.
+
+Hooks come, in this order, from `$OPENINTERPRETER_HOME/hooks.json`, the project's
+`.openinterpreter/hooks.json` (trusted projects only), and the inline `[hooks]` of the merged
+config (whose project layer is itself read only when trusted). Every matching handler runs;
+handlers of one event run at the same time, as in Codex.
+
+A hook is a shell command (`/bin/sh -c`) run in the working directory with the user's
+environment, outside the command sandbox: it is the user's own program, not the model's. It
+reads one JSON object on stdin (Codex's field names) and answers with its exit status and
+stdout. It is killed with its whole process group when its `timeout` passes.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import signal
+import subprocess
+import time
+from collections.abc import Callable, Mapping, Sequence
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from pydantic import ValidationError
+
+from oiexec.config.hooks import HooksConfig
+from oiexec.core.errors import ConfigError
+
+__all__ = [
+    "HOOKS_FILE",
+    "HookHandler",
+    "HookRun",
+    "HookRunner",
+    "collect_handlers",
+    "hooks_enabled",
+    "read_hooks_file",
+]
+
+HOOKS_FILE = "hooks.json"
+#: Events whose matcher is ignored (Codex: they have nothing to match against).
+_UNMATCHED_EVENTS = frozenset({"UserPromptSubmit", "Stop"})
+#: How much of a hook's output the run log keeps.
+_LOG_CHARS = 2000
+
+
+@dataclass(frozen=True)
+class HookHandler:
+    event: str
+    matcher: str | None
+    command: str
+    timeout_s: float
+    #: Where it was configured (a hooks.json path, or "config").
+    source: str
+    status_message: str | None = None
+
+    def matches(self, inputs: Sequence[str]) -> bool:
+        if self.event in _UNMATCHED_EVENTS or self.matcher in (None, "", "*"):
+            return True
+        try:
+            pattern = re.compile(self.matcher)
+        except re.error:
+            return False  # reported once when the handlers are collected
+        return any(pattern.search(value) for value in inputs)
+
+
+@dataclass(frozen=True)
+class HookRun:
+    handler: HookHandler
+    exit_code: int | None
+    stdout: str
+    stderr: str
+    duration_s: float
+    timed_out: bool = False
+    #: Why the command could not be started.
+    error: str | None = None
+
+    @property
+    def failure(self) -> str | None:
+        """Why the hook did not complete normally (None when it exited, whatever its code)."""
+        if self.error is not None:
+            return f"could not start: {self.error}"
+        if self.timed_out:
+            return f"timed out after {self.handler.timeout_s:g}s and was killed"
+        return None
+
+    def message(self) -> str:
+        """What the hook said: stderr, else stdout (trimmed)."""
+        return self.stderr.strip() or self.stdout.strip()
+
+    def json_output(self) -> dict[str, Any] | None:
+        """stdout as a JSON object, when it is one."""
+        text = self.stdout.strip()
+        if not text.startswith("{"):
+            return None
+        try:
+            value = json.loads(text)
+        except json.JSONDecodeError:
+            return None
+        return value if isinstance(value, dict) else None
+
+
+def hooks_enabled(features: Mapping[str, bool]) -> bool:
+    """`[features] hooks = false` (Codex's key; `codex_hooks` is its older alias)."""
+    return features.get("hooks", features.get("codex_hooks", True)) is not False
+
+
+def read_hooks_file(path: Path) -> HooksConfig | None:
+    """A `hooks.json` (`{"hooks": {Event: [groups]}}`), None when there is none."""
+    try:
+        text = path.read_text(encoding="utf-8")
+    except FileNotFoundError:
+        return None
+    except OSError as exc:
+        raise ConfigError(f"cannot read {path}: {exc.strerror or exc}") from exc
+    try:
+        data = json.loads(text)
+    except json.JSONDecodeError as exc:
+        raise ConfigError(
+            f"{path} is not valid JSON: {exc.msg} at line {exc.lineno} column {exc.colno}"
+        ) from exc
+    if not isinstance(data, dict) or not isinstance(data.get("hooks", {}), dict):
+        raise ConfigError(f'{path} must be a JSON object like {{"hooks": {{"PreToolUse": [...]}}}}')
+    try:
+        return HooksConfig.model_validate(data.get("hooks", {}))
+    except ValidationError as exc:
+        problems = "; ".join(
+            f"{'.'.join(str(p) for p in err['loc']) or '(root)'}: {err['msg']}"
+            for err in exc.errors()
+        )
+        raise ConfigError(f"{path} has invalid hooks: {problems}") from exc
+
+
+def collect_handlers(
+    sources: Sequence[tuple[str, HooksConfig]], warn: Callable[[str], None]
+) -> list[HookHandler]:
+    handlers: list[HookHandler] = []
+    for source, config in sources:
+        for event in HooksConfig.model_fields:
+            for group in getattr(config, event):
+                if group.matcher not in (None, "", "*") and event not in _UNMATCHED_EVENTS:
+                    try:
+                        re.compile(group.matcher)
+                    except re.error as exc:
+                        warn(
+                            f"hook matcher `{group.matcher}` for {event} in {source} is not a "
+                            f"valid regular expression ({exc}); its hooks never run"
+                        )
+                for hook in group.hooks:
+                    handlers.append(
+                        HookHandler(
+                            event=event,
+                            matcher=group.matcher,
+                            command=hook.command,
+                            timeout_s=hook.timeout,
+                            source=source,
+                            status_message=hook.statusMessage,
+                        )
+                    )
+    return handlers
+
+
+class HookRunner:
+    """Runs the handlers of one event with its payload; records every run."""
+
+    def __init__(
+        self,
+        handlers: Sequence[HookHandler],
+        *,
+        cwd: Path,
+        env: Mapping[str, str],
+        record: Callable[[HookRun], None],
+    ) -> None:
+        self._handlers = list(handlers)
+        self._cwd = cwd
+        self._env = dict(env)
+        self._record = record
+
+    def has(self, event: str) -> bool:
+        return any(h.event == event for h in self._handlers)
+
+    def run(
+        self, event: str, payload: Mapping[str, Any], matcher_inputs: Sequence[str] = ()
+    ) -> list[HookRun]:
+        selected = [h for h in self._handlers if h.event == event and h.matches(matcher_inputs)]
+        if not selected:
+            return []
+        stdin = json.dumps(payload, ensure_ascii=False)
+        if len(selected) == 1:
+            runs = [self._run_one(selected[0], stdin)]
+        else:
+            with ThreadPoolExecutor(max_workers=min(8, len(selected))) as pool:
+                runs = list(pool.map(lambda h: self._run_one(h, stdin), selected))
+        for run in runs:
+            self._record(run)
+        return runs
+
+    def _run_one(self, handler: HookHandler, stdin: str) -> HookRun:
+        started = time.monotonic()
+        try:
+            process = subprocess.Popen(
+                ["/bin/sh", "-c", handler.command],
+                cwd=self._cwd,
+                env=self._env,
+                stdin=subprocess.PIPE,
+                stdout=subprocess.PIPE,
+                stderr=subprocess.PIPE,
+                # Its own process group, so a timeout kills what it started too.
+                start_new_session=True,
+            )
+        except OSError as exc:
+            return HookRun(handler, None, "", "", 0.0, error=exc.strerror or str(exc))
+        try:
+            out, err = process.communicate(stdin.encode(), timeout=handler.timeout_s)
+        except subprocess.TimeoutExpired:
+            _kill_group(process)
+            out, err = process.communicate()
+            return HookRun(
+                handler,
+                None,
+                _text(out),
+                _text(err),
+                time.monotonic() - started,
+                timed_out=True,
+            )
+        except BaseException:
+            _kill_group(process)  # an interrupt must not leave the hook behind
+            process.wait()
+            raise
+        return HookRun(
+            handler, process.returncode, _text(out), _text(err), time.monotonic() - started
+        )
+
+
+def log_fields(run: HookRun) -> dict[str, Any]:
+    """What the run log keeps of a hook run (output cut, secrets redacted by the log)."""
+    return {
+        "hook_event": run.handler.event,
+        "command": run.handler.command,
+        "source": run.handler.source,
+        "exit_code": run.exit_code,
+        "timed_out": run.timed_out,
+        "error": run.error,
+        "duration_s": round(run.duration_s, 3),
+        "stdout": run.stdout[:_LOG_CHARS],
+        "stderr": run.stderr[:_LOG_CHARS],
+    }
+
+
+def _kill_group(process: subprocess.Popen[bytes]) -> None:
+    try:
+        os.killpg(process.pid, signal.SIGKILL)
+    except (ProcessLookupError, PermissionError):
+        process.kill()
+
+
+def _text(data: bytes | None) -> str:
+    return (data or b"").decode("utf-8", errors="replace")
