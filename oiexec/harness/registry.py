@@ -3,7 +3,7 @@ what the runner calls."""
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -29,6 +29,8 @@ class HarnessInputs:
     extra_tools: tuple[Tool, ...] = ()
     #: Skills found for this run (oiexec.extensions.skills).
     skills: tuple[Skill, ...] = ()
+    #: Run warnings from building the harness (MCP tools a text harness cannot offer).
+    warn: Callable[[str], None] | None = None
 
 
 def select_harness_id(inputs: HarnessInputs) -> str:
@@ -43,6 +45,7 @@ def build_harness(inputs: HarnessInputs) -> Harness:
     from oiexec.harness.agents_md import discover_user_instructions, policy_environment_context
     from oiexec.harness.data import load_spec
     from oiexec.harness.manifest import HarnessSetup, ManifestHarness
+    from oiexec.harness.web_search import web_search_mode
 
     harness_id = select_harness_id(inputs)
     settings = inputs.settings
@@ -63,6 +66,10 @@ def build_harness(inputs: HarnessInputs) -> Harness:
         model=settings.model,
         extra_tools=inputs.extra_tools,
         skills=inputs.skills,
+        wire=inputs.provider.wire_api,
+        web_search=web_search_mode(settings),
+        always_defer_mcp_tools=settings.features.get("tool_search_always_defer_mcp_tools") is True,
+        warn=inputs.warn,
     )
     return ManifestHarness(load_spec(harness_id), setup)
 
