@@ -11,9 +11,10 @@ from __future__ import annotations
 
 import json
 import secrets
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from oiexec.core.context import ToolContext
 from oiexec.core.errors import OiexecError
@@ -41,6 +42,9 @@ from oiexec.harness.styles.swe import swe_observation
 from oiexec.tools import exec_command, patch_tool, update_plan  # noqa: F401 (they register)
 from oiexec.tools.framework import IMPLS, ManifestTool, Runtime
 from oiexec.tools.style import Style
+
+if TYPE_CHECKING:
+    from oiexec.harness.mcp_tools import McpOffer
 
 __all__ = ["FormatErrorLimit", "HarnessSetup", "ManifestHarness"]
 
@@ -83,6 +87,14 @@ class HarnessSetup:
     extra_tools: tuple[Tool, ...] = ()
     #: The skills the model may use, listed in the initial context as the product does.
     skills: tuple[Skill, ...] = ()
+    #: The provider's wire (`responses`, `chat`, `messages`): hosted tools exist on one.
+    wire: str = ""
+    #: `web_search` as configured (harness/web_search.py); None when unset.
+    web_search: str | None = None
+    #: Codex's `features.tool_search_always_defer_mcp_tools`: defer MCP tools however few.
+    always_defer_mcp_tools: bool = False
+    #: Reports what the run should know (MCP tools this harness cannot offer).
+    warn: Callable[[str], None] | None = None
 
 
 @dataclass
@@ -108,6 +120,7 @@ class ManifestHarness:
             output_token_limit=setup.output_token_limit,
         )
         self._state = _State()
+        self._mcp_offer: McpOffer | None = None
         self._tools = self._build_tools()
         self._by_name = {tool.spec.name: tool for tool in self._tools}
         self._prompt = self._render_prompt()
@@ -123,9 +136,15 @@ class ManifestHarness:
         ]
         if not self.setup.extra_tools:
             return own
-        from oiexec.harness.mcp_tools import advertise_mcp_tools
+        from oiexec.harness.mcp_tools import offer_mcp_tools, unavailable_warning
 
-        return own + advertise_mcp_tools(self.spec, self.setup.extra_tools)
+        warning = unavailable_warning(self.spec, self.setup.extra_tools)
+        if warning is not None and self.setup.warn is not None:
+            self.setup.warn(warning)
+        mcp, self._mcp_offer = offer_mcp_tools(
+            self.spec, self.setup.extra_tools, always_defer=self.setup.always_defer_mcp_tools
+        )
+        return own + mcp
 
     def _render_prompt(self) -> str:
         body = fill(read_harness_file(self.id, self.spec.prompt.system), self.setup.variables)
@@ -196,6 +215,12 @@ class ManifestHarness:
         if self.spec.prompt.turn_meta:
             history = self._turn_meta(history)
         update: dict[str, object] = {"history": tuple(history), **self._sampling(request)}
+        if self._mcp_offer is not None:
+            update["tools"] = self._mcp_offer.offered(request.tools, history)
+        if self.spec.hosted_web_search and self.setup.web_search:
+            from oiexec.harness.web_search import hosted_tools
+
+            update["hosted_tools"] = hosted_tools(self.setup.wire, self.setup.web_search)
         if not self.spec.advertise_tools:
             update["tools"] = ()
         if self.spec.completion.single_action:

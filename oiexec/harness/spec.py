@@ -125,6 +125,24 @@ class RequestSpec(_Table):
         return RequestSpec.model_validate(fields)
 
 
+class McpSpec(_Table):
+    """`[mcp]`: how the harness offers the run's MCP tools (harness/mcp_tools.py).
+
+    Every harness names them `mcp__<server>__<tool>` (Codex's rule, shared by Claude Code and
+    Qwen Code); these keys are where the products differ."""
+
+    #: Descriptions longer than this are cut (Claude Code caps MCP tool descriptions).
+    description_max_chars: int | None = Field(default=None, gt=0)
+    #: JSON-Schema keywords removed from the parameters at every depth: the ones the
+    #: product strips before its API sees them.
+    strip_schema_keys: list[str] = Field(default_factory=list)
+    #: Defer the MCP tools behind a `tool_search` tool once the run has this many of them
+    #: (Codex 0.169: 100); unset offers them all in every request.
+    defer_at: int | None = Field(default=None, ge=0)
+    #: How many tools one search returns when the model gives no `limit` (Codex: 8).
+    search_limit: int = Field(default=8, gt=0)
+
+
 class HarnessSpec(_Table):
     id: str
     description: str = ""
@@ -143,6 +161,10 @@ class HarnessSpec(_Table):
     completion: CompletionSpec = Field(default_factory=CompletionSpec)
     tools: list[ToolEntry] = Field(default_factory=list)
     request: RequestSpec = Field(default_factory=RequestSpec)
+    mcp: McpSpec = Field(default_factory=McpSpec)
+    #: The product's hosted web search (Codex's Responses `web_search` tool), sent when
+    #: `web_search` is cached or live and the run is on the Responses wire.
+    hosted_web_search: bool = False
     guidance: str | None = None
     fence_language: str = ""
     notes: str = ""

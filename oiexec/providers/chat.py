@@ -128,6 +128,9 @@ def _messages(request: ModelRequest) -> list[dict[str, Any]]:
     if request.instructions:
         messages.append({"role": "system", "content": request.instructions})
     turn = _AssistantTurn()
+    # Tool messages carry text only: images a tool returned follow the run of tool
+    # messages as one user message (tool messages must directly follow their call).
+    with_images: list[ToolOutput] = []
 
     def flush() -> None:
         nonlocal turn
@@ -135,20 +138,43 @@ def _messages(request: ModelRequest) -> list[dict[str, Any]]:
             messages.append(turn.message())
         turn = _AssistantTurn()
 
+    def flush_images() -> None:
+        if with_images:
+            messages.append(_images_message(with_images))
+            with_images.clear()
+
     for item in request.history:
         if isinstance(item, Reasoning):
+            flush_images()
             if item.content is not None:
                 turn.reasoning.append(item.content)
                 turn.has_reasoning = True
         elif isinstance(item, ToolCall):
+            flush_images()
             turn.tool_calls.append(_tool_call(item))
         elif isinstance(item, Message) and item.role == "assistant":
+            flush_images()
             turn.texts.append(item.text)
         else:
             flush()
+            if not isinstance(item, ToolOutput):
+                flush_images()
+            elif item.images:
+                with_images.append(item)
             messages.append(_non_assistant(item))
     flush()
+    flush_images()
     return messages
+
+
+def _images_message(outputs: list[ToolOutput]) -> dict[str, Any]:
+    parts: list[dict[str, Any]] = []
+    for output in outputs:
+        parts.append({"type": "text", "text": f"Images returned by tool call {output.call_id}:"})
+        parts.extend(
+            {"type": "image_url", "image_url": {"url": image.data_url}} for image in output.images
+        )
+    return {"role": "user", "content": parts}
 
 
 def _non_assistant(item: Message | ToolOutput) -> dict[str, Any]:

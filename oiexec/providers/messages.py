@@ -225,7 +225,7 @@ def _messages(history: list[HistoryItem]) -> list[dict[str, Any]]:
             result: dict[str, Any] = {
                 "type": "tool_result",
                 "tool_use_id": item.call_id,
-                "content": item.output,
+                "content": _result_content(item),
             }
             if item.is_error:
                 result["is_error"] = True
@@ -273,6 +273,18 @@ def _tool_use_block(call: ToolCall) -> dict[str, Any]:
         if not isinstance(tool_input, dict):
             tool_input = {}
     return {"type": "tool_use", "id": call.call_id, "name": call.name, "input": tool_input}
+
+
+def _result_content(item: ToolOutput) -> str | list[dict[str, Any]]:
+    """A tool's text, or with images the content blocks a `tool_result` carries: the text,
+    then each image as a base64 source (how Claude Code returns images from MCP tools)."""
+    if not item.images:
+        return item.output
+    blocks: list[dict[str, Any]] = []
+    if item.output:
+        blocks.append({"type": "text", "text": item.output})
+    blocks.extend(_image_block(image) for image in item.images)
+    return blocks
 
 
 def _user_blocks(message: Message) -> list[dict[str, Any]]:

@@ -17,6 +17,7 @@ from oiexec.core.types import (
     ModelResponse,
     Reasoning,
     ToolCall,
+    ToolOutput,
     ToolSpec,
 )
 from oiexec.providers.answers import context_overflow, is_context_overflow
@@ -53,7 +54,7 @@ def build_body(request: ModelRequest) -> dict[str, Any]:
         "model": request.model,
         "stream": True,
         "input": [item for item in items if item],
-        "tools": [_tool(spec) for spec in request.tools],
+        "tools": [*(_tool(spec) for spec in request.tools), *request.hosted_tools],
         "tool_choice": "auto",
         "parallel_tool_calls": request.parallel_tool_calls,
         "store": False,
@@ -130,7 +131,17 @@ def _input_item(item: HistoryItem) -> dict[str, Any]:
     output_type = (
         "custom_tool_call_output" if item.call_type == "custom" else "function_call_output"
     )
-    return {"type": output_type, "call_id": item.call_id, "output": item.output}
+    return {"type": output_type, "call_id": item.call_id, "output": _output(item)}
+
+
+def _output(item: ToolOutput) -> str | list[dict[str, Any]]:
+    """A tool's text, or with images (an MCP tool's image blocks) the array of content parts
+    the Responses API takes in an output: the text, then each image."""
+    if not item.images:
+        return item.output
+    parts: list[dict[str, Any]] = [{"type": "input_text", "text": item.output}]
+    parts.extend({"type": "input_image", "image_url": image.data_url} for image in item.images)
+    return parts
 
 
 def _tool(spec: ToolSpec) -> dict[str, Any]:
