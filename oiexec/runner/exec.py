@@ -326,6 +326,7 @@ class _Run:
                 policy=p.policy,
                 extra_tools=mcp_tools,
                 skills=extras.skills,
+                warn=self.warn,
             )
         )
         ctx.cleanup.callback(harness.close)
