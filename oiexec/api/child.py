@@ -1,0 +1,145 @@
+"""What runs in a turn's child process (a fork of the preloaded server): the runner itself,
+exactly as `interpreter exec` runs it, shown to the caller over a pipe.
+
+The child is its own session and process group (the caller cancels a run by signalling the
+group), has the caller's environment and working directory as they were when the run was
+asked for, reads nothing and prints nothing: fds 0-2 are /dev/null and Python's stdout and
+stderr become warnings on the channel. SIGINT and SIGTERM end the run as they end the CLI's:
+`turn.failed`, every process the model started killed, the session written.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import ctypes
+import os
+import signal
+import sys
+import tempfile
+import traceback
+from dataclasses import dataclass, replace
+from multiprocessing.connection import Connection
+from pathlib import Path
+from typing import Any
+
+from oiexec.api.channel import Channel, ChannelText, PipeProcessor
+from oiexec.core.errors import Interrupted, OiexecError
+from oiexec.core.redact import redact
+from oiexec.runner.request import ExecRequest
+from oiexec.runner.result import RunResult
+from oiexec.runner.review import ReviewRequest
+
+__all__ = ["ExecJob", "ReviewJob", "child_main"]
+
+
+@dataclass(frozen=True)
+class ExecJob:
+    """One exec turn; with `diff`, the change it made is captured as `--diff` would."""
+
+    request: ExecRequest
+    diff: bool = True
+
+    def run(self, channel: Channel) -> dict[str, Any]:
+        from oiexec.runner.exec import run_exec
+
+        with tempfile.TemporaryDirectory(prefix="oiexec-api-") as tmp:
+            path = Path(tmp) / "change.patch"
+            request = replace(self.request, diff=path) if self.diff else self.request
+            result = run_exec(request, processor=PipeProcessor(channel))
+            patch = path.read_text(encoding="utf-8", errors="replace") if path.exists() else None
+        return {**_run_payload(result), "diff": patch}
+
+
+@dataclass(frozen=True)
+class ReviewJob:
+    request: ReviewRequest
+
+    def run(self, channel: Channel) -> dict[str, Any]:
+        from oiexec.runner.review import run_review
+
+        result = run_review(
+            self.request,
+            lambda text: channel.send("warning", redact(text)),
+            processor=PipeProcessor(channel),
+        )
+        return {
+            **_run_payload(result.run),
+            "exit_code": int(result.exit_code),
+            "review": result.review.model_dump(mode="json") if result.review else None,
+            "blocking": [f.model_dump(mode="json") for f in result.blocking],
+            "fell_back": result.fell_back,
+        }
+
+
+def _run_payload(result: RunResult) -> dict[str, Any]:
+    return {
+        "exit_code": int(result.exit_code),
+        "thread_id": result.thread_id,
+        "final_message": redact(result.final_message) if result.final_message else None,
+        "failure": result.failure,
+        "limit": result.limit,
+        "usage": result.usage.model_dump(),
+        "turns": result.turns,
+        "duration_s": result.duration_s,
+        "commands": [c.model_dump() for c in result.commands],
+    }
+
+
+def child_main(job: ExecJob | ReviewJob, conn: Connection, env: dict[str, str], cwd: str) -> None:
+    """The child's whole life; never returns (`os._exit`, so nothing of the server's runs)."""
+    code = 0
+    try:
+        _isolate(env, cwd)
+        channel = Channel(conn)
+        sys.stdout = sys.stderr = ChannelText(channel)
+        code = _run(job, channel)
+    except BaseException:
+        code = 1
+    finally:
+        with contextlib.suppress(BaseException):
+            conn.close()
+        os._exit(code)
+
+
+def _run(job: ExecJob | ReviewJob, channel: Channel) -> int:
+    from oiexec.runner.signals import interrupt_signals
+
+    with interrupt_signals():
+        try:
+            channel.send("done", job.run(channel))
+        except OiexecError as exc:
+            # The class names up the tree: the caller raises the first it knows (core/errors).
+            names = tuple(cls.__name__ for cls in type(exc).__mro__)
+            channel.send("error", names, redact(exc.message), exc.hint)
+        except Interrupted as exc:
+            channel.send("interrupted", exc.message, int(exc.exit_code))
+        except Exception:
+            channel.send("crash", redact(traceback.format_exc()))
+            return 1
+    return 0
+
+
+def _isolate(env: dict[str, str], cwd: str) -> None:
+    # Its own session and process group: the caller signals the run with everything it
+    # started, and a terminal's Ctrl-C reaches only the caller, which decides.
+    os.setsid()
+    _die_with_parent()
+    null = os.open(os.devnull, os.O_RDWR)
+    for fd in (0, 1, 2):
+        os.dup2(null, fd)
+    os.close(null)
+    sys.stdin = open(os.devnull, encoding="utf-8")  # noqa: SIM115 - lives as long as the process
+    os.chdir(cwd)
+    os.environ.clear()
+    os.environ.update(env)
+
+
+def _die_with_parent() -> None:
+    """SIGTERM when the fork server exits (it exits with the caller's process), so a caller
+    killed outright does not leave its runs going. Linux only; elsewhere a no-op."""
+    if not sys.platform.startswith("linux"):
+        return
+    with contextlib.suppress(Exception):
+        libc = ctypes.CDLL(None, use_errno=True)
+        pr_set_pdeathsig = 1
+        libc.prctl(pr_set_pdeathsig, signal.SIGTERM)

@@ -1,0 +1,182 @@
+"""What a turn and a review return, and how the child's messages become them."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+from pydantic import BaseModel
+
+from oiexec.api.process import Message
+from oiexec.core import errors
+from oiexec.core.errors import ExitCode, OiexecError
+from oiexec.core.events import (
+    ItemCompleted,
+    ThreadEvent,
+    ThreadItem,
+    ThreadStarted,
+    Usage,
+    parse_event,
+)
+from oiexec.review.model import ReviewFinding, ReviewOutput
+
+__all__ = ["Collector", "ReviewResult", "Turn"]
+
+
+@dataclass(frozen=True)
+class Turn:
+    """One completed `run` (Codex SDK: `Turn`), whatever its outcome: check `exit_code`
+    (the CLI's exit code, `ExitCode.SUCCESS` is 0) or `ok`; `reason` says why it failed."""
+
+    #: The final answer ("" when the turn ended without one); the JSON text under a schema.
+    final_response: str
+    #: Every item completed in this turn, in order (the JSONL stream's `item.completed`s).
+    items: list[ThreadItem]
+    #: Tokens used, cumulative for the thread as in `turn.completed`.
+    usage: Usage
+    exit_code: ExitCode
+    #: The `turn.failed` message, e.g. "turn limit reached ...".
+    reason: str | None
+    #: The limit that ended the turn: "max_turns", "timeout", "max_tokens" or "max_cost".
+    limit: str | None
+    #: The change the turn made to the working tree, as a patch `git apply` accepts.
+    diff: str | None
+    #: The final answer parsed: the `output_schema` model's instance, or the decoded JSON.
+    output: Any
+    thread_id: str | None
+    #: Model requests made in this turn.
+    model_requests: int
+    duration_s: float
+    #: Warnings the CLI would print on stderr.
+    warnings: list[str] = field(default_factory=list)
+
+    @property
+    def ok(self) -> bool:
+        return self.exit_code == ExitCode.SUCCESS
+
+
+@dataclass(frozen=True)
+class ReviewResult:
+    """A review's findings and the gate's verdict (`interpreter review`'s exit code)."""
+
+    exit_code: ExitCode
+    #: The structured review, locations checked; None when the run failed.
+    review: ReviewOutput | None
+    #: The findings that block under the gate (`fail_on`, `min_confidence`).
+    blocking: list[ReviewFinding]
+    #: The review as text, as `interpreter review` prints it.
+    text: str
+    reason: str | None
+    thread_id: str | None
+    usage: Usage
+    items: list[ThreadItem]
+    warnings: list[str] = field(default_factory=list)
+
+    @property
+    def findings(self) -> list[ReviewFinding]:
+        return list(self.review.findings) if self.review is not None else []
+
+    @property
+    def passed(self) -> bool:
+        """Nothing blocks and the review was read: exit code 0."""
+        return self.exit_code == ExitCode.SUCCESS
+
+    @property
+    def blocked(self) -> bool:
+        """The gate blocked (exit code 7)."""
+        return self.exit_code == ExitCode.REVIEW_BLOCKED
+
+
+class Collector:
+    """Reads a run's messages: hands events on, keeps what the result is made of, and raises
+    the package's own error for a run that never started."""
+
+    def __init__(self, on_warning: Callable[[str], None] | None = None) -> None:
+        self.items: list[ThreadItem] = []
+        self.warnings: list[str] = []
+        self.thread_id: str | None = None
+        self.payload: dict[str, Any] | None = None
+        self._on_warning = on_warning
+
+    def take(self, message: Message) -> ThreadEvent | None:
+        """The event `message` carries, or None; raises for a run that did not start."""
+        kind = message[0]
+        if kind == "event":
+            event = parse_event(message[1])
+            if isinstance(event, ThreadStarted):
+                self.thread_id = event.thread_id
+            elif isinstance(event, ItemCompleted):
+                self.items.append(event.item)
+            return event
+        if kind == "warning":
+            self.warnings.append(message[1])
+            if self._on_warning is not None:
+                self._on_warning(message[1])
+        elif kind == "done":
+            self.payload = message[1]
+        elif kind == "error":
+            raise _error(message[1], message[2], message[3])
+        elif kind == "interrupted":
+            self.payload = {"exit_code": message[2], "failure": message[1]}
+        elif kind == "crash":
+            raise OiexecError("internal error in the run's process", hint=message[1])
+        return None
+
+    def finish(self, exitcode: int | None) -> dict[str, Any]:
+        if self.payload is None:
+            raise OiexecError(
+                f"the run's process ended without a result (exit status {exitcode})",
+                hint="It was killed from outside, or crashed; see the session's run log.",
+            )
+        return self.payload
+
+    def turn(
+        self, exitcode: int | None, *, structured: bool, schema: type[BaseModel] | None
+    ) -> Turn:
+        data = self.finish(exitcode)
+        code = ExitCode(data["exit_code"])
+        final = data.get("final_message") or ""
+        output: Any = None
+        if code == ExitCode.SUCCESS and final and structured:
+            output = schema.model_validate_json(final) if schema else json.loads(final)
+        return Turn(
+            final_response=final,
+            items=self.items,
+            usage=Usage.model_validate(data.get("usage") or {}),
+            exit_code=code,
+            reason=data.get("failure"),
+            limit=data.get("limit"),
+            diff=data.get("diff"),
+            output=output,
+            thread_id=data.get("thread_id") or self.thread_id,
+            model_requests=data.get("turns", 0),
+            duration_s=data.get("duration_s", 0.0),
+            warnings=self.warnings,
+        )
+
+    def review(self, exitcode: int | None) -> ReviewResult:
+        data = self.finish(exitcode)
+        review = data.get("review")
+        return ReviewResult(
+            exit_code=ExitCode(data["exit_code"]),
+            review=ReviewOutput.model_validate(review) if review else None,
+            blocking=[ReviewFinding.model_validate(f) for f in data.get("blocking", [])],
+            text=data.get("final_message") or "",
+            reason=data.get("failure"),
+            thread_id=data.get("thread_id") or self.thread_id,
+            usage=Usage.model_validate(data.get("usage") or {}),
+            items=self.items,
+            warnings=self.warnings,
+        )
+
+
+def _error(names: tuple[str, ...], message: str, hint: str | None) -> OiexecError:
+    """The child's error as the same class, or the nearest one of `oiexec.core.errors` above
+    it: the class the CLI maps to its exit code."""
+    for name in names:
+        cls = getattr(errors, name, None)
+        if isinstance(cls, type) and issubclass(cls, OiexecError):
+            return cls(message, hint=hint)
+    return OiexecError(message, hint=hint)

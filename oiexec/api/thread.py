@@ -1,0 +1,354 @@
+"""A conversation with the agent (Codex SDK: `Thread`): each `run` is one turn, and every
+turn after the first continues the same session, as `interpreter exec resume ID` does."""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import threading
+from collections.abc import AsyncIterator, Callable, Iterator, Sequence
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, Literal, TypedDict
+
+from pydantic import BaseModel
+
+from oiexec.api.child import ExecJob
+from oiexec.api.options import ThreadOptions, TurnOptions, build_request
+from oiexec.api.process import RunProcess
+from oiexec.api.results import Collector, Turn
+from oiexec.core.errors import UsageError
+from oiexec.core.events import ThreadEvent
+
+if TYPE_CHECKING:
+    from oiexec.runner.request import ExecRequest
+
+__all__ = ["Input", "LocalImageInput", "StreamedTurn", "TextInput", "Thread"]
+
+#: An output schema: a JSON Schema, or a pydantic model whose instance `Turn.output` becomes.
+OutputSchema = dict[str, Any] | type[BaseModel]
+
+
+class TextInput(TypedDict):
+    type: Literal["text"]
+    text: str
+
+
+class LocalImageInput(TypedDict):
+    type: Literal["local_image"]
+    path: str
+
+
+#: A prompt, or the Codex SDK's list of text parts and local images.
+Input = str | Sequence[TextInput | LocalImageInput]
+
+
+class StreamedTurn:
+    """The events of one turn as they happen (iterate it once); `result` once it is done.
+    Leaving the loop early cancels the turn."""
+
+    def __init__(self, events: Iterator[ThreadEvent], box: list[Turn]) -> None:
+        self._events = events
+        self._box = box
+
+    def __iter__(self) -> Iterator[ThreadEvent]:
+        return self._events
+
+    @property
+    def events(self) -> Iterator[ThreadEvent]:
+        """The same iterator (Codex SDK: `runStreamed(...).events`)."""
+        return self._events
+
+    @property
+    def result(self) -> Turn:
+        if not self._box:
+            raise RuntimeError("the turn has not finished: iterate over its events first")
+        return self._box[0]
+
+
+class Thread:
+    """Created by `Agent.start_thread()` or `Agent.resume_thread(id)`. One turn at a time."""
+
+    def __init__(self, options: ThreadOptions, thread_id: str | None = None) -> None:
+        self._options = options
+        self._id = thread_id
+        self._lock = threading.Lock()
+        self._running: RunProcess | None = None
+
+    @property
+    def id(self) -> str | None:
+        """The thread (session) id: None until the first turn has started."""
+        return self._id
+
+    # -- synchronous ------------------------------------------------------------------------
+
+    def run(
+        self,
+        input: Input,
+        *,
+        output_schema: OutputSchema | None = None,
+        max_turns: int | None = None,
+        timeout: float | None = None,
+        check: str | None = None,
+        max_attempts: int | None = None,
+        max_tokens: int | None = None,
+        max_cost: float | None = None,
+        on_event: Callable[[ThreadEvent], None] | None = None,
+        on_warning: Callable[[str], None] | None = None,
+    ) -> Turn:
+        """Runs one turn to its end and returns it. Raises the package's errors
+        (`ConfigError`, `UsageError`, ...) only for a turn that could not start; a turn that
+        started and failed is a `Turn` with its `exit_code` and `reason`."""
+        streamed = self.run_streamed(
+            input,
+            output_schema=output_schema,
+            max_turns=max_turns,
+            timeout=timeout,
+            check=check,
+            max_attempts=max_attempts,
+            max_tokens=max_tokens,
+            max_cost=max_cost,
+            on_warning=on_warning,
+        )
+        for event in streamed:
+            if on_event is not None:
+                on_event(event)
+        return streamed.result
+
+    def run_streamed(
+        self,
+        input: Input,
+        *,
+        output_schema: OutputSchema | None = None,
+        max_turns: int | None = None,
+        timeout: float | None = None,
+        check: str | None = None,
+        max_attempts: int | None = None,
+        max_tokens: int | None = None,
+        max_cost: float | None = None,
+        on_warning: Callable[[str], None] | None = None,
+    ) -> StreamedTurn:
+        """Starts one turn; iterate the result for its events (the JSONL stream's, typed)."""
+        schema_model, turn = _turn_options(
+            input, output_schema, max_turns, timeout, check, max_attempts, max_tokens, max_cost
+        )
+        request = build_request(self._options, _prompt(input), turn, resume_id=self._id)
+        box: list[Turn] = []
+        events = self._stream(request, schema_model, on_warning, box)
+        return StreamedTurn(events, box)
+
+    def cancel(self) -> None:
+        """Cancels the running turn, from any thread: SIGTERM to its processes; the turn
+        ends as `turn.failed` with exit code 143."""
+        running = self._running
+        if running is not None:
+            running.cancel()
+
+    def _stream(
+        self,
+        request: ExecRequest,
+        schema: type[BaseModel] | None,
+        on_warning: Callable[[str], None] | None,
+        box: list[Turn],
+    ) -> Iterator[ThreadEvent]:
+        process = self._start(request)
+        collector = Collector(on_warning)
+        try:
+            for message in process.messages():
+                event = collector.take(message)
+                if event is not None:
+                    self._id = self._id or collector.thread_id
+                    yield event
+        except BaseException:
+            # KeyboardInterrupt, an error in the caller's loop body, or the loop left early
+            # (GeneratorExit): the run must not outlive the caller's interest in it.
+            process.stop()
+            self._running = None
+            raise
+        process.close()
+        self._running = None
+        box.append(
+            collector.turn(
+                process.exitcode, structured=request.output_schema is not None, schema=schema
+            )
+        )
+
+    def _start(self, request: ExecRequest) -> RunProcess:
+        with self._lock:
+            if self._running is not None:
+                raise UsageError("this thread is already running a turn; wait for it to finish")
+            process = RunProcess(ExecJob(request), environment(self._options), str(request.cwd))
+            self._running = process
+        return process
+
+    # -- asynchronous -----------------------------------------------------------------------
+
+    async def arun(
+        self,
+        input: Input,
+        *,
+        output_schema: OutputSchema | None = None,
+        max_turns: int | None = None,
+        timeout: float | None = None,
+        check: str | None = None,
+        max_attempts: int | None = None,
+        max_tokens: int | None = None,
+        max_cost: float | None = None,
+        on_event: Callable[[ThreadEvent], None] | None = None,
+        on_warning: Callable[[str], None] | None = None,
+    ) -> Turn:
+        """`run` for asyncio: the loop is never blocked; cancelling the task cancels the turn
+        and returns once its processes have ended."""
+        box: list[Turn] = []
+        async for event in self._astream(
+            input,
+            output_schema,
+            max_turns,
+            timeout,
+            check,
+            max_attempts,
+            max_tokens,
+            max_cost,
+            on_warning,
+            box,
+        ):
+            if on_event is not None:
+                on_event(event)
+        return box[0]
+
+    async def arun_streamed(
+        self,
+        input: Input,
+        *,
+        output_schema: OutputSchema | None = None,
+        max_turns: int | None = None,
+        timeout: float | None = None,
+        check: str | None = None,
+        max_attempts: int | None = None,
+        max_tokens: int | None = None,
+        max_cost: float | None = None,
+        on_warning: Callable[[str], None] | None = None,
+    ) -> AsyncIterator[ThreadEvent]:
+        """The turn's events as they happen, for `async for`."""
+        async for event in self._astream(
+            input,
+            output_schema,
+            max_turns,
+            timeout,
+            check,
+            max_attempts,
+            max_tokens,
+            max_cost,
+            on_warning,
+            [],
+        ):
+            yield event
+
+    async def _astream(
+        self,
+        input: Input,
+        output_schema: OutputSchema | None,
+        max_turns: int | None,
+        timeout: float | None,
+        check: str | None,
+        max_attempts: int | None,
+        max_tokens: int | None,
+        max_cost: float | None,
+        on_warning: Callable[[str], None] | None,
+        box: list[Turn],
+    ) -> AsyncIterator[ThreadEvent]:
+        schema_model, turn = _turn_options(
+            input, output_schema, max_turns, timeout, check, max_attempts, max_tokens, max_cost
+        )
+        request = build_request(self._options, _prompt(input), turn, resume_id=self._id)
+        # Starting may start the fork server (about a second, once): off the loop. A start
+        # that is under way when the task is cancelled is finished, then stopped.
+        started = asyncio.get_running_loop().run_in_executor(None, self._start, request)
+        try:
+            process = await asyncio.shield(started)
+        except asyncio.CancelledError:
+            await (await started).astop()
+            self._running = None
+            raise
+        collector = Collector(on_warning)
+        try:
+            async for message in process.amessages():
+                event = collector.take(message)
+                if event is not None:
+                    self._id = self._id or collector.thread_id
+                    yield event
+        except BaseException:
+            await process.astop()
+            self._running = None
+            raise
+        await process.aclose()
+        self._running = None
+        box.append(
+            collector.turn(
+                process.exitcode, structured=request.output_schema is not None, schema=schema_model
+            )
+        )
+
+
+def _turn_options(
+    input: Input,
+    output_schema: OutputSchema | None,
+    max_turns: int | None,
+    timeout: float | None,
+    check: str | None,
+    max_attempts: int | None,
+    max_tokens: int | None,
+    max_cost: float | None,
+) -> tuple[type[BaseModel] | None, TurnOptions]:
+    model: type[BaseModel] | None = None
+    schema: dict[str, Any] | None
+    if isinstance(output_schema, type) and issubclass(output_schema, BaseModel):
+        model, schema = output_schema, output_schema.model_json_schema()
+    elif output_schema is None or isinstance(output_schema, dict):
+        schema = output_schema
+    else:
+        raise UsageError(
+            f"output_schema must be a JSON Schema dict or a pydantic model class, "
+            f"got {type(output_schema).__name__}"
+        )
+    return model, TurnOptions(
+        output_schema=schema,
+        max_turns=max_turns,
+        timeout=timeout,
+        check=check,
+        max_attempts=max_attempts,
+        max_tokens=max_tokens,
+        max_cost=max_cost,
+        images=_images(input),
+    )
+
+
+def _prompt(input: Input) -> str:
+    if isinstance(input, str):
+        text = input
+    else:
+        text = "\n\n".join(part["text"] for part in input if part.get("type") == "text")  # type: ignore[typeddict-item]
+    if not text.strip():
+        raise UsageError("the prompt is empty", hint="Pass the task as text.")
+    return text
+
+
+def _images(input: Input) -> tuple[Path, ...]:
+    if isinstance(input, str):
+        return ()
+    paths = []
+    for part in input:
+        kind = part.get("type")
+        if kind == "local_image":
+            paths.append(Path(part["path"]).expanduser())  # type: ignore[typeddict-item]
+        elif kind != "text":
+            raise UsageError(f"unknown input part type {kind!r}: use 'text' or 'local_image'")
+    return tuple(paths)
+
+
+def environment(options: ThreadOptions) -> dict[str, str]:
+    """The run's environment: the agent's `env`, else this process's now (the fork server's
+    is from when it started); the Codex SDK's `apiKey` becomes `CODEX_API_KEY`."""
+    result = dict(options.env if options.env is not None else os.environ)
+    if options.api_key:
+        result["CODEX_API_KEY"] = options.api_key
+    return result
