@@ -97,7 +97,9 @@ def offer_mcp_tools(
 ) -> tuple[list[Tool], McpOffer]:
     """The advertised tools (search tool included) and what each request offers of them."""
     advertised = advertise_mcp_tools(spec, tools)
-    offer = McpOffer(spec, advertised, always_defer=always_defer)
+    # Only the servers' own tools are deferred; the resource tools stay listed, as in Codex.
+    deferrable = [tool for tool in advertised if tool.spec.name.startswith("mcp__")]
+    offer = McpOffer(spec, deferrable, always_defer=always_defer)
     return offer.tools(advertised), offer
 
 
