@@ -1,0 +1,173 @@
+"""Hooks in Codex's shape: a PreToolUse hook refusing a command, PostToolUse in the run log,
+SessionStart context, a timeout reported, a Stop hook sending the model back, and project
+hooks ignored in an untrusted project."""
+
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+from typing import Any
+
+from tests.conftest import exec_args, run_cli
+from tests.extensions.conftest import command_hook, trust, write_hooks
+from tests.support.model_server import ModelServer, call, reply, tool_outputs
+
+GUARD = """\
+import json, sys
+payload = json.load(sys.stdin)
+with open(sys.argv[1], "a") as log:
+    log.write(json.dumps(payload) + "\\n")
+if "rm " in payload["tool_input"].get("command", ""):
+    print("deleting files is not allowed here", file=sys.stderr)
+    sys.exit(1)
+"""
+
+
+def _script(tmp_path: Path, name: str, source: str) -> str:
+    path = tmp_path / name
+    path.write_text(source)
+    return f"{sys.executable} {path}"
+
+
+def _run_log(oi_home: Path) -> list[dict[str, Any]]:
+    return [
+        json.loads(line)
+        for path in sorted((oi_home / "logs").glob("oiexec-*.log"))
+        for line in path.read_text().splitlines()
+    ]
+
+
+def test_pre_tool_use_hook_refuses_rm_and_the_file_survives(
+    model_server: ModelServer, repo: Path, oi_home: Path, tmp_path: Path
+) -> None:
+    seen = tmp_path / "seen.jsonl"
+    guard = _script(tmp_path, "guard.py", GUARD)
+    write_hooks(oi_home / "hooks.json", {"PreToolUse": [command_hook(f"{guard} {seen}", "^Bash$")]})
+    model_server.enqueue(
+        reply(tool_calls=[call("exec_command", {"cmd": "rm calc.py"}, call_id="rm_1")]),
+        reply(tool_calls=[call("exec_command", {"cmd": "echo hi"}, call_id="echo_1")]),
+        reply("I was not allowed to delete it."),
+    )
+    result = run_cli([*exec_args(model_server), "delete calc.py"], cwd=repo)
+    assert result.returncode == 0, result.stderr
+    assert (repo / "calc.py").exists()
+    refusal = tool_outputs(model_server.bodies[1])["rm_1"]
+    assert "Command blocked by PreToolUse hook: deleting files is not allowed here" in refusal
+    assert "hi" in tool_outputs(model_server.bodies[2])["echo_1"]  # allowed calls still run
+    assert "PreToolUse hook refused `Bash`" in result.stderr
+    # Codex's payload: the shell tool reported as Bash with its command.
+    payloads = [json.loads(line) for line in seen.read_text().splitlines()]
+    assert payloads[0]["hook_event_name"] == "PreToolUse"
+    assert payloads[0]["tool_name"] == "Bash" and payloads[0]["tool_input"] == {
+        "command": "rm calc.py"
+    }
+    assert payloads[0]["tool_use_id"] == "rm_1" and payloads[0]["cwd"] == str(repo)
+    assert payloads[0]["session_id"] == result.events[0]["thread_id"]
+    # The refused command never became a command item.
+    commands = [item["command"] for item in result.items("command_execution")]
+    assert not any("rm calc.py" in command for command in commands)
+
+
+def test_post_tool_use_hook_is_recorded_in_the_run_log(
+    model_server: ModelServer, repo: Path, oi_home: Path
+) -> None:
+    hook = "cat > /dev/null; echo post-hook-saw-it"
+    write_hooks(oi_home / "hooks.json", {"PostToolUse": [command_hook(hook)]})
+    model_server.enqueue(
+        reply(tool_calls=[call("exec_command", {"cmd": "echo hi"})]), reply("done")
+    )
+    result = run_cli([*exec_args(model_server), "say hi"], cwd=repo)
+    assert result.returncode == 0, result.stderr
+    runs = [e for e in _run_log(oi_home) if e.get("event") == "hook.run"]
+    assert len(runs) == 1
+    assert runs[0]["hook_event"] == "PostToolUse" and runs[0]["exit_code"] == 0
+    assert runs[0]["stdout"].strip() == "post-hook-saw-it"
+    assert runs[0]["source"] == str(oi_home / "hooks.json")
+
+
+def test_session_start_context_reaches_the_model(
+    model_server: ModelServer, repo: Path, oi_home: Path
+) -> None:
+    answer = json.dumps(
+        {
+            "hookSpecificOutput": {
+                "hookEventName": "SessionStart",
+                "additionalContext": "Deploys freeze on Fridays.",
+            }
+        }
+    )
+    (oi_home / "config.toml").write_text(
+        f'[[hooks.SessionStart]]\nmatcher = "startup"\n'
+        f"[[hooks.SessionStart.hooks]]\ntype = \"command\"\ncommand = '''echo '{answer}' '''\n"
+    )
+    model_server.enqueue(reply("ok"))
+    result = run_cli([*exec_args(model_server), "plan the deploy"], cwd=repo)
+    assert result.returncode == 0, result.stderr
+    assert "Deploys freeze on Fridays." in json.dumps(model_server.bodies[0])
+
+
+def test_a_hook_that_times_out_is_reported_and_the_run_goes_on(
+    model_server: ModelServer, repo: Path, oi_home: Path
+) -> None:
+    write_hooks(oi_home / "hooks.json", {"SessionStart": [command_hook("sleep 30", timeout=0.5)]})
+    model_server.enqueue(reply("ok"))
+    result = run_cli([*exec_args(model_server), "go"], cwd=repo)
+    assert result.returncode == 0, result.stderr
+    assert "SessionStart hook `sleep 30` timed out after 0.5s and was killed" in result.stderr
+    assert result.types()[-1] == "turn.completed"
+    runs = [e for e in _run_log(oi_home) if e.get("event") == "hook.run"]
+    assert runs[0]["timed_out"] is True
+
+
+def test_stop_hook_makes_the_model_continue_once(
+    model_server: ModelServer, repo: Path, oi_home: Path, tmp_path: Path
+) -> None:
+    stop = _script(
+        tmp_path,
+        "stop.py",
+        "import json, sys\n"
+        "payload = json.load(sys.stdin)\n"
+        "if not payload['stop_hook_active']:\n"
+        "    reason = 'Run the tests before you stop.'\n"
+        "    print(json.dumps({'decision': 'block', 'reason': reason}))\n",
+    )
+    write_hooks(oi_home / "hooks.json", {"Stop": [command_hook(stop)]})
+    model_server.enqueue(reply("All done."), reply("Tests run; all done."))
+    result = run_cli([*exec_args(model_server), "go"], cwd=repo)
+    assert result.returncode == 0, result.stderr
+    assert len(model_server.bodies) == 2
+    assert "Run the tests before you stop." in json.dumps(model_server.bodies[1])
+    messages = [item["text"] for item in result.items("agent_message")]
+    assert messages[-1] == "Tests run; all done."
+
+
+def test_project_hooks_run_only_in_a_trusted_project(
+    model_server: ModelServer, repo: Path, oi_home: Path
+) -> None:
+    marker = repo.parent / "project-hook-ran"
+    write_hooks(
+        repo / ".openinterpreter" / "hooks.json",
+        {"SessionStart": [command_hook(f"touch {marker}")]},
+    )
+    model_server.enqueue(reply("ok"), reply("ok"))
+    untrusted = run_cli([*exec_args(model_server), "go"], cwd=repo)
+    assert untrusted.returncode == 0, untrusted.stderr
+    assert not marker.exists()
+    trust(oi_home, repo)
+    trusted = run_cli([*exec_args(model_server), "go"], cwd=repo)
+    assert trusted.returncode == 0, trusted.stderr
+    assert marker.exists()
+
+
+def test_an_invalid_hooks_file_is_a_config_error(
+    model_server: ModelServer, repo: Path, oi_home: Path
+) -> None:
+    write_hooks(oi_home / "hooks.json", {"PreToolUse": [{"hooks": [{"type": "command"}]}]})
+    model_server.enqueue(reply("ok"))
+    result = run_cli([*exec_args(model_server), "go"], cwd=repo)
+    assert result.returncode == 3, result.stderr
+    failure = result.events[-1]
+    assert failure["type"] == "turn.failed"
+    assert f"{oi_home / 'hooks.json'} has invalid hooks" in failure["error"]["message"]
+    assert "PreToolUse.0.hooks.0.command: Field required" in failure["error"]["message"]
