@@ -308,7 +308,10 @@ class McpManager:
         async def make(session: Any) -> Any:
             return await session.call_tool(tool, arguments)
 
-        return await self._request(server, make, timeout, "tools/call")
+        try:
+            return await self._request(server, make, timeout, "tools/call")
+        except McpCallError as exc:
+            raise McpCallError(f"tool call error: {exc}") from None
 
     async def _request(
         self,
@@ -328,21 +331,16 @@ class McpManager:
                 result: _T = await make(session)
                 return result
         except TimeoutError:
-            raise McpCallError(
-                f"tool call error: timed out awaiting {method} after {_seconds(timeout)}"
-            ) from None
+            raise McpCallError(f"timed out awaiting {method} after {_seconds(timeout)}") from None
         except MCPError as exc:
             if exc.code == _CONNECTION_CLOSED:
                 reason = await self._reason(server, exc, starting=False)
                 server.dead = server.dead or reason
                 server.session = None
-                raise McpCallError(
-                    f"tool call error: MCP server `{server.name}` {reason}"
-                ) from None
-            raise McpCallError(f"tool call error: {exc.error.message}") from None
+                raise McpCallError(f"MCP server `{server.name}` {reason}") from None
+            raise McpCallError(exc.error.message) from None
         except Exception as exc:
-            reason = await self._reason(server, exc, starting=False)
-            raise McpCallError(f"tool call error: {reason}") from None
+            raise McpCallError(await self._reason(server, exc, starting=False)) from None
 
     async def _reason(self, server: _Server, exc: BaseException, *, starting: bool) -> str:
         """Why the server failed, in words a user can act on."""

@@ -11,6 +11,7 @@ so they fold with it: one line per interval in a collapsed group, no group of th
 
 from __future__ import annotations
 
+import json
 import os
 import threading
 from collections.abc import Sequence
@@ -27,6 +28,7 @@ from oiexec.core.events import (
     ItemCompleted,
     ItemStarted,
     ItemUpdated,
+    McpToolCallItem,
     ReasoningItem,
     ReviewItem,
     StreamError,
@@ -41,6 +43,8 @@ from oiexec.core.redact import redact
 from oiexec.output.heartbeat import Heartbeat, interval_from_env
 
 _OUTPUT_TAIL_LINES = 12
+#: How much of an MCP call's arguments the transcript shows.
+_MCP_ARGS_CHARS = 120
 
 
 def in_github_actions() -> bool:
@@ -135,6 +139,8 @@ class HumanProcessor:
             case ItemStarted(item=item):
                 if isinstance(item, CommandExecutionItem):
                     self._write(self._style("exec ", fg="magenta", bold=True) + item.command)
+                elif isinstance(item, McpToolCallItem):
+                    self._write(self._style("tool ", fg="magenta", bold=True) + _mcp_call(item))
                 elif isinstance(item, TodoListItem):
                     self._todo(item)
             case ItemUpdated(item=item):
@@ -181,6 +187,13 @@ class HumanProcessor:
                     self._write(self._style(item.text, dim=True))
             case TodoListItem():
                 pass  # shown when started and on each update; completion changes nothing
+            case McpToolCallItem():
+                ok = item.status == "completed"
+                detail = f": {item.error.message}" if item.error is not None else ""
+                verdict = "succeeded" if ok else f"failed{detail}"
+                self._write(
+                    self._style(f"{_mcp_call(item)} {verdict}", fg="green" if ok else "red")
+                )
             case ErrorItem():
                 self.warning(item.message)
             case ReviewItem():
@@ -199,3 +212,11 @@ class HumanProcessor:
     def close(self) -> None:
         self._heartbeat.close()
         self._end_group()
+
+
+def _mcp_call(item: McpToolCallItem) -> str:
+    """`server.tool(arguments)` with the arguments as compact JSON, cut to one short line."""
+    arguments = "" if item.arguments is None else json.dumps(item.arguments, ensure_ascii=False)
+    if len(arguments) > _MCP_ARGS_CHARS:
+        arguments = arguments[: _MCP_ARGS_CHARS - 1] + "…"
+    return f"{item.server}.{item.tool}({arguments})"

@@ -7,6 +7,7 @@ import contextlib
 from typing import TYPE_CHECKING
 
 from oiexec.core.context import ToolContext
+from oiexec.core.errors import ConfigError
 from oiexec.core.protocols import Tool
 
 if TYPE_CHECKING:
@@ -23,5 +24,57 @@ def start_mcp_servers(
     runlog: RunLogSink | None,
 ) -> tuple[Tool, ...]:
     """Starts the configured servers and returns their tools; every server is stopped when
-    `stack` closes."""
-    return ()
+    `stack` closes.
+
+    A `required` server that does not start fails the run (exit 3) before the turn; any other
+    is reported on stderr and in the run log, and the run goes on without its tools (Codex
+    reports MCP startup failures outside the JSON stream, so no item is added)."""
+    servers = prepared.config.settings.mcp_servers
+    if not any(config.enabled for config in servers.values()):
+        return ()
+    from oiexec.mcp.approval import approval_mode
+    from oiexec.mcp.manager import McpManager
+    from oiexec.mcp.naming import qualified_names
+    from oiexec.mcp.resources import resource_tools
+    from oiexec.mcp.tools import McpTool
+
+    manager = McpManager(servers, cwd=ctx.cwd, note=runlog.note if runlog is not None else None)
+    # Registered before anything starts: an interrupt during startup still stops them.
+    stack.callback(manager.close)
+    statuses = manager.start()
+    failed = [status for status in statuses if status.enabled and not status.started]
+    for status in failed:
+        if servers[status.name].required:
+            raise ConfigError(
+                f"required MCP server `{status.name}` failed to start: {status.error}. "
+                "Check its command/url and the server's own output in the run log, raise "
+                f"`mcp_servers.{status.name}.startup_timeout_sec`, or set "
+                f"`mcp_servers.{status.name}.required = false` to run without it."
+            )
+        ctx.warn(
+            f"MCP server `{status.name}` failed to start: {status.error}; "
+            "continuing without its tools"
+        )
+
+    started = [status for status in statuses if status.started]
+    names = qualified_names((tool.server, tool.name) for s in started for tool in s.tools)
+    # Approval is always `never` in exec, so `danger-full-access` (or the bypass flag) is
+    # Codex's full-access mode, in which every MCP call runs.
+    full_access = prepared.policy.mode == "danger-full-access"
+    tools: list[Tool] = []
+    for status in started:
+        config = servers[status.name]
+        tools.extend(
+            McpTool(
+                manager=manager,
+                listed=tool,
+                name=names[(tool.server, tool.name)],
+                timeout=config.tool_timeout_sec,
+                approval=approval_mode(config, tool.name),
+                full_access=full_access,
+            )
+            for tool in status.tools
+        )
+    if started:
+        tools.extend(resource_tools(manager, [status.name for status in started]))
+    return tuple(tools)

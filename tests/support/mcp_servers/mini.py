@@ -102,6 +102,11 @@ def lookup(key: str) -> str:
     return f"value of {key}"
 
 
+@server.resource("note://readme", description="What this server is.")
+def readme() -> str:
+    return "mini is a test server"
+
+
 def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--pidfile")

@@ -1,0 +1,63 @@
+"""What the MCP tests share: `-c` flags that configure the test servers, and pid checks."""
+
+from __future__ import annotations
+
+import json
+import os
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+REPO_ROOT = Path(__file__).resolve().parents[2]
+MINI = "tests.support.mcp_servers.mini"
+
+
+def toml(value: Any) -> str:
+    return json.dumps(value)
+
+
+def server_flags(name: str = "mini", *server_args: str, **keys: Any) -> list[str]:
+    """`-c mcp_servers.<name>.*` for the stdio test server (run from the repo root, where
+    `python -m tests...` resolves), plus any other keys of that table."""
+    values: dict[str, Any] = {
+        "command": sys.executable,
+        "args": ["-m", MINI, *server_args],
+        "cwd": str(REPO_ROOT),
+        **keys,
+    }
+    flags: list[str] = []
+    for key, value in values.items():
+        flags += ["-c", f"mcp_servers.{name}.{key}={toml(value)}"]
+    return flags
+
+
+def alive(pid: int) -> bool:
+    """Whether `pid` is a live process (a zombie awaiting its reaper counts as gone)."""
+    try:
+        with open(f"/proc/{pid}/stat") as handle:
+            return handle.read().rsplit(")", 1)[1].split()[0] != "Z"
+    except (FileNotFoundError, ProcessLookupError, IndexError):
+        return False
+
+
+def gone_soon(pid: int, within: float = 5.0) -> bool:
+    """The run has returned; its servers were killed before it did, but the kernel may take
+    a moment to reap a killed grandchild (its parent, our test process, is not waiting)."""
+    deadline = time.monotonic() + within
+    while time.monotonic() < deadline:
+        if not alive(pid):
+            return True
+        time.sleep(0.05)
+    return False
+
+
+def read_pid(path: Path) -> int:
+    return int(path.read_text())
+
+
+def run_log(home: Path) -> str:
+    return "\n".join(p.read_text() for p in sorted((home / "logs").glob("*.log")))
+
+
+__all__ = ["REPO_ROOT", "alive", "gone_soon", "os", "read_pid", "run_log", "server_flags"]
