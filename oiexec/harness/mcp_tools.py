@@ -49,11 +49,14 @@ def unavailable_warning(spec: HarnessSpec, tools: Sequence[Tool]) -> str | None:
     """The warning for a run whose harness cannot offer its MCP tools, or None."""
     if not tools or can_offer_mcp_tools(spec):
         return None
-    servers = sorted({server_of(tool) for tool in tools})
+    servers = sorted({server for tool in tools if (server := server_of(tool))})
+    if not servers:
+        return None
+    names = ", ".join(f"`{server}`" for server in servers)
     return (
-        f"harness `{spec.id}` has no function calling, so the tools of the MCP "
-        f"server{'s' if len(servers) != 1 else ''} {', '.join(servers)} are not offered to "
-        "the model; use a function-calling harness (e.g. `-c harness=native`) to use them"
+        f"harness `{spec.id}` has no function calling, so the tools of MCP "
+        f"server{'s' if len(servers) != 1 else ''} {names} are not offered to the model; use "
+        "a function-calling harness (e.g. `-c harness=native`) to use them"
     )
 
 
@@ -162,9 +165,10 @@ def _strip(schema: Any, keys: frozenset[str]) -> Any:
 
 
 def server_of(tool: Tool) -> str:
-    """The MCP server a tool comes from (its `server`, else the middle of its name)."""
+    """The MCP server a tool comes from (its `server`, else the middle of its
+    `mcp__<server>__<tool>` name); "" for tools of no one server (the resource tools)."""
     server = getattr(tool, "server", None)
     if isinstance(server, str) and server:
         return server
     parts = tool.spec.name.split("__")
-    return parts[1] if len(parts) >= 3 else tool.spec.name
+    return parts[1] if len(parts) >= 3 and parts[0] == "mcp" else ""
