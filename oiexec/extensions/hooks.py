@@ -27,7 +27,7 @@ from typing import Any
 
 from pydantic import ValidationError
 
-from oiexec.config.hooks import HooksConfig
+from oiexec.config.hooks import RUN_EVENTS, HooksConfig
 from oiexec.core.errors import ConfigError
 
 __all__ = [
@@ -37,6 +37,7 @@ __all__ = [
     "HookRunner",
     "collect_handlers",
     "hooks_enabled",
+    "log_fields",
     "read_hooks_file",
 ]
 
@@ -137,19 +138,20 @@ def read_hooks_file(path: Path) -> HooksConfig | None:
 def collect_handlers(
     sources: Sequence[tuple[str, HooksConfig]], warn: Callable[[str], None]
 ) -> list[HookHandler]:
+    """The command handlers of the events a run fires; what exec does not run is said once."""
     handlers: list[HookHandler] = []
     for source, config in sources:
         for event in HooksConfig.model_fields:
-            for group in getattr(config, event):
-                if group.matcher not in (None, "", "*") and event not in _UNMATCHED_EVENTS:
-                    try:
-                        re.compile(group.matcher)
-                    except re.error as exc:
-                        warn(
-                            f"hook matcher `{group.matcher}` for {event} in {source} is not a "
-                            f"valid regular expression ({exc}); its hooks never run"
-                        )
+            groups = getattr(config, event)
+            if groups and event not in RUN_EVENTS:
+                warn(f"{event} hooks in {source} have no effect in exec (the event never occurs)")
+                continue
+            for group in groups:
+                _check_matcher(group.matcher, event, source, warn)
                 for hook in group.hooks:
+                    if hook.type != "command" or hook.command is None:
+                        warn(f'{event} hook of type "{hook.type}" in {source} is not run by exec')
+                        continue
                     handlers.append(
                         HookHandler(
                             event=event,
@@ -161,6 +163,20 @@ def collect_handlers(
                         )
                     )
     return handlers
+
+
+def _check_matcher(
+    matcher: str | None, event: str, source: str, warn: Callable[[str], None]
+) -> None:
+    if matcher in (None, "", "*") or event in _UNMATCHED_EVENTS:
+        return
+    try:
+        re.compile(matcher)
+    except re.error as exc:
+        warn(
+            f"hook matcher `{matcher}` for {event} in {source} is not a valid regular "
+            f"expression ({exc}); its hooks never run"
+        )
 
 
 class HookRunner:

@@ -170,4 +170,4 @@ def test_an_invalid_hooks_file_is_a_config_error(
     failure = result.events[-1]
     assert failure["type"] == "turn.failed"
     assert f"{oi_home / 'hooks.json'} has invalid hooks" in failure["error"]["message"]
-    assert "PreToolUse.0.hooks.0.command: Field required" in failure["error"]["message"]
+    assert "needs a non-empty `command`" in failure["error"]["message"]
