@@ -17,7 +17,7 @@ from typing import Any
 
 import tomlkit
 from tomlkit.exceptions import TOMLKitError
-from tomlkit.items import Table
+from tomlkit.items import Comment, Item, Table, Whitespace
 from tomlkit.toml_document import TOMLDocument
 
 from oiexec.core.errors import ConfigError
@@ -76,13 +76,49 @@ def _server_table(entry: dict[str, Any]) -> Table:
     return table
 
 
+def _innermost_last(table: Table) -> Table:
+    body = table.value.body
+    if body and body[-1][0] is not None and isinstance(body[-1][1], Table):
+        return _innermost_last(body[-1][1])
+    return table
+
+
+def _take_trailing_comments(table: Table) -> list[Item]:
+    """Takes the comment lines at the very end of `table` (of its last sub-table): tomlkit
+    files a comment written above the next `[header]` there, so deleting or replacing the
+    table would take the user's note about the next one with it."""
+    body = _innermost_last(table).value.body
+    end = len(body)
+    while end and body[end - 1][0] is None:
+        end -= 1
+    if not any(isinstance(item, Comment) for _, item in body[end:]):
+        return []
+    taken = [item for _, item in body[end:]]
+    del body[end:]  # key-less items after the last key: no key index moves
+    return taken
+
+
+def _append(table: Table, items: list[Item]) -> None:
+    target = _innermost_last(table).value
+    for item in items:
+        target.append(None, item)
+
+
 def set_mcp_server(path: Path, name: str, entry: dict[str, Any]) -> None:
     """Writes `[mcp_servers.<name>]` with `entry`'s keys, replacing any table of that name;
     dict values become sub-tables (`[mcp_servers.<name>.env]`)."""
     doc = read_user_document(path)
     servers = _servers_table(doc, path, create=True)
     assert servers is not None  # created above when missing
-    servers[name] = _server_table(entry)
+    table = _server_table(entry)
+    comments = _take_trailing_comments(servers[name]) if name in servers else []
+    _append(table, comments)
+    servers[name] = table
+    body = _innermost_last(servers[name]).value.body
+    if comments and isinstance(body[-1][1], Whitespace):
+        # tomlkit separates an inserted table with a blank line: that would now fall
+        # between the moved comment and the header it is about.
+        del body[-1]
     write_document(path, doc)
 
 
@@ -94,7 +130,12 @@ def remove_mcp_server(path: Path, name: str) -> bool:
     servers = _servers_table(doc, path, create=False)
     if servers is None or name not in servers:
         return False
+    comments = _take_trailing_comments(servers[name])
+    keys = list(servers)
+    at = keys.index(name)
     del servers[name]
+    if comments and at > 0:
+        _append(servers[keys[at - 1]], comments)
     if not servers:
         # Leave no empty `[mcp_servers]` header behind after the last server goes.
         del doc[MCP_SERVERS]
