@@ -24,13 +24,13 @@ from oiexec.core.context import ToolContext
 from oiexec.core.protocols import Tool
 from oiexec.core.types import HistoryItem, ToolCall, ToolOutput, ToolSpec
 from oiexec.harness.spec import HarnessSpec
+from oiexec.harness.tool_search import ToolSearch, loaded_tool_names, server_of
 
 __all__ = [
     "McpOffer",
     "advertise_mcp_tools",
     "can_offer_mcp_tools",
     "offer_mcp_tools",
-    "server_of",
     "unavailable_warning",
 ]
 
@@ -72,8 +72,6 @@ class McpOffer:
     the tools earlier searches returned."""
 
     def __init__(self, spec: HarnessSpec, tools: Sequence[Tool], *, always_defer: bool) -> None:
-        from oiexec.harness.tool_search import ToolSearch
-
         threshold = spec.mcp.defer_at
         defer = bool(tools) and threshold is not None and (always_defer or len(tools) >= threshold)
         self.search: ToolSearch | None = (
@@ -89,8 +87,6 @@ class McpOffer:
     ) -> tuple[ToolSpec, ...]:
         if self.search is None:
             return tuple(specs)
-        from oiexec.harness.tool_search import loaded_tool_names
-
         hidden = self.search.deferred_names - loaded_tool_names(history)
         return tuple(spec for spec in specs if spec.name not in hidden)
 
@@ -162,13 +158,3 @@ def _strip(schema: Any, keys: frozenset[str]) -> Any:
         else:
             out[key] = _strip(value, keys)
     return out
-
-
-def server_of(tool: Tool) -> str:
-    """The MCP server a tool comes from (its `server`, else the middle of its
-    `mcp__<server>__<tool>` name); "" for tools of no one server (the resource tools)."""
-    server = getattr(tool, "server", None)
-    if isinstance(server, str) and server:
-        return server
-    parts = tool.spec.name.split("__")
-    return parts[1] if len(parts) >= 3 and parts[0] == "mcp" else ""

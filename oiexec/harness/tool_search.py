@@ -29,7 +29,7 @@ from oiexec.core.context import ToolContext
 from oiexec.core.protocols import Tool
 from oiexec.core.types import HistoryItem, ToolCall, ToolOutput, ToolSpec
 
-__all__ = ["SEARCH_TOOL_NAME", "ToolSearch", "loaded_tool_names"]
+__all__ = ["SEARCH_TOOL_NAME", "ToolSearch", "loaded_tool_names", "server_of"]
 
 SEARCH_TOOL_NAME = "tool_search"
 
@@ -128,9 +128,7 @@ def _limit(value: Any, default: int) -> int:
 
 
 def _description(tools: Sequence[Tool], default_limit: int) -> str:
-    from oiexec.harness.mcp_tools import server_of
-
-    servers = sorted({server_of(tool) for tool in tools})
+    servers = sorted({server for tool in tools if (server := server_of(tool))})
     return (
         "Finds MCP tools by what they do. The tools of the MCP servers "
         f"{', '.join(servers)} are not listed until a search returns them; the tools a "
@@ -140,6 +138,16 @@ def _description(tools: Sequence[Tool], default_limit: int) -> str:
         f"`limit` caps the results (default {default_limit}). Tools that are already listed "
         "need no search."
     )
+
+
+def server_of(tool: Tool) -> str:
+    """The MCP server a tool comes from (its `server`, else the middle of its
+    `mcp__<server>__<tool>` name); "" for tools of no one server (the resource tools)."""
+    server = getattr(tool, "server", None)
+    if isinstance(server, str) and server:
+        return server
+    parts = tool.spec.name.split("__")
+    return parts[1] if len(parts) >= 3 and parts[0] == "mcp" else ""
 
 
 def _search_text(spec: ToolSpec) -> str:
