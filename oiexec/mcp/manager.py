@@ -251,15 +251,13 @@ class McpManager:
         import mcp_types
         from mcp.client.session import ClientRequestContext, ClientSession
 
-        from oiexec import __version__
-
         async def cancel_elicitation(
             context: ClientRequestContext, params: mcp_types.ElicitRequestParams
         ) -> mcp_types.ElicitResult | mcp_types.ErrorData:
             # Nobody is there to answer under exec's approval `never`: Codex cancels.
             return mcp_types.ElicitResult(action="cancel")
 
-        info = mcp_types.Implementation(name="oiexec", version=__version__)
+        info = mcp_types.Implementation(name="oiexec", version=_client_version())
         async with (
             self._streams(server) as (read, write),
             ClientSession(
@@ -411,3 +409,14 @@ async def _list_tools(session: Any) -> list[Any]:
 
 def _seconds(value: float) -> str:
     return f"{value:g}s"
+
+
+def _client_version() -> str:
+    """oiexec's version for `clientInfo`, read from the installed distribution (importing the
+    package root would pull in the Python API, which sits above this layer)."""
+    from importlib.metadata import PackageNotFoundError, version
+
+    try:
+        return version("oiexec")
+    except PackageNotFoundError:
+        return "0"

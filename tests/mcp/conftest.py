@@ -14,6 +14,9 @@ MINI = "tests.support.mcp_servers.mini"
 
 
 def toml(value: Any) -> str:
+    """A `-c` value: JSON is TOML for strings, numbers, booleans and arrays; tables inline."""
+    if isinstance(value, dict):
+        return "{" + ", ".join(f"{json.dumps(k)} = {toml(v)}" for k, v in value.items()) + "}"
     return json.dumps(value)
 
 

@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 from tests.conftest import exec_args, run_cli
@@ -51,3 +52,73 @@ def test_a_call_is_an_mcp_tool_call_item_and_its_result_reaches_the_model(
         }
     ]
     assert tool_outputs(model_server.bodies[1])["c1"] == "echo: hello"
+
+
+def test_image_and_structured_results(model_server: ModelServer, repo: Path) -> None:
+    model_server.enqueue(
+        reply(
+            tool_calls=[
+                call("mcp__mini__image", {}, call_id="img"),
+                call("mcp__mini__structured", {"city": "Oslo"}, call_id="st"),
+            ]
+        ),
+        reply("done"),
+    )
+    result = run_cli([*exec_args(model_server), *server_flags(), "look"], cwd=repo)
+    assert result.returncode == 0, result.stderr
+    image, structured = result.items("mcp_tool_call")
+    blocks = image["result"]["content"]
+    assert blocks[0] == {"type": "text", "text": "a red dot"}
+    assert blocks[1]["type"] == "image" and blocks[1]["mimeType"] == "image/png"
+    assert structured["result"]["structured_content"] == {"city": "Oslo", "temperature": 21}
+    sent = model_server.bodies[1]
+    outputs = tool_outputs(sent)
+    # Structured content is what the model reads, as JSON (Codex's rule).
+    assert outputs["st"] == '{"city": "Oslo", "temperature": 21}'
+    assert "a red dot" in outputs["img"]
+    # The picture itself travels to the model (how is the wire's business).
+    assert "data:image/png;base64," + blocks[1]["data"] in json.dumps(sent)
+
+
+def test_timeout_crash_and_a_dead_server_are_failed_items_the_run_goes_on(
+    model_server: ModelServer, repo: Path
+) -> None:
+    model_server.enqueue(
+        reply(tool_calls=[call("mcp__mini__slow", {"seconds": 5}, call_id="s")]),
+        reply(tool_calls=[call("mcp__mini__fail", {}, call_id="f")]),
+        reply(tool_calls=[call("mcp__mini__crash", {}, call_id="c")]),
+        reply(tool_calls=[call("mcp__mini__echo", {"text": "anyone?"}, call_id="e")]),
+        reply("gave up"),
+    )
+    flags = server_flags(tool_timeout_sec=0.5)
+    result = run_cli([*exec_args(model_server), *flags, "try"], cwd=repo)
+    assert result.returncode == 0, result.stderr
+    assert result.types()[-1] == "turn.completed"
+    slow, fail, crash, echo = result.items("mcp_tool_call")
+    assert slow["status"] == "failed" and slow["result"] is None
+    assert slow["error"] == {"message": "tool call error: timed out awaiting tools/call after 0.5s"}
+    # A tool that reports an error (`isError`) is a failed item that keeps its result.
+    assert fail["status"] == "failed" and fail["error"] is None
+    assert "failed on purpose" in fail["result"]["content"][0]["text"]
+    assert crash["status"] == "failed"
+    assert crash["error"]["message"] == "tool call error: MCP server `mini` exited with code 3"
+    assert echo["status"] == "failed"
+    assert "MCP server `mini` is not available" in echo["error"]["message"]
+    outputs = {
+        call_id: text
+        for body in model_server.bodies
+        for call_id, text in tool_outputs(body).items()
+    }
+    assert outputs["s"] == slow["error"]["message"]
+    assert "failed on purpose" in outputs["f"]
+    assert outputs["c"] == crash["error"]["message"]
+
+
+def test_transcript_shows_the_call_and_its_outcome(model_server: ModelServer, repo: Path) -> None:
+    model_server.enqueue(reply(tool_calls=[call("mcp__mini__echo", {"text": "hi"})]), reply("done"))
+    args = [a for a in exec_args(model_server) if a != "--json"]
+    result = run_cli([*args, *server_flags(), "hi"], cwd=repo)
+    assert result.returncode == 0, result.stderr
+    assert 'tool mini.echo({"text": "hi"})' in result.stderr
+    assert 'mini.echo({"text": "hi"}) succeeded' in result.stderr
+    assert result.stdout == "done\n"

@@ -1,0 +1,140 @@
+"""Servers start with the run and never outlive it: a required one that fails stops the run
+before the turn (exit 3), an optional one is reported and skipped; the server and what it
+spawned are gone after a normal end, SIGTERM and `--timeout`; its stderr goes to the run
+log; it gets no provider key."""
+
+from __future__ import annotations
+
+import json
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from tests.conftest import exec_args, run_cli
+from tests.mcp.conftest import gone_soon, read_pid, run_log, server_flags
+from tests.support.model_server import ModelServer, call, hang, reply
+
+
+def test_a_required_server_that_fails_stops_the_run_before_the_turn(
+    model_server: ModelServer, repo: Path
+) -> None:
+    flags = server_flags("db", "--exit", "4", required=True)
+    result = run_cli([*exec_args(model_server), *flags, "go"], cwd=repo)
+    assert result.returncode == 3, result.stderr
+    assert "turn.started" not in result.types()
+    message = result.events[-1]["error"]["message"]
+    assert "required MCP server `db` failed to start: exited with code 4" in message
+    assert "mini: refusing to start" in message  # the server's own last words
+    assert "required = false" in message
+    assert model_server.model_requests == []
+    assert "Traceback" not in result.stderr
+
+
+def test_a_required_server_that_hangs_names_the_timeout(
+    model_server: ModelServer, repo: Path
+) -> None:
+    flags = server_flags("db", "--hang", required=True, startup_timeout_sec=0.5)
+    result = run_cli([*exec_args(model_server), *flags, "go"], cwd=repo)
+    assert result.returncode == 3
+    assert "timed out after 0.5 s (startup_timeout_sec)" in result.events[-1]["error"]["message"]
+
+
+def test_an_optional_server_that_fails_is_a_warning(model_server: ModelServer, repo: Path) -> None:
+    model_server.enqueue(reply(tool_calls=[call("mcp__mini__echo", {"text": "x"})]), reply("ok"))
+    flags = [*server_flags(), *server_flags("broken", command="no-such-server-binary")]
+    result = run_cli([*exec_args(model_server), *flags, "go"], cwd=repo)
+    assert result.returncode == 0, result.stderr
+    assert (
+        "MCP server `broken` failed to start: command `no-such-server-binary` not found"
+        in result.stderr
+    )
+    # Codex reports MCP startup outside the JSON stream: no item, so item ids still match.
+    assert result.items("error") == [] and result.items("error", "item.started") == []
+    assert result.items("mcp_tool_call")[0]["status"] == "completed"
+    offered = [t.get("name") for t in model_server.bodies[0].get("tools", [])]
+    assert not any(str(name).startswith("mcp__broken") for name in offered)
+
+
+def test_server_and_grandchild_are_gone_after_the_run_stderr_in_the_log_no_key(
+    model_server: ModelServer, repo: Path, tmp_path: Path, oi_home: Path
+) -> None:
+    pidfile, childfile, envfile = (
+        tmp_path / "server.pid",
+        tmp_path / "child.pid",
+        tmp_path / "env.json",
+    )
+    model_server.enqueue(
+        reply(tool_calls=[call("mcp__mini__spawn", {"pidfile": str(childfile)})]), reply("done")
+    )
+    flags = server_flags(
+        "mini",
+        "--pidfile",
+        str(pidfile),
+        "--envfile",
+        str(envfile),
+        env_vars=["PASSED_THROUGH"],
+        env={"LITERAL": "yes"},
+    )
+    args = exec_args(model_server, env_key="SCRIPTED_API_KEY")
+    result = run_cli(
+        [*args, *flags, "go"],
+        cwd=repo,
+        env={
+            "SCRIPTED_API_KEY": "sk-secret-key",
+            "OPENAI_API_KEY": "sk-other",
+            "PASSED_THROUGH": "1",
+        },
+    )
+    assert result.returncode == 0, result.stderr
+    assert gone_soon(read_pid(pidfile))
+    assert gone_soon(read_pid(childfile))  # the server's own child, not just the server
+    env = json.loads(envfile.read_text())
+    assert "SCRIPTED_API_KEY" not in env and "OPENAI_API_KEY" not in env
+    assert env["PASSED_THROUGH"] == "1" and env["LITERAL"] == "yes"
+    assert "mini: starting in" not in result.stderr
+    assert "mini: starting in" in run_log(oi_home)
+
+
+def _start(args: list[str], cwd: Path) -> subprocess.Popen[bytes]:
+    return subprocess.Popen(
+        [sys.executable, "-m", "oiexec", *args],
+        cwd=cwd,
+        stdin=subprocess.DEVNULL,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+    )
+
+
+def _wait_for(path: Path, within: float = 20.0) -> None:
+    deadline = time.monotonic() + within
+    while not (path.exists() and path.read_text()):
+        assert time.monotonic() < deadline, f"{path} never appeared"
+        time.sleep(0.05)
+
+
+@pytest.mark.parametrize("ending", ["sigterm", "timeout"])
+def test_servers_are_gone_after_sigterm_and_timeout(
+    model_server: ModelServer, repo: Path, tmp_path: Path, ending: str
+) -> None:
+    pidfile, childfile = tmp_path / "server.pid", tmp_path / "child.pid"
+    model_server.enqueue(
+        reply(tool_calls=[call("mcp__mini__spawn", {"pidfile": str(childfile)})]), hang(60)
+    )
+    extra = ["--timeout", "6"] if ending == "timeout" else []
+    flags = server_flags("mini", "--pidfile", str(pidfile))
+    proc = _start([*exec_args(model_server), *extra, *flags, "go"], repo)
+    try:
+        _wait_for(childfile)
+        if ending == "sigterm":
+            proc.send_signal(signal.SIGTERM)
+        code = proc.wait(timeout=30)
+    finally:
+        proc.kill()
+        proc.communicate()
+    assert code == (143 if ending == "sigterm" else 5)
+    assert gone_soon(read_pid(pidfile))
+    assert gone_soon(read_pid(childfile))
