@@ -1,0 +1,109 @@
+"""asyncio: cancelling a turn kills what it started, and turns run side by side without
+sharing state."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import subprocess
+import uuid
+from pathlib import Path
+
+from oiexec import ExitCode, Turn
+from oiexec.core.events import CommandExecutionItem, ItemStarted
+from tests.api.conftest import MakeAgent, running_commands
+from tests.conftest import git
+from tests.support.model_server import ModelServer, call, reply
+
+
+def test_cancelling_the_task_kills_the_runs_processes(
+    make_agent: MakeAgent, model_server: ModelServer
+) -> None:
+    # A duration no other process has: bash execs `sleep` itself, so the marker must be in
+    # its own arguments.
+    marker = f"300.{uuid.uuid4().int % 10**8:08d}"
+    model_server.enqueue(
+        reply(tool_calls=[call("exec_command", {"cmd": f"sleep {marker}"})]),
+        reply("never reached"),
+    )
+    thread = make_agent().start_thread()
+
+    async def main() -> list[int]:
+        started = asyncio.Event()
+        seen: list[int] = []
+
+        async def consume() -> None:
+            async for event in thread.arun_streamed("wait a long time"):
+                if isinstance(event, ItemStarted) and isinstance(event.item, CommandExecutionItem):
+                    started.set()
+
+        task = asyncio.create_task(consume())
+        await asyncio.wait_for(started.wait(), timeout=30)
+        # The command is running until the task is cancelled.
+        for _ in range(100):
+            seen = running_commands(marker)
+            if seen:
+                break
+            await asyncio.sleep(0.05)
+        # Not in the microseconds between the command's spawn and its registration with the
+        # runner (a signal there escapes the runner's clean-up, CLI or API alike).
+        await asyncio.sleep(0.3)
+        task.cancel()
+        with contextlib.suppress(asyncio.CancelledError):
+            await task
+        return seen
+
+    before = asyncio.run(main())
+    assert before, "the model's command never started"
+    assert running_commands(marker) == []
+    # The session recorded the interrupted turn: the thread can be resumed.
+    assert thread.id is not None
+
+
+def test_two_threads_run_concurrently_without_sharing_state(
+    make_agent: MakeAgent, model_server: ModelServer, repo: Path, tmp_path: Path
+) -> None:
+    other = tmp_path / "other"
+    other.mkdir()
+    git(other, "init", "-q", "-b", "main")
+    (other / "README").write_text("other\n")
+    git(other, "add", "-A")
+    git(other, "commit", "-q", "-m", "initial")
+    # Two conversations on one server, told apart by a marker in their prompts, since their
+    # requests interleave.
+    model_server.route(
+        "TASK-ONE",
+        reply(tool_calls=[call("exec_command", {"cmd": "pwd; touch one.txt; sleep 1"})]),
+        reply("one done"),
+    )
+    model_server.route(
+        "TASK-TWO",
+        reply(tool_calls=[call("exec_command", {"cmd": "pwd; touch two.txt; sleep 1"})]),
+        reply("two done"),
+    )
+    writer = make_agent(model="model-one", cwd=repo, sandbox="workspace-write")
+    reader = make_agent(model="model-two", cwd=other, sandbox="read-only")
+
+    async def main() -> tuple[Turn, Turn]:
+        one, two = await asyncio.gather(
+            writer.start_thread().arun("TASK-ONE"), reader.start_thread().arun("TASK-TWO")
+        )
+        return one, two
+
+    one, two = asyncio.run(main())
+    assert one.exit_code == ExitCode.SUCCESS and two.exit_code == ExitCode.SUCCESS
+    # Each ran in its own directory, with its own model and its own sandbox.
+    assert (repo / "one.txt").exists() and not (other / "one.txt").exists()
+    assert not (other / "two.txt").exists(), "the read-only thread could write"
+    commands = {
+        turn.final_response: next(i for i in turn.items if isinstance(i, CommandExecutionItem))
+        for turn in (one, two)
+    }
+    assert commands["one done"].aggregated_output.splitlines()[0] == str(repo)
+    assert commands["two done"].aggregated_output.splitlines()[0] == str(other)
+    assert "Read-only file system" in commands["two done"].aggregated_output
+    models = {body["model"] for body in model_server.bodies}
+    assert models == {"model-one", "model-two"}
+    assert one.diff is not None and "one.txt" in one.diff
+    assert two.diff == ""
+    subprocess.run(["git", "status"], cwd=other, check=True, capture_output=True)

@@ -1,0 +1,155 @@
+"""Running a turn from Python: the result, the event stream, structured output, limits, and
+a library that prints nothing."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+from pydantic import BaseModel
+
+from oiexec import ExitCode
+from oiexec.core.events import (
+    AgentMessageItem,
+    CommandExecutionItem,
+    ItemCompleted,
+    ThreadStarted,
+    TurnCompleted,
+)
+from tests.api.conftest import MakeAgent
+from tests.conftest import FIX_PATCH, FIXED_CALC
+from tests.support.model_server import ModelServer, apply_patch_call, call, reply, usage
+
+
+def _fix_script(server: ModelServer) -> None:
+    server.enqueue(
+        reply(tool_calls=[call("exec_command", {"cmd": "python -m unittest -q"})]),
+        reply(tool_calls=[apply_patch_call(FIX_PATCH)]),
+        reply("Fixed add() in calc.py.", usage=usage(input_tokens=120, output_tokens=9)),
+    )
+
+
+def test_run_fixes_the_test_and_returns_the_turn(
+    make_agent: MakeAgent,
+    model_server: ModelServer,
+    repo: Path,
+    capfd: pytest.CaptureFixture[str],
+) -> None:
+    _fix_script(model_server)
+    thread = make_agent(model="scripted-model").start_thread()
+    assert thread.id is None
+
+    turn = thread.run("fix the failing test")
+
+    assert turn.ok and turn.exit_code == ExitCode.SUCCESS and turn.reason is None
+    assert turn.final_response == "Fixed add() in calc.py."
+    assert (repo / "calc.py").read_text() == FIXED_CALC
+    # The change as a patch, the items as the JSONL stream has them, the usage.
+    assert turn.diff is not None and "+    return a + b" in turn.diff
+    assert [item.type for item in turn.items] == [
+        "command_execution",
+        "file_change",
+        "agent_message",
+    ]
+    command = turn.items[0]
+    assert isinstance(command, CommandExecutionItem) and command.exit_code == 1
+    assert turn.usage.output_tokens >= 9
+    assert turn.model_requests == 3
+    assert thread.id is not None and turn.thread_id == thread.id
+    assert model_server.bodies[0]["model"] == "scripted-model"
+    # The library printed nothing, neither did the run's process.
+    out, err = capfd.readouterr()
+    assert out == "" and err == ""
+
+
+def test_run_streamed_yields_the_jsonl_events_typed(
+    make_agent: MakeAgent, model_server: ModelServer
+) -> None:
+    model_server.enqueue(
+        reply(tool_calls=[call("exec_command", {"cmd": "echo streamed"})]), reply("done")
+    )
+    thread = make_agent().start_thread()
+    streamed = thread.run_streamed("say done")
+    events = list(streamed)
+
+    types = [event.type for event in events]
+    assert types[:2] == ["thread.started", "turn.started"]
+    assert types[-1] == "turn.completed"
+    assert "item.started" in types
+    started = events[0]
+    assert isinstance(started, ThreadStarted) and started.thread_id == thread.id
+    command = next(
+        e.item
+        for e in events
+        if isinstance(e, ItemCompleted) and isinstance(e.item, CommandExecutionItem)
+    )
+    assert command.aggregated_output.strip() == "streamed"
+    assert isinstance(events[-1], TurnCompleted)
+    assert streamed.result.final_response == "done"
+
+
+class Verdict(BaseModel):
+    passed: bool
+    failing: list[str]
+
+
+def test_structured_output_is_parsed_into_the_schema_model(
+    make_agent: MakeAgent, model_server: ModelServer
+) -> None:
+    model_server.enqueue(reply('{"passed": false, "failing": ["test_add"]}'))
+    turn = make_agent().start_thread().run("which tests fail?", output_schema=Verdict)
+
+    assert turn.ok, turn.reason
+    assert turn.output == Verdict(passed=False, failing=["test_add"])
+    # The schema went to the model as structured output.
+    text_format = model_server.bodies[0]["text"]["format"]
+    assert text_format["type"] == "json_schema"
+    assert set(text_format["schema"]["properties"]) == {"passed", "failing"}
+
+
+def test_a_json_schema_dict_gives_the_decoded_json(
+    make_agent: MakeAgent, model_server: ModelServer
+) -> None:
+    schema = {
+        "type": "object",
+        "properties": {"n": {"type": "integer"}},
+        "required": ["n"],
+        "additionalProperties": False,
+    }
+    model_server.enqueue(reply('{"n": 3}'))
+    turn = make_agent().start_thread().run("count", output_schema=schema)
+    assert turn.output == {"n": 3}
+    assert isinstance(turn.items[-1], AgentMessageItem)
+
+
+def test_max_turns_ends_the_turn_with_the_limit(
+    make_agent: MakeAgent, model_server: ModelServer
+) -> None:
+    model_server.enqueue(
+        *(reply(tool_calls=[call("exec_command", {"cmd": f"echo {n}"})]) for n in range(3))
+    )
+    turn = make_agent().start_thread().run("loop forever", max_turns=2)
+
+    assert turn.exit_code == ExitCode.MAX_TURNS and not turn.ok
+    assert turn.limit == "max_turns"
+    assert turn.reason is not None and "turn limit reached" in turn.reason
+    assert turn.final_response == ""
+    assert len(model_server.model_requests) == 2
+
+
+def test_import_oiexec_loads_no_heavy_module() -> None:
+    """`import oiexec` (what `interpreter --version` pays for) stays light: the API is loaded
+    on first use of one of its names."""
+    code = (
+        "import sys, oiexec\n"
+        "heavy = ('pydantic', 'httpx', 'oiexec.api', 'oiexec.runner', 'oiexec.core', 'mcp')\n"
+        "print(sorted(m for m in sys.modules if m.split('.')[0] in heavy or m.startswith(heavy)))\n"
+        "oiexec.Agent\n"
+        "print('oiexec.api.agent' in sys.modules)\n"
+    )
+    out = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, check=True
+    ).stdout.splitlines()
+    assert out == ["[]", "True"]
