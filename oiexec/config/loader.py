@@ -24,6 +24,8 @@ from typing import Any
 
 from pydantic import BaseModel
 
+from oiexec.config.codex_schema import codex_knows
+from oiexec.config.effects import FORCED_LAYER, IgnoredKey, unknown_features
 from oiexec.config.environment import default_home, environment_layers
 from oiexec.config.envtext import without_none
 from oiexec.config.layers import (
@@ -59,6 +61,8 @@ class LoadedConfig:
     project_root: Path
     trusted: bool
     layers: list[Layer] = field(default_factory=list)
+    #: Keys Codex's config knows and oiexec does not model: no effect, reported as such.
+    ignored: list[IgnoredKey] = field(default_factory=list)
 
 
 @dataclass(frozen=True)
@@ -152,11 +156,11 @@ def load_config(
     if flags:
         layers.append(Layer("command-line flag", nest_dotted(flags)))
     if inputs.forced:
-        layers.append(Layer("forced by exec", nest_dotted(inputs.forced)))
+        layers.append(Layer(FORCED_LAYER, nest_dotted(inputs.forced)))
 
     layers = _openai_base_url_layer(environ, layers) + layers
-    layers, ignored = _without_borrowed_trust(layers, project_root, trusted, home)
-    warnings.extend(ignored)
+    layers, untrusted = _without_borrowed_trust(layers, project_root, trusted, home)
+    warnings.extend(untrusted)
 
     merged: dict[str, Any] = {}
     origins: dict[str, str] = {}
@@ -165,10 +169,21 @@ def load_config(
         for key_path in leaf_paths(layer.data):
             origins[".".join(key_path)] = layer.origin(key_path)
 
+    ignored: list[IgnoredKey] = []
     for key_path in unknown_keys(Settings, merged):
         dotted = ".".join(key_path)
         owner = layer_of(layers, key_path)
         where = owner.where(key_path) if owner else "?"
+        if codex_knows(key_path):
+            # Codex's key, not a typo: reported as having no effect (oiexec.config.effects),
+            # each value a table holds by its own key, as a user would look it up.
+            for leaf in _leaves_at(merged, key_path):
+                leaf_owner = layer_of(layers, leaf)
+                ignored.append(
+                    IgnoredKey(tuple(leaf), leaf_owner.where(leaf) if leaf_owner else where)
+                )
+            _delete_path(merged, key_path)
+            continue
         if inputs.strict and owner is not None and owner.persistent:
             raise ConfigError(
                 f"unknown config key `{dotted}` in {where}",
@@ -178,7 +193,10 @@ def load_config(
         _delete_path(merged, key_path)
 
     settings = validate_settings(merged, layers)
-    return LoadedConfig(settings, origins, warnings, home, project_root, trusted, layers)
+    warnings.extend(unknown_features(settings, layers))
+    return LoadedConfig(
+        settings, origins, warnings, home, project_root, trusted, layers, ignored=ignored
+    )
 
 
 # --- layers ------------------------------------------------------------------------------
@@ -302,6 +320,15 @@ def _is_trusted(user_data: dict[str, Any], project_root: Path, cwd: Path) -> boo
 
 
 # --- merging -----------------------------------------------------------------------------
+
+
+def _leaves_at(data: dict[str, Any], key_path: list[str]) -> list[list[str]]:
+    node: Any = data
+    for part in key_path:
+        node = node[part]
+    if isinstance(node, dict) and node:
+        return [[*key_path, *leaf] for leaf in leaf_paths(node)]
+    return [key_path]
 
 
 def _delete_path(data: dict[str, Any], key_path: list[str]) -> None:

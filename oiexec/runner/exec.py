@@ -242,6 +242,10 @@ class _Run:
         """Config, flag and sandbox warnings (collected by `prepare`), before `turn.started`."""
         for text in self.startup_warnings.take():
             self.processor.startup_warning(text, self.items)
+        for text in self.startup_warnings.take_notes():  # no `error` item: see config.effects
+            self.warn(text)
+            if self.runlog is not None:
+                self.runlog.note("config.no_effect", message=text)
         verb = "fork" if self.request.fork_from else "resume"
         for change in self.changes:
             if change.sandbox:

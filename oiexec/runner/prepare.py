@@ -16,10 +16,11 @@ from typing import TYPE_CHECKING, Any
 
 from oiexec.agent.final import FinalAnswerPolicy
 from oiexec.config.catalog import ModelFacts, model_facts
+from oiexec.config.effects import RunFacts, no_effect_notes
 from oiexec.config.loader import LoadedConfig, load_config
 from oiexec.config.oss import check_local_server
 from oiexec.config.providers import resolve_api_key, resolve_provider
-from oiexec.config.settings import ProviderConfig
+from oiexec.config.settings import ProviderConfig, Settings
 from oiexec.core.errors import ConfigError, UsageError
 from oiexec.core.policy import SandboxMode, SandboxPolicy
 from oiexec.core.redact import register_secret
@@ -50,6 +51,8 @@ class RunHooks:
     final: FinalAnswerPolicy | None = None
     #: Forces a sandbox mode whatever config and flags say.
     sandbox_mode: SandboxMode | None = None
+    #: Run with `review_model` when config sets it (and `-m` does not name a model).
+    review: bool = False
 
 
 @dataclass
@@ -59,6 +62,9 @@ class StartupWarnings:
 
     texts: list[str] = field(default_factory=list)
     shown: bool = False
+    #: Keys accepted with no effect (oiexec.config.effects): stderr and the run log only,
+    #: never an `error` item, so a Codex SDK user's items match Codex's.
+    notes: list[str] = field(default_factory=list)
 
     def add(self, *texts: str) -> None:
         self.texts.extend(texts)
@@ -68,12 +74,17 @@ class StartupWarnings:
         self.shown = True
         return list(self.texts)
 
+    def take_notes(self) -> list[str]:
+        """The no-effect notes, for the run to show on stderr and in its log."""
+        self.shown = True
+        return list(self.notes)
+
     def flush(self) -> None:
         """Prints what has not been shown yet on stderr (before the error that ends the run)."""
         if self.shown:
             return
         self.shown = True
-        for text in self.texts:
+        for text in [*self.texts, *self.notes]:
             stderr_warning(text)
 
 
@@ -121,6 +132,8 @@ def prepare(request: ExecRequest, hooks: RunHooks, warnings: StartupWarnings) ->
         # Kept when loading fails too: the error is printed after what led to it.
         warnings.add(*found)
     request, config, continued = continue_session(request, config)
+    if hooks.review:
+        _use_review_model(config, request)
     # A resume reloads config with the session's settings as a layer: its own warnings too.
     warnings.add(*(text for text in config.warnings if text not in warnings.texts))
     _check_git(request, config)
@@ -128,6 +141,15 @@ def prepare(request: ExecRequest, hooks: RunHooks, warnings: StartupWarnings) ->
     if request.output_schema_file is not None:
         output_schema = read_output_schema(request.output_schema_file)
     provider_id, provider = resolve_provider(config.settings)
+    warnings.notes.extend(
+        no_effect_notes(
+            config.settings,
+            config.layers,
+            config.ignored,
+            run_facts(config.settings, provider_id, provider),
+            strict=request.config.strict,
+        )
+    )
     api_key = resolve_api_key(provider_id, provider)
     register_secret(api_key)
     check_local_server(provider_id, provider)
@@ -166,6 +188,29 @@ def prepare(request: ExecRequest, hooks: RunHooks, warnings: StartupWarnings) ->
         request, hooks, config, provider_id, provider, api_key, images, output_schema, policy,
         sandbox, facts, continued=continued, changes=tuple(changes),
     )  # fmt: skip
+
+
+def _use_review_model(config: LoadedConfig, request: ExecRequest) -> None:
+    """`review_model` is the model a review runs with, as in Codex; `-m` on the review's own
+    command line is more explicit still and wins."""
+    review_model = config.settings.review_model
+    if review_model is None or request.config.flags.get("model") is not None:
+        return
+    config.settings = config.settings.model_copy(update={"model": review_model})
+    config.origins["model"] = f"review_model: {config.origins.get('review_model', '?')}"
+
+
+def run_facts(settings: Settings, provider_id: str, provider: ProviderConfig) -> RunFacts:
+    """What decides whether the run-dependent keys take effect (`web_search`)."""
+    from oiexec.harness.select import choose_harness_id
+    from oiexec.harness.web_search import web_search_supported
+
+    try:
+        harness_id = choose_harness_id(settings.harness, settings.model, provider_id, provider)
+    except ConfigError:
+        # The run stops on this later, where it always has; nothing to report before that.
+        return RunFacts(web_search_supported=True)
+    return RunFacts(web_search_supported=web_search_supported(harness_id, provider.wire_api))
 
 
 def _sandbox_warnings(tracker: RefusalTracker, policy: SandboxPolicy) -> list[str]:

@@ -155,6 +155,7 @@ def run_review(
         instructions=review_instructions(str(resolved.repo_root)),
         final=policy,
         sandbox_mode="read-only",
+        review=True,
     )
     if base.output_schema_file is not None:
         warn("review answers in its own format; ignoring --output-schema")
