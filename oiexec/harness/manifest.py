@@ -164,6 +164,11 @@ class ManifestHarness:
     def initial_context(self, cwd: Path, policy: SandboxPolicy) -> list[HistoryItem]:
         items: list[HistoryItem] = []
         prompt = self.spec.prompt
+        if self.setup.skills:
+            # First, as Codex sends its skills block right after the base instructions.
+            from oiexec.harness.skills import skills_context
+
+            items.extend(skills_context(self.spec, self.setup.skills))
         if prompt.codex_context:
             if self.setup.user_instructions:
                 items.append(Message(role="user", text=self.setup.user_instructions))
@@ -173,10 +178,6 @@ class ManifestHarness:
             text = fill(read_harness_file(self.id, prompt.setup_exchange), self.setup.variables)
             items.append(Message(role="user", text=text.strip()))
             items.append(Message(role="assistant", text=prompt.setup_reply))
-        if self.setup.skills:
-            from oiexec.harness.skills import skills_context
-
-            items.extend(skills_context(self.spec, self.setup.skills))
         self._state.context_texts.update(i.text for i in items if isinstance(i, Message))
         return items
 
