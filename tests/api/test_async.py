@@ -6,6 +6,8 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import subprocess
+import threading
+import time
 import uuid
 from pathlib import Path
 
@@ -107,3 +109,36 @@ def test_two_threads_run_concurrently_without_sharing_state(
     assert one.diff is not None and "one.txt" in one.diff
     assert two.diff == ""
     subprocess.run(["git", "status"], cwd=other, check=True, capture_output=True)
+
+
+def test_thread_cancel_from_another_thread_ends_the_turn(
+    make_agent: MakeAgent, model_server: ModelServer
+) -> None:
+    marker = f"300.{uuid.uuid4().int % 10**8:08d}"
+    model_server.enqueue(
+        reply(tool_calls=[call("exec_command", {"cmd": f"sleep {marker}"})]),
+        reply("never reached"),
+    )
+    thread = make_agent().start_thread()
+    turns: list[Turn] = []
+    started = threading.Event()
+
+    def on_event(event: object) -> None:
+        if isinstance(event, ItemStarted):
+            started.set()
+
+    worker = threading.Thread(target=lambda: turns.append(thread.run("wait", on_event=on_event)))
+    worker.start()
+    assert started.wait(30), "the model's command never started"
+    for _ in range(100):
+        if running_commands(marker):
+            break
+        time.sleep(0.05)
+    time.sleep(0.3)  # past the command's registration, as above
+    thread.cancel()
+    worker.join(30)
+
+    [turn] = turns
+    assert turn.exit_code == ExitCode.TERMINATED
+    assert turn.reason == "interrupted by SIGTERM"
+    assert running_commands(marker) == []
