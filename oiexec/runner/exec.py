@@ -100,7 +100,11 @@ def run_exec(
                 JsonlProcessor(sys.stdout, sys.stderr)
                 if request.json
                 else HumanProcessor(
-                    sys.stderr, sys.stdout, color=use_color(request.color, sys.stderr)
+                    sys.stderr,
+                    sys.stdout,
+                    color=use_color(request.color, sys.stderr),
+                    # As Codex's exec: hidden from the transcript, still `reasoning` items in JSONL.
+                    show_reasoning=not prepared.config.settings.hide_agent_reasoning,
                 )
             )
         return _Run(prepared, session, processor, stack, warnings).execute()
