@@ -27,6 +27,7 @@ def describe_failure(
     timeout: float | None,
     exit_code: int | None,
     stderr: list[str],
+    http_error: str | None = None,
 ) -> str:
     """One line (plus the server's last stderr lines): the process exit, the HTTP status,
     the startup timeout, or the error itself, in that order of usefulness."""
@@ -41,7 +42,7 @@ def describe_failure(
     if exit_code is not None:
         return f"exited with code {exit_code}{tail}"
     for leaf in found:
-        status = _http_status(leaf)
+        status = _http_status(leaf) or http_error
         if status is not None:
             return f"the server answered {status}"
     for leaf in found:

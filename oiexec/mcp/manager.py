@@ -77,6 +77,8 @@ class _Server:
     dead: str | None = None
     session: Any = None
     pump: StderrPump | None = None
+    #: The last HTTP error status the server answered (the SDK reports it without one).
+    http_error: str | None = None
     stop: asyncio.Event | None = None
     task: asyncio.Task[None] | None = None
 
@@ -294,8 +296,14 @@ class McpManager:
             assert config.url is not None
             headers = http_headers(config, self._environ)
             timeout = httpx2.Timeout(30.0, read=300.0)
+
+            async def remember_status(response: httpx2.Response) -> None:
+                if response.status_code >= 400:
+                    server.http_error = f"HTTP {response.status_code} {response.reason_phrase}"
+
+            hooks = {"response": [remember_status]}
             async with (
-                httpx2.AsyncClient(headers=headers, timeout=timeout) as client,
+                httpx2.AsyncClient(headers=headers, timeout=timeout, event_hooks=hooks) as client,
                 streamable_http_client(config.url, http_client=client) as streams,
             ):
                 yield streams
@@ -356,6 +364,7 @@ class McpManager:
             timeout=server.config.startup_timeout if starting else None,
             exit_code=pump.exit_code if pump is not None else None,
             stderr=list(pump.tail) if pump is not None and starting else [],
+            http_error=server.http_error,
         )
 
     def _filter(self, server: _Server, listed: list[Any]) -> tuple[ServerTool, ...]:

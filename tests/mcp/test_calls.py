@@ -122,3 +122,33 @@ def test_transcript_shows_the_call_and_its_outcome(model_server: ModelServer, re
     assert 'tool mini.echo({"text": "hi"})' in result.stderr
     assert 'mini.echo({"text": "hi"}) succeeded' in result.stderr
     assert result.stdout == "done\n"
+
+
+def test_resource_tools_list_and_read(model_server: ModelServer, repo: Path) -> None:
+    model_server.enqueue(
+        reply(
+            tool_calls=[
+                call("list_mcp_resources", {}, call_id="l"),
+                call("read_mcp_resource", {"server": "mini", "uri": "note://readme"}, call_id="r"),
+            ]
+        ),
+        reply("done"),
+    )
+    result = run_cli([*exec_args(model_server), *server_flags(), "read"], cwd=repo)
+    assert result.returncode == 0, result.stderr
+    listed, read = result.items("mcp_tool_call")
+    assert (listed["server"], listed["tool"], listed["status"]) == (
+        "codex",
+        "list_mcp_resources",
+        "completed",
+    )
+    assert (read["server"], read["tool"], read["status"]) == (
+        "mini",
+        "read_mcp_resource",
+        "completed",
+    )
+    outputs = tool_outputs(model_server.bodies[1])
+    resources = json.loads(outputs["l"])["resources"]
+    assert [(r["server"], r["uri"]) for r in resources] == [("mini", "note://readme")]
+    contents = json.loads(outputs["r"])["contents"]
+    assert contents[0]["text"] == "mini is a test server"

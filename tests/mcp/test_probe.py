@@ -1,0 +1,60 @@
+"""`probe_servers` (what `interpreter mcp list` shows) and the names the model sees."""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+from oiexec.config.mcp import McpServerConfig
+from oiexec.mcp.naming import MAX_TOOL_NAME_LENGTH, qualified_names
+from oiexec.mcp.probe import probe_servers
+from tests.mcp.conftest import MINI, REPO_ROOT, gone_soon, read_pid
+
+
+def _mini(*args: str, **keys: object) -> McpServerConfig:
+    return McpServerConfig.model_validate(
+        {"command": sys.executable, "args": ["-m", MINI, *args], "cwd": str(REPO_ROOT), **keys}
+    )
+
+
+def test_probe_reports_each_server_and_stops_them(tmp_path: Path) -> None:
+    pidfile = tmp_path / "pid"
+    statuses = probe_servers(
+        {
+            "mini": _mini("--pidfile", str(pidfile), disabled_tools=["crash"]),
+            "off": _mini(enabled=False),
+            "bad": _mini("--exit", "2"),
+            "slowpoke": _mini("--hang", startup_timeout_sec=1.5),
+        },
+        cwd=tmp_path,
+        timeout=20,
+    )
+    by_name = {status.name: status for status in statuses}
+    assert [status.name for status in statuses] == ["mini", "off", "bad", "slowpoke"]
+    mini = by_name["mini"]
+    assert (mini.transport, mini.enabled, mini.started, mini.error) == ("stdio", True, True, None)
+    tools = {tool.name: tool for tool in mini.tools}
+    assert "echo" in tools and "crash" not in tools
+    assert tools["echo"].description == "Echo the text back."
+    assert tools["delete_all"].annotations == {"readOnlyHint": False, "destructiveHint": True}
+    assert (by_name["off"].enabled, by_name["off"].started) == (False, False)
+    assert by_name["bad"].error is not None and "exited with code 2" in by_name["bad"].error
+    assert (
+        by_name["slowpoke"].error is not None
+        and "timed out after 1.5 s" in by_name["slowpoke"].error
+    )
+    assert gone_soon(read_pid(pidfile))
+
+
+def test_names_are_sanitised_capped_and_unique() -> None:
+    long_tool = "t" * 80
+    names = qualified_names(
+        [("mini", "echo"), ("my.server", "do it"), ("a", long_tool), ("a", long_tool + "x")]
+    )
+    assert names[("mini", "echo")] == "mcp__mini__echo"
+    assert names[("my.server", "do it")] == "mcp__my_server__do_it"
+    capped = [names[("a", long_tool)], names[("a", long_tool + "x")]]
+    assert all(len(name) == MAX_TOOL_NAME_LENGTH for name in capped)
+    assert len(set(capped)) == 2 and all(n.startswith("mcp__a__ttt") for n in capped)
+    # Stable: the same configuration gives the same names in every run.
+    assert qualified_names([("a", long_tool)])[("a", long_tool)] == capped[0]
