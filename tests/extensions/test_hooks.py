@@ -171,3 +171,18 @@ def test_an_invalid_hooks_file_is_a_config_error(
     assert failure["type"] == "turn.failed"
     assert f"{oi_home / 'hooks.json'} has invalid hooks" in failure["error"]["message"]
     assert "needs a non-empty `command`" in failure["error"]["message"]
+
+
+def test_user_prompt_submit_hook_can_block_the_prompt(
+    model_server: ModelServer, repo: Path, oi_home: Path
+) -> None:
+    hook = "grep -q password && { echo 'prompts must not contain passwords' >&2; exit 2; } || true"
+    write_hooks(oi_home / "hooks.json", {"UserPromptSubmit": [command_hook(hook)]})
+    model_server.enqueue(reply("ok"))
+    blocked = run_cli([*exec_args(model_server), "the password is hunter2"], cwd=repo)
+    assert blocked.returncode == 1, blocked.stderr
+    assert blocked.events[-1]["type"] == "turn.failed"
+    assert "prompts must not contain passwords" in blocked.events[-1]["error"]["message"]
+    assert model_server.bodies == []  # the prompt never reached the model
+    allowed = run_cli([*exec_args(model_server), "say hello"], cwd=repo)
+    assert allowed.returncode == 0, allowed.stderr

@@ -43,9 +43,10 @@ def test_native_lists_skills_as_codex_and_the_model_reads_one(
     assert result.returncode == 0, result.stderr
 
     first = model_server.bodies[0]
-    developer = [text for role, text in _input_messages(first) if role == "developer"]
+    messages = _input_messages(first)
     # The base prompt first, then Codex's skills block with name, description and path.
-    block = next(text for text in developer if "<skills_instructions>" in text)
+    assert messages[1][0] == "developer" and messages[1][1].startswith("<skills_instructions>")
+    block = messages[1][1]
     assert f"- release: Cut a release of the project (file: {user_skill})" in block
     assert f"- lint-fix: Fix lint errors (file: {home_skill})" in block
     assert "SECRET-STEP-42" not in json.dumps(first)  # only the listing, not the body
