@@ -70,6 +70,16 @@ class SandboxPolicy:
     #: Which Linux backend to use; "auto" picks bwrap when it works, else Landlock.
     backend: BackendChoice = "auto"
     limits: SandboxLimits = field(default_factory=SandboxLimits)
+    #: The permission profile (`default_permissions`) these rules come from, if any.
+    profile: str | None = None
+    #: Whether the working directory is a writable root (a permission profile may leave it
+    #: read-only and name other roots).
+    cwd_writable: bool = True
+    #: Paths kept read-only inside writable roots (a profile's `read` rules).
+    read_only_paths: tuple[Path, ...] = ()
+    #: Paths commands must not read or write at all (a profile's `deny` rules); a backend
+    #: that cannot hide them is refused before the run (oiexec.runner.prepare).
+    deny_paths: tuple[Path, ...] = ()
 
     @property
     def network_disabled(self) -> bool:
@@ -77,11 +87,17 @@ class SandboxPolicy:
             self.mode == "workspace-write" and self.network_access
         )
 
+    @property
+    def hides_paths(self) -> bool:
+        """Whether the policy has path rules beyond writable roots (profiles' read and deny)."""
+        return bool(self.read_only_paths or self.deny_paths)
+
     def writable_roots(self) -> list[Path]:
         """Roots a command may write under (empty for read-only)."""
         if self.mode != "workspace-write":
             return []
-        roots = [self.cwd, *self.extra_roots]
+        roots = [self.cwd] if self.cwd_writable else []
+        roots += self.extra_roots
         if not self.exclude_slash_tmp:
             roots.append(Path("/tmp"))
         tmpdir = os.environ.get("TMPDIR")
@@ -95,15 +111,24 @@ class SandboxPolicy:
 
     def summary(self) -> str:
         """Human form for the stderr header, e.g. `workspace-write [workdir, /tmp, $TMPDIR]`."""
+        rules = ""
+        if self.profile is not None:
+            counts = [f"profile {self.profile}"]
+            if self.read_only_paths:
+                counts.append(f"{len(self.read_only_paths)} read-only")
+            if self.deny_paths:
+                counts.append(f"{len(self.deny_paths)} denied")
+            rules = f" ({', '.join(counts)})"
         if self.mode != "workspace-write":
-            return self.mode
-        parts = ["workdir", *(str(p) for p in self.extra_roots)]
+            return self.mode + rules
+        parts = ["workdir"] if self.cwd_writable else []
+        parts += [str(p) for p in self.extra_roots]
         if not self.exclude_slash_tmp:
             parts.append("/tmp")
         if not self.exclude_tmpdir_env_var:
             parts.append("$TMPDIR")
         net = ", network on" if self.network_access else ""
-        return f"workspace-write [{', '.join(parts)}]{net}"
+        return f"workspace-write [{', '.join(parts)}]{net}{rules}"
 
 
 @dataclass
