@@ -7,7 +7,8 @@ product differences are data in the manifest's `[mcp]` table:
 - native (Codex): the schema gets `properties: {}` when the server left it out (OpenAI
   models require it; Codex inserts it too); with many tools they are deferred behind
   `tool_search` (harness/tool_search.py).
-- claude-code: descriptions are cut at Claude Code's limit for MCP tools.
+- claude-code: descriptions are cut at 2048 characters and marked `… [truncated]`, as
+  Claude Code does since 2.1.84.
 - qwen-code: JSON-Schema keywords the product strips are removed.
 
 Text-action harnesses (mini-swe-agent-text's fenced blocks, SWE-agent's commands) have no
@@ -126,7 +127,7 @@ def _product_spec(spec: HarnessSpec, tool: ToolSpec) -> ToolSpec:
     description = tool.description
     limit = rules.description_max_chars
     if limit is not None and len(description) > limit:
-        description = description[: limit - len(_CUT_MARK)] + _CUT_MARK
+        description = description[:limit] + _CUT_MARK
     parameters = _object_schema(tool.parameters)
     if rules.strip_schema_keys:
         stripped = _strip(parameters, frozenset(rules.strip_schema_keys))

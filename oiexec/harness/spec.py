@@ -131,7 +131,8 @@ class McpSpec(_Table):
     Every harness names them `mcp__<server>__<tool>` (Codex's rule, shared by Claude Code and
     Qwen Code); these keys are where the products differ."""
 
-    #: Descriptions longer than this are cut (Claude Code caps MCP tool descriptions).
+    #: Descriptions longer than this are cut there and marked `… [truncated]` (Claude Code
+    #: 2.1.84 and later, at 2048).
     description_max_chars: int | None = Field(default=None, gt=0)
     #: JSON-Schema keywords removed from the parameters at every depth: the ones the
     #: product strips before its API sees them.
