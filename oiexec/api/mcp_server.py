@@ -57,6 +57,14 @@ class RunOutcome(BaseModel):
     diff: str = Field(description="Unified diff of what the run changed in the worktree.")
 
 
+_MaxTurns = Annotated[
+    int | None, Field(description="Stop after this many model turns (exit code 4).", ge=1)
+]
+_Timeout = Annotated[
+    float | None, Field(description="Stop after this many seconds (exit code 5).", gt=0)
+]
+
+
 @dataclass(frozen=True)
 class ServerDefaults:
     """What `interpreter mcp-server`'s own flags set for every run."""
@@ -119,10 +127,18 @@ def _outcome(thread_id: str | None, result: Any) -> CallToolResult:
     )
 
 
-async def _run_turn(agent: Agent, thread_id: str | None, prompt: str) -> tuple[str | None, Any]:
-    thread = agent.resume_thread(thread_id) if thread_id else agent.start_thread()
+@dataclass(frozen=True)
+class _Limits:
+    max_turns: int | None = None
+    timeout: float | None = None
+
+
+async def _run_turn(
+    agent: Agent, thread_id: str | None, prompt: str, limits: _Limits
+) -> tuple[str | None, Any]:
     try:
-        result = await thread.arun(prompt)
+        thread = agent.resume_thread(thread_id) if thread_id else agent.start_thread()
+        result = await thread.arun(prompt, max_turns=limits.max_turns, timeout=limits.timeout)
     except OiexecError as exc:
         # Errors before the thread starts (config, usage, unknown thread): the caller's to fix.
         raise ToolError(exc.render()) from exc
@@ -184,6 +200,8 @@ def build_server(defaults: ServerDefaults | None = None) -> MCPServer[Any]:
             dict[str, Any] | None,
             Field(description="Config overrides: dotted keys to values, as -c takes them."),
         ] = None,
+        max_turns: _MaxTurns = None,
+        timeout: _Timeout = None,
     ) -> Annotated[CallToolResult, RunOutcome]:
         options: dict[str, Any] = {
             "model": model or defaults.model,
@@ -194,7 +212,8 @@ def build_server(defaults: ServerDefaults | None = None) -> MCPServer[Any]:
             "config": _merge(defaults.config, config or {}),
         }
         options = {key: value for key, value in options.items() if value is not None}
-        thread_id, result = await _run_turn(make_agent(options), None, prompt)
+        limits = _Limits(max_turns, timeout)
+        thread_id, result = await _run_turn(make_agent(options), None, prompt, limits)
         if thread_id:
             threads.options[thread_id] = options
         return _outcome(thread_id, result)
@@ -208,6 +227,8 @@ def build_server(defaults: ServerDefaults | None = None) -> MCPServer[Any]:
             str, Field(description="The threadId a `run` result returned.", min_length=1)
         ],
         prompt: Annotated[str, Field(description="The follow-up prompt.", min_length=1)],
+        max_turns: _MaxTurns = None,
+        timeout: _Timeout = None,
     ) -> Annotated[CallToolResult, RunOutcome]:
         base = {
             "model": defaults.model,
@@ -219,7 +240,8 @@ def build_server(defaults: ServerDefaults | None = None) -> MCPServer[Any]:
         options = threads.options.get(threadId) or {
             key: value for key, value in base.items() if value
         }
-        thread_id, result = await _run_turn(make_agent(dict(options)), threadId, prompt)
+        limits = _Limits(max_turns, timeout)
+        thread_id, result = await _run_turn(make_agent(dict(options)), threadId, prompt, limits)
         return _outcome(thread_id or threadId, result)
 
     return server

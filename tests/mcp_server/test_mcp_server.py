@@ -1,0 +1,230 @@
+"""`interpreter mcp-server` driven by a real MCP client (the SDK's stdio client): it starts
+the real CLI, lists the tools, runs a task against the scripted model in a real git repo
+(the file the model changed shows up in the returned diff), continues the thread, and turns
+bad arguments into tool errors while it keeps serving."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from collections.abc import Awaitable, Callable
+from pathlib import Path
+from typing import Any
+
+import anyio
+from mcp import Client
+from mcp.client.stdio import StdioServerParameters
+from mcp_types import CallToolResult
+
+from tests.conftest import FIX_PATCH, git
+from tests.support.model_server import ModelServer, apply_patch_call, call, reply, user_texts
+
+Session = Callable[[Client], Awaitable[None]]
+
+
+def _server_args(server: ModelServer, *extra: str) -> list[str]:
+    return ["-m", "oiexec", "mcp-server", *server.config_args(), *extra]
+
+
+def _serve(server: ModelServer, cwd: Path, body: Session, *extra: str) -> None:
+    params = StdioServerParameters(
+        command=sys.executable, args=_server_args(server, *extra), env=dict(os.environ), cwd=cwd
+    )
+
+    async def main() -> None:
+        async with Client(params) as client:
+            await body(client)
+
+    anyio.run(main)
+
+
+def _text(result: CallToolResult) -> str:
+    return "\n".join(block.text for block in result.content if block.type == "text")
+
+
+def test_run_returns_message_exit_code_and_diff_then_reply_continues(
+    model_server: ModelServer, repo: Path, tmp_path: Path
+) -> None:
+    model_server.enqueue(
+        reply(tool_calls=[call("exec_command", {"cmd": "echo printed-by-the-run"})]),
+        reply(tool_calls=[apply_patch_call(FIX_PATCH)]),
+        reply("Fixed add() in calc.py."),
+        reply("Yes, the fix is in calc.py."),
+    )
+    seen: dict[str, Any] = {}
+
+    async def session(client: Client) -> None:
+        tools = {tool.name: tool for tool in (await client.list_tools()).tools}
+        assert set(tools) == {"run", "reply"}
+        assert tools["run"].input_schema["required"] == ["prompt"]
+        assert {"prompt", "cwd", "sandbox", "model"} <= set(tools["run"].input_schema["properties"])
+        assert set(tools["run"].output_schema["properties"]) == {
+            "threadId",
+            "content",
+            "exitCode",
+            "reason",
+            "diff",
+        }
+        first = await client.call_tool(
+            "run", {"prompt": "fix the test", "cwd": str(repo), "sandbox": "danger-full-access"}
+        )
+        seen["first"] = first
+        thread_id = first.structured_content["threadId"]
+        seen["second"] = await client.call_tool(
+            "reply", {"threadId": thread_id, "prompt": "is it fixed?"}
+        )
+
+    _serve(model_server, tmp_path, session)
+
+    first: CallToolResult = seen["first"]
+    assert not first.is_error, _text(first)
+    assert _text(first) == "Fixed add() in calc.py."
+    outcome = first.structured_content
+    assert outcome["content"] == "Fixed add() in calc.py."
+    assert outcome["exitCode"] == 0 and outcome["reason"] is None
+    assert "-    return a - b\n+    return a + b" in outcome["diff"]
+    assert "return a + b" in (repo / "calc.py").read_text()
+    # The run's command output went to the model, not into the protocol channel.
+    assert "printed-by-the-run" in json.dumps(model_server.bodies[1])
+
+    second: CallToolResult = seen["second"]
+    assert not second.is_error, _text(second)
+    assert second.structured_content["threadId"] == outcome["threadId"]
+    assert second.structured_content["content"] == "Yes, the fix is in calc.py."
+    # The follow-up continued the same conversation: the first prompt is in its request.
+    assert "fix the test" in " ".join(user_texts(model_server.bodies[-1]))
+    assert "is it fixed?" in " ".join(user_texts(model_server.bodies[-1]))
+
+
+def test_bad_arguments_are_tool_errors_and_the_server_keeps_serving(
+    model_server: ModelServer, repo: Path, tmp_path: Path
+) -> None:
+    results: dict[str, CallToolResult] = {}
+
+    async def session(client: Client) -> None:
+        results["sandbox"] = await client.call_tool("run", {"prompt": "x", "sandbox": "bogus"})
+        results["cwd"] = await client.call_tool(
+            "run", {"prompt": "x", "cwd": str(tmp_path / "missing")}
+        )
+        results["config"] = await client.call_tool(
+            "run", {"prompt": "x", "cwd": str(repo), "profile": "no-such-profile"}
+        )
+        results["empty"] = await client.call_tool("run", {"prompt": ""})
+        results["thread"] = await client.call_tool(
+            "reply", {"threadId": "no-such-thread", "prompt": "hello"}
+        )
+        results["ceiling"] = await client.call_tool(
+            "run", {"prompt": "x", "cwd": str(repo), "sandbox": "danger-full-access"}
+        )
+        # Still serving after all of that.
+        assert {tool.name for tool in (await client.list_tools()).tools} == {"run", "reply"}
+
+    _serve(model_server, tmp_path, session, "-s", "workspace-write")
+
+    for name, result in results.items():
+        assert result.is_error, name
+        assert "internal error" not in _text(result), (name, _text(result))
+    assert "sandbox" in _text(results["sandbox"])
+    assert "missing" in _text(results["cwd"]) and "no such directory" in _text(results["cwd"])
+    assert "no-such-profile" in _text(results["config"])
+    assert "prompt" in _text(results["empty"])
+    assert "no-such-thread" in _text(results["thread"])
+    assert "looser than this server allows" in _text(results["ceiling"])
+    assert not model_server.requests, "no run should have reached the model"
+
+
+def test_a_failed_run_is_an_error_result_with_its_exit_code(
+    model_server: ModelServer, repo: Path, tmp_path: Path
+) -> None:
+    model_server.enqueue(reply(tool_calls=[call("exec_command", {"cmd": "true"})]))
+    model_server.enqueue(reply(tool_calls=[call("exec_command", {"cmd": "true"})]))
+    seen: dict[str, CallToolResult] = {}
+
+    async def session(client: Client) -> None:
+        seen["run"] = await client.call_tool(
+            "run",
+            {
+                "prompt": "loop",
+                "cwd": str(repo),
+                "sandbox": "danger-full-access",
+                "max_turns": 1,
+            },
+        )
+
+    _serve(model_server, tmp_path, session)
+    result = seen["run"]
+    assert result.is_error, result
+    assert result.structured_content["exitCode"] == 4, result
+    assert result.structured_content["reason"]
+    assert "exit code 4" in _text(result)
+
+
+def test_nothing_but_protocol_messages_on_stdout(
+    model_server: ModelServer, repo: Path, tmp_path: Path
+) -> None:
+    """Raw JSON-RPC over the pipe: every stdout line is a protocol message, even while the
+    run's commands print."""
+    model_server.enqueue(
+        reply(tool_calls=[call("exec_command", {"cmd": "echo leak-to-stdout; echo leak >&2"})]),
+        reply("done"),
+    )
+    requests = [
+        {
+            "jsonrpc": "2.0",
+            "id": 1,
+            "method": "initialize",
+            "params": {
+                "protocolVersion": "2025-06-18",
+                "capabilities": {},
+                "clientInfo": {"name": "raw", "version": "0"},
+            },
+        },
+        {"jsonrpc": "2.0", "method": "notifications/initialized"},
+        {
+            "jsonrpc": "2.0",
+            "id": 2,
+            "method": "tools/call",
+            "params": {
+                "name": "run",
+                "arguments": {"prompt": "go", "cwd": str(repo), "sandbox": "danger-full-access"},
+            },
+        },
+    ]
+    lines: list[str] = []
+    with (
+        (tmp_path / "server.stderr").open("w") as stderr,
+        subprocess.Popen(
+            [sys.executable, *_server_args(model_server)],
+            cwd=tmp_path,
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            stderr=stderr,
+            text=True,
+        ) as proc,
+    ):
+        assert proc.stdin is not None and proc.stdout is not None
+        try:
+            proc.stdin.write(json.dumps(requests[0]) + "\n")
+            proc.stdin.flush()
+            lines.append(proc.stdout.readline())
+            for request in requests[1:]:
+                proc.stdin.write(json.dumps(request) + "\n")
+            proc.stdin.flush()
+            while True:
+                line = proc.stdout.readline()
+                assert line, "the server closed stdout before answering"
+                lines.append(line)
+                if json.loads(line).get("id") == 2:
+                    break
+            proc.stdin.close()
+            assert proc.wait(timeout=30) == 0  # stdin closed: the server ends cleanly
+        finally:
+            proc.kill()
+    messages = [json.loads(line) for line in lines]  # fails on any stray output
+    assert all(message["jsonrpc"] == "2.0" for message in messages)
+    answer = messages[-1]["result"]
+    assert answer["structuredContent"]["content"] == "done"
+    assert "leak-to-stdout" not in "".join(lines)
+    git(repo, "status")  # the repo is intact
