@@ -18,7 +18,7 @@ from oiexec.api.options import (
     build_request,
 )
 from oiexec.api.process import RunProcess
-from oiexec.api.results import Collector, ReviewResult
+from oiexec.api.results import Collector, ReviewResult, adrive, drive
 from oiexec.api.thread import Thread, environment
 from oiexec.core.errors import UsageError
 from oiexec.core.events import ThreadEvent
@@ -120,15 +120,9 @@ class Agent:
             timeout,
             on_warning,
         )
-        try:
-            for message in process.messages():
-                event = collector.take(message)
-                if event is not None and on_event is not None:
-                    on_event(event)
-        except BaseException:
-            process.stop()
-            raise
-        process.close()
+        for event in drive(process, collector):
+            if on_event is not None:
+                on_event(event)
         return collector.review(process.exitcode)
 
     async def areview(
@@ -170,15 +164,9 @@ class Agent:
         except asyncio.CancelledError:
             await (await started)[0].astop()
             raise
-        try:
-            async for message in process.amessages():
-                event = collector.take(message)
-                if event is not None and on_event is not None:
-                    on_event(event)
-        except BaseException:
-            await process.astop()
-            raise
-        await process.aclose()
+        async for event in adrive(process, collector):
+            if on_event is not None:
+                on_event(event)
         return collector.review(process.exitcode)
 
     def _start_review(

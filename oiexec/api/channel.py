@@ -7,7 +7,7 @@ element:
 
     ("event", line)                      one JSONL event
     ("warning", text)                    a warning (the CLI's `warning:` lines on stderr)
-    ("done", payload)                    the run finished: its outcome as plain data
+    ("done", payload)                    the run finished: its outcome as redacted JSON
     ("error", class_names, message, hint) an OiexecError before the thread started
     ("interrupted", message, exit_code)  interrupted before the thread started
     ("crash", text)                      a bug in the child, with its traceback

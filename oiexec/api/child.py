@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import contextlib
 import ctypes
+import json
 import os
 import signal
 import sys
@@ -81,7 +82,6 @@ def _run_payload(result: RunResult) -> dict[str, Any]:
         "usage": result.usage.model_dump(),
         "turns": result.turns,
         "duration_s": result.duration_s,
-        "commands": [c.model_dump() for c in result.commands],
     }
 
 
@@ -106,7 +106,8 @@ def _run(job: ExecJob | ReviewJob, channel: Channel) -> int:
 
     with interrupt_signals():
         try:
-            channel.send("done", job.run(channel))
+            # Redacted as a whole, as the JSONL lines are: the review's texts included.
+            channel.send("done", redact(json.dumps(job.run(channel))))
         except OiexecError as exc:
             # The class names up the tree: the caller raises the first it knows (core/errors).
             names = tuple(cls.__name__ for cls in type(exc).__mro__)

@@ -3,13 +3,13 @@
 from __future__ import annotations
 
 import json
-from collections.abc import Callable
+from collections.abc import AsyncGenerator, Callable, Generator
 from dataclasses import dataclass, field
 from typing import Any
 
 from pydantic import BaseModel
 
-from oiexec.api.process import Message
+from oiexec.api.process import Message, RunProcess
 from oiexec.core import errors
 from oiexec.core.errors import ExitCode, OiexecError
 from oiexec.core.events import (
@@ -22,7 +22,7 @@ from oiexec.core.events import (
 )
 from oiexec.review.model import ReviewFinding, ReviewOutput
 
-__all__ = ["Collector", "ReviewResult", "Turn"]
+__all__ = ["Collector", "ReviewResult", "Turn", "adrive", "drive"]
 
 
 @dataclass(frozen=True)
@@ -115,7 +115,7 @@ class Collector:
             if self._on_warning is not None:
                 self._on_warning(message[1])
         elif kind == "done":
-            self.payload = message[1]
+            self.payload = json.loads(message[1])
         elif kind == "error":
             raise _error(message[1], message[2], message[3])
         elif kind == "interrupted":
@@ -170,6 +170,40 @@ class Collector:
             items=self.items,
             warnings=self.warnings,
         )
+
+
+def drive(process: RunProcess, collector: Collector) -> Generator[ThreadEvent, None, None]:
+    """The run's events, blocking, until its process has ended. Leaving early (an
+    interrupt, the caller's loop broken off) stops the run: it must not outlive the caller's
+    interest in it."""
+    try:
+        for message in process.messages():
+            event = collector.take(message)
+            if event is not None:
+                yield event
+    except OiexecError:
+        process.close()  # the run did not start; its process is on its way out
+        raise
+    except BaseException:
+        process.stop()
+        raise
+    process.close()
+
+
+async def adrive(process: RunProcess, collector: Collector) -> AsyncGenerator[ThreadEvent, None]:
+    """`drive` on the event loop; a cancelled task stops the run and waits for its end."""
+    try:
+        async for message in process.amessages():
+            event = collector.take(message)
+            if event is not None:
+                yield event
+    except OiexecError:
+        await process.aclose()
+        raise
+    except BaseException:
+        await process.astop()
+        raise
+    await process.aclose()
 
 
 def _error(names: tuple[str, ...], message: str, hint: str | None) -> OiexecError:

@@ -4,9 +4,10 @@ turn after the first continues the same session, as `interpreter exec resume ID`
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import os
 import threading
-from collections.abc import AsyncIterator, Callable, Iterator, Sequence
+from collections.abc import AsyncIterator, Callable, Generator, Iterator, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal, TypedDict
 
@@ -15,7 +16,7 @@ from pydantic import BaseModel
 from oiexec.api.child import ExecJob
 from oiexec.api.options import ThreadOptions, TurnOptions, build_request
 from oiexec.api.process import RunProcess
-from oiexec.api.results import Collector, Turn
+from oiexec.api.results import Collector, Turn, adrive, drive
 from oiexec.core.errors import UsageError
 from oiexec.core.events import ThreadEvent
 
@@ -46,7 +47,7 @@ class StreamedTurn:
     """The events of one turn as they happen (iterate it once); `result` once it is done.
     Leaving the loop early cancels the turn."""
 
-    def __init__(self, events: Iterator[ThreadEvent], box: list[Turn]) -> None:
+    def __init__(self, events: Generator[ThreadEvent, None, None], box: list[Turn]) -> None:
         self._events = events
         self._box = box
 
@@ -57,6 +58,11 @@ class StreamedTurn:
     def events(self) -> Iterator[ThreadEvent]:
         """The same iterator (Codex SDK: `runStreamed(...).events`)."""
         return self._events
+
+    def close(self) -> None:
+        """Stops the turn if it is still running (as leaving the loop and dropping this
+        object does): its commands are killed, its session records the interruption."""
+        self._events.close()
 
     @property
     def result(self) -> Turn:
@@ -149,23 +155,17 @@ class Thread:
         schema: type[BaseModel] | None,
         on_warning: Callable[[str], None] | None,
         box: list[Turn],
-    ) -> Iterator[ThreadEvent]:
+    ) -> Generator[ThreadEvent, None, None]:
         process = self._start(request)
         collector = Collector(on_warning)
         try:
-            for message in process.messages():
-                event = collector.take(message)
-                if event is not None:
+            # Closed explicitly: leaving this loop early must stop the run at once.
+            with contextlib.closing(drive(process, collector)) as events:
+                for event in events:
                     self._id = self._id or collector.thread_id
                     yield event
-        except BaseException:
-            # KeyboardInterrupt, an error in the caller's loop body, or the loop left early
-            # (GeneratorExit): the run must not outlive the caller's interest in it.
-            process.stop()
+        finally:
             self._running = None
-            raise
-        process.close()
-        self._running = None
         box.append(
             collector.turn(
                 process.exitcode, structured=request.output_schema is not None, schema=schema
@@ -271,17 +271,12 @@ class Thread:
             raise
         collector = Collector(on_warning)
         try:
-            async for message in process.amessages():
-                event = collector.take(message)
-                if event is not None:
+            async with contextlib.aclosing(adrive(process, collector)) as events:
+                async for event in events:
                     self._id = self._id or collector.thread_id
                     yield event
-        except BaseException:
-            await process.astop()
+        finally:
             self._running = None
-            raise
-        await process.aclose()
-        self._running = None
         box.append(
             collector.turn(
                 process.exitcode, structured=request.output_schema is not None, schema=schema_model

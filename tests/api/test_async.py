@@ -142,3 +142,27 @@ def test_thread_cancel_from_another_thread_ends_the_turn(
     assert turn.exit_code == ExitCode.TERMINATED
     assert turn.reason == "interrupted by SIGTERM"
     assert running_commands(marker) == []
+
+
+def test_leaving_the_event_loop_early_stops_the_run(
+    make_agent: MakeAgent, model_server: ModelServer
+) -> None:
+    marker = f"300.{uuid.uuid4().int % 10**8:08d}"
+    model_server.enqueue(reply(tool_calls=[call("exec_command", {"cmd": f"sleep {marker}"})]))
+    thread = make_agent().start_thread()
+    streamed = thread.run_streamed("wait")
+    for event in streamed:
+        if isinstance(event, ItemStarted):
+            for _ in range(100):
+                if running_commands(marker):
+                    break
+                time.sleep(0.05)
+            time.sleep(0.3)  # past the command's registration, as above
+            break
+    assert running_commands(marker), "the model's command never started"
+    streamed.close()  # the caller lost interest: the run is stopped with its commands
+
+    assert running_commands(marker) == []
+    # The thread is free for its next turn, which continues the session.
+    model_server.enqueue(reply("resumed"))
+    assert thread.run("go on").final_response == "resumed"
