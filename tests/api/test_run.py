@@ -3,6 +3,7 @@ a library that prints nothing."""
 
 from __future__ import annotations
 
+import os
 import subprocess
 import sys
 from pathlib import Path
@@ -18,7 +19,7 @@ from oiexec.core.events import (
     ThreadStarted,
     TurnCompleted,
 )
-from tests.api.conftest import MakeAgent
+from tests.api.conftest import MakeAgent, provider_config
 from tests.conftest import FIX_PATCH, FIXED_CALC
 from tests.support.model_server import ModelServer, apply_patch_call, call, reply, usage
 
@@ -153,3 +154,28 @@ def test_import_oiexec_loads_no_heavy_module() -> None:
         [sys.executable, "-c", code], capture_output=True, text=True, check=True
     ).stdout.splitlines()
     assert out == ["[]", "True"]
+
+
+SECRET = "sk-live-abcdef0123456789"
+
+
+def test_the_api_key_is_redacted_everywhere_the_caller_looks(
+    make_agent: MakeAgent, model_server: ModelServer, repo: Path
+) -> None:
+    model_server.enqueue(
+        reply(tool_calls=[call("exec_command", {"cmd": "env | grep -c SCRIPTED_KEY || true"})]),
+        reply(f"I found the key {SECRET} in my memory"),
+    )
+    agent = make_agent(
+        config=provider_config(model_server, env_key="SCRIPTED_KEY"),
+        env={**os.environ, "SCRIPTED_KEY": SECRET},
+    )
+    events = list(streamed := agent.start_thread().run_streamed("x"))
+    turn = streamed.result
+
+    assert turn.ok, turn.reason
+    assert model_server.requests[0].headers["authorization"] == f"Bearer {SECRET}"
+    command = turn.items[0]
+    assert isinstance(command, CommandExecutionItem) and command.aggregated_output.strip() == "0"
+    assert turn.final_response == "I found the key [REDACTED] in my memory"
+    assert all(SECRET not in event.model_dump_json() for event in events)
