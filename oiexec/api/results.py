@@ -209,8 +209,32 @@ async def adrive(process: RunProcess, collector: Collector) -> AsyncGenerator[Th
 def _error(names: tuple[str, ...], message: str, hint: str | None) -> OiexecError:
     """The child's error as the same class, or the nearest one of `oiexec.core.errors` above
     it: the class the CLI maps to its exit code."""
+    message, hint = _api_words(message), _api_words(hint) if hint else hint
     for name in names:
         cls = getattr(errors, name, None)
         if isinstance(cls, type) and issubclass(cls, OiexecError):
             return cls(message, hint=hint)
     return OiexecError(message, hint=hint)
+
+
+#: The runner words its errors for the command line; a Python caller set the same things
+#: through the API's arguments, and is told their names instead.
+_API_WORDS = (
+    (" -c values are TOML: -c key=true, -c key=100, -c 'key=\"text\"' (a bare word is read "
+     "as a string).", ""),
+    ("in -c override", "in Agent(config=...)"),
+    ("in command-line flag", "in an Agent option"),
+    ("--skip-git-repo-check", "skip_git_repo_check=True"),
+    ("-m/--model", "model="),
+    ("e.g. -m gpt-5.5", "e.g. model='gpt-5.5'"),
+    ("--output-schema", "output_schema="),
+    ("--max-turns", "max_turns="),
+    ("--max-cost", "max_cost="),
+    ("--max-tokens", "max_tokens="),
+)  # fmt: skip
+
+
+def _api_words(text: str) -> str:
+    for cli, api in _API_WORDS:
+        text = text.replace(cli, api)
+    return text

@@ -52,7 +52,7 @@ def test_a_wrongly_typed_config_value_raises_config_error(
     with pytest.raises(ConfigError) as caught:
         agent.start_thread().run("anything")
     assert caught.value.exit_code == ExitCode.CONFIG
-    assert "model_context_window" in caught.value.message
+    assert "`model_context_window` in Agent(config=...)" in caught.value.message
     assert model_server.model_requests == []
     out, err = capfd.readouterr()
     assert out == "" and err == ""
