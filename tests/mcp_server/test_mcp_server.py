@@ -9,6 +9,7 @@ import json
 import os
 import subprocess
 import sys
+import time
 from collections.abc import Awaitable, Callable
 from pathlib import Path
 from typing import Any
@@ -161,6 +162,48 @@ def test_a_failed_run_is_an_error_result_with_its_exit_code(
     assert "exit code 4" in _text(result)
 
 
+def _initialize() -> dict[str, Any]:
+    return {
+        "jsonrpc": "2.0",
+        "id": 1,
+        "method": "initialize",
+        "params": {
+            "protocolVersion": "2025-06-18",
+            "capabilities": {},
+            "clientInfo": {"name": "raw", "version": "0"},
+        },
+    }
+
+
+def _call_run(request_id: int, repo: Path) -> dict[str, Any]:
+    return {
+        "jsonrpc": "2.0",
+        "id": request_id,
+        "method": "tools/call",
+        "params": {
+            "name": "run",
+            "arguments": {"prompt": "go", "cwd": str(repo), "sandbox": "danger-full-access"},
+        },
+    }
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    # A zombie is dead for our purpose; its parent reaps it.
+    with open(f"/proc/{pid}/stat") as stat:
+        return stat.read().split(") ")[-1].split()[0] != "Z"
+
+
+def _wait_for(condition: Callable[[], bool], what: str, limit_s: float = 30) -> None:
+    deadline = time.monotonic() + limit_s
+    while not condition():
+        assert time.monotonic() < deadline, f"gave up waiting: {what}"
+        time.sleep(0.1)
+
+
 def test_nothing_but_protocol_messages_on_stdout(
     model_server: ModelServer, repo: Path, tmp_path: Path
 ) -> None:
@@ -171,26 +214,9 @@ def test_nothing_but_protocol_messages_on_stdout(
         reply("done"),
     )
     requests = [
-        {
-            "jsonrpc": "2.0",
-            "id": 1,
-            "method": "initialize",
-            "params": {
-                "protocolVersion": "2025-06-18",
-                "capabilities": {},
-                "clientInfo": {"name": "raw", "version": "0"},
-            },
-        },
+        _initialize(),
         {"jsonrpc": "2.0", "method": "notifications/initialized"},
-        {
-            "jsonrpc": "2.0",
-            "id": 2,
-            "method": "tools/call",
-            "params": {
-                "name": "run",
-                "arguments": {"prompt": "go", "cwd": str(repo), "sandbox": "danger-full-access"},
-            },
-        },
+        _call_run(2, repo),
     ]
     lines: list[str] = []
     with (
@@ -228,3 +254,58 @@ def test_nothing_but_protocol_messages_on_stdout(
     assert answer["structuredContent"]["content"] == "done"
     assert "leak-to-stdout" not in "".join(lines)
     git(repo, "status")  # the repo is intact
+
+
+def test_a_cancelled_call_and_a_closed_connection_stop_the_runs_commands(
+    model_server: ModelServer, repo: Path, tmp_path: Path
+) -> None:
+    pidfiles = [tmp_path / "first.pid", tmp_path / "second.pid"]
+    for pidfile in pidfiles:
+        model_server.enqueue(
+            reply(
+                tool_calls=[call("exec_command", {"cmd": f"echo $$ > {pidfile}; exec sleep 300"})]
+            )
+        )
+    with (
+        (tmp_path / "server.stderr").open("w") as stderr,
+        subprocess.Popen(
+            [sys.executable, *_server_args(model_server)],
+            cwd=tmp_path,
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            stderr=stderr,
+            text=True,
+        ) as proc,
+    ):
+        assert proc.stdin is not None and proc.stdout is not None
+
+        def send(message: dict[str, Any]) -> None:
+            assert proc.stdin is not None
+            proc.stdin.write(json.dumps(message) + "\n")
+            proc.stdin.flush()
+
+        try:
+            send(_initialize())
+            proc.stdout.readline()
+            send({"jsonrpc": "2.0", "method": "notifications/initialized"})
+            # The client gives up on a call: the run and its command end, the server serves on.
+            send(_call_run(2, repo))
+            _wait_for(lambda: pidfiles[0].exists() and pidfiles[0].read_text().strip() != "", "1st")
+            first = int(pidfiles[0].read_text())
+            send(
+                {
+                    "jsonrpc": "2.0",
+                    "method": "notifications/cancelled",
+                    "params": {"requestId": 2, "reason": "changed my mind"},
+                }
+            )
+            _wait_for(lambda: not _alive(first), "the cancelled run's command to end")
+            # The client goes away mid-run: the server ends, and so does the run.
+            send(_call_run(3, repo))
+            _wait_for(lambda: pidfiles[1].exists() and pidfiles[1].read_text().strip() != "", "2nd")
+            second = int(pidfiles[1].read_text())
+            proc.stdin.close()
+            assert proc.wait(timeout=60) == 0
+            _wait_for(lambda: not _alive(second), "the run's command to end with the server")
+        finally:
+            proc.kill()
