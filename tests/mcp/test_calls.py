@@ -152,3 +152,10 @@ def test_resource_tools_list_and_read(model_server: ModelServer, repo: Path) -> 
     assert [(r["server"], r["uri"]) for r in resources] == [("mini", "note://readme")]
     contents = json.loads(outputs["r"])["contents"]
     assert contents[0]["text"] == "mini is a test server"
+
+
+def test_an_elicitation_from_the_server_is_cancelled(model_server: ModelServer, repo: Path) -> None:
+    model_server.enqueue(reply(tool_calls=[call("mcp__mini__ask", {}, call_id="a")]), reply("ok"))
+    result = run_cli([*exec_args(model_server), *server_flags(), "ask"], cwd=repo)
+    assert result.returncode == 0, result.stderr
+    assert tool_outputs(model_server.bodies[1])["a"] == "the user answered: cancel"

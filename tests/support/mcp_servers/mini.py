@@ -19,10 +19,11 @@ import subprocess
 import sys
 import time
 
-from mcp.server.mcpserver import MCPServer
+from mcp.server.mcpserver import Context, MCPServer
 from mcp.server.mcpserver.exceptions import ToolError
 from mcp.server.mcpserver.utilities.types import Image
 from mcp_types import ToolAnnotations
+from pydantic import BaseModel
 
 PNG_1X1 = base64.b64decode(
     "iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mP8z8DwHwAFBQIAX8jx0gAAAABJRU5ErkJggg=="
@@ -100,6 +101,16 @@ def delete_all() -> str:
 )
 def lookup(key: str) -> str:
     return f"value of {key}"
+
+
+class Confirmation(BaseModel):
+    confirm: bool
+
+
+@server.tool(description="Ask the user before doing it.", structured_output=False)
+async def ask(ctx: Context) -> str:
+    answer = await ctx.elicit("Really?", Confirmation)
+    return f"the user answered: {answer.action}"
 
 
 @server.resource("note://readme", description="What this server is.")
