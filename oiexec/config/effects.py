@@ -103,6 +103,16 @@ def unknown_features(settings: Settings, layers: list[Layer]) -> list[str]:
     return warnings
 
 
+def _profile_chain(settings: Settings) -> set[str]:
+    """The `[permissions]` tables the selected profile uses (itself and what it extends)."""
+    chain: set[str] = set()
+    current = settings.default_permissions
+    while current is not None and current in settings.permissions and current not in chain:
+        chain.add(current)
+        current = settings.permissions[current].extends
+    return chain
+
+
 def _known_feature(name: str) -> bool:
     from oiexec.config.codex_schema import codex_knows
 
@@ -128,6 +138,11 @@ def _has_no_effect(settings: Settings, key_path: list[str], value: Any, facts: R
     if head == "approval_policy":
         # Exec always runs with `never` (as Codex's does); asking for `never` is no surprise.
         return bool(value != "never")
+    if head == "permissions" and len(key_path) >= 2:
+        return key_path[1] not in _profile_chain(settings)
+    if head == "sandbox_workspace_write" and settings.default_permissions is not None:
+        # Profiles do not compose with the older sandbox settings (as in Codex).
+        return True
     if head == "web_search":
         return not facts.web_search_supported
     if head == "features" and len(key_path) >= 2:

@@ -174,6 +174,13 @@ def load_config(
         dotted = ".".join(key_path)
         owner = layer_of(layers, key_path)
         where = owner.where(key_path) if owner else "?"
+        if key_path[0] == "permissions":
+            # A profile's rule set aside would be a sandbox rule dropped: never a warning.
+            raise ConfigError(
+                f"unknown key `{dotted}` in permission profile ({where})",
+                hint="A profile takes description, extends, filesystem, network and "
+                "workspace_roots; fix the key so no rule is lost.",
+            )
         if codex_knows(key_path):
             # Codex's key, not a typo: reported as having no effect (oiexec.config.effects),
             # each value a table holds by its own key, as a user would look it up.

@@ -16,6 +16,7 @@ from pydantic_settings import BaseSettings, PydanticBaseSettingsSource, Settings
 
 from oiexec.config.hooks import HooksConfig
 from oiexec.config.mcp import McpServerConfig
+from oiexec.config.permissions import PermissionProfile
 from oiexec.core.policy import SandboxMode
 
 WireApi = Literal["responses", "chat", "messages"]
@@ -143,6 +144,10 @@ class Settings(BaseSettings):
     #: Linux backend: "auto" (bwrap when it works, else Landlock), "bwrap" or "landlock".
     sandbox_backend: Literal["auto", "bwrap", "landlock"] = "auto"
     sandbox_limits: SandboxLimitsConfig = Field(default_factory=SandboxLimitsConfig)
+    #: A permission profile (oiexec.config.permissions): a built-in (`:read-only`,
+    #: `:workspace`, `:danger-full-access`) or a `[permissions.<name>]` table.
+    default_permissions: str | None = None
+    permissions: dict[str, PermissionProfile] = Field(default_factory=dict)
     approval_policy: ApprovalPolicy = "on-request"
     shell_environment_policy: ShellEnvironmentPolicy = Field(default_factory=ShellEnvironmentPolicy)
 

@@ -10,6 +10,7 @@ and a failure before that prints them first, so the cause is seen with the sympt
 from __future__ import annotations
 
 import dataclasses
+import os
 import time
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
@@ -19,6 +20,7 @@ from oiexec.config.catalog import ModelFacts, model_facts
 from oiexec.config.effects import RunFacts, no_effect_notes
 from oiexec.config.loader import LoadedConfig, load_config
 from oiexec.config.oss import check_local_server
+from oiexec.config.permissions import IN_PROCESS_READERS, apply_profile, refuse_unenforceable
 from oiexec.config.providers import resolve_api_key, resolve_provider
 from oiexec.config.settings import ProviderConfig, Settings
 from oiexec.core.errors import ConfigError, UsageError
@@ -157,6 +159,14 @@ def prepare(request: ExecRequest, hooks: RunHooks, warnings: StartupWarnings) ->
     protect_runner([provider.env_key or ""])
     images = read_images(request.images)
     policy = build_policy(config.settings, request, trusted=config.trusted)
+    policy = apply_profile(
+        policy,
+        config.settings,
+        sandbox_mode_origin=_sandbox_mode_origin(config, request),
+        bypass=request.dangerously_bypass,
+        environ=os.environ,
+        add_dirs=request.add_dirs,
+    )
     if hooks.sandbox_mode:
         policy = dataclasses.replace(policy, mode=hooks.sandbox_mode)
     warnings.add(*add_dir_warnings(policy, request.add_dirs))
@@ -183,6 +193,11 @@ def prepare(request: ExecRequest, hooks: RunHooks, warnings: StartupWarnings) ->
 
     # Last: the backend holds resources the run closes, and nothing after it can fail.
     sandbox = RefusalTracker(get_sandbox(policy))
+    try:
+        refuse_unenforceable(policy, sandbox.backend, _reading_tools(config.settings, provider))
+    except ConfigError:
+        sandbox.close()
+        raise
     warnings.add(*_sandbox_warnings(sandbox, policy))
     return Prepared(
         request, hooks, config, provider_id, provider, api_key, images, output_schema, policy,
@@ -198,6 +213,30 @@ def _use_review_model(config: LoadedConfig, request: ExecRequest) -> None:
         return
     config.settings = config.settings.model_copy(update={"model": review_model})
     config.origins["model"] = f"review_model: {config.origins.get('review_model', '?')}"
+
+
+def _sandbox_mode_origin(config: LoadedConfig, request: ExecRequest) -> str | None:
+    """Where `sandbox_mode` was set for this run, if anywhere but the session a resume
+    continues (which records the mode a profile gave it)."""
+    origin = config.origins.get("sandbox_mode")
+    if config.settings.sandbox_mode is None or origin is None:
+        return None
+    return None if origin == request.config.session_origin else origin
+
+
+def _reading_tools(settings: Settings, provider: ProviderConfig) -> list[str]:
+    """The harness's tools that read files in the runner process (outside the sandbox)."""
+    from oiexec.harness.data import load_spec
+    from oiexec.harness.select import choose_harness_id
+
+    try:
+        harness_id = choose_harness_id(
+            settings.harness, settings.model, settings.model_provider, provider
+        )
+    except ConfigError:
+        return []  # the run stops on this where it always has
+    tools = load_spec(harness_id).tools
+    return [tool.name for tool in tools if tool.impl in IN_PROCESS_READERS]
 
 
 def run_facts(settings: Settings, provider_id: str, provider: ProviderConfig) -> RunFacts:

@@ -137,9 +137,31 @@ def build_mounts(
         out.args += ["--tmpfs", str(locks), "--remount-ro", str(locks)]
     for sock in masked_sockets(private_paths):
         out.args += ["--ro-bind", "/dev/null", sock]
+    out.args += profile_mounts(policy)
     if features.proc:
         out.args += ["--proc", "/proc", *proc_readonly_args()]
     return out
+
+
+def profile_mounts(policy: SandboxPolicy) -> list[str]:
+    """A permission profile's rules, mounted last so they win: its read-only paths bound
+    read-only over the writable binds, then its denied paths hidden (a directory under an
+    empty read-only tmpfs, anything else under /dev/null). Symlinks are resolved, so a link
+    to a denied file reaches the mask; the mount is the same through /proc/self/root. Looked
+    up for every command: a denied path that appears during the run is hidden from the next
+    command on, and one that does not exist has nothing to hide."""
+    args: list[str] = []
+    for path in policy.read_only_paths:
+        real = os.path.realpath(path)
+        if os.path.exists(real):
+            args += ["--ro-bind", real, real]
+    for path in policy.deny_paths:
+        real = os.path.realpath(path)
+        if os.path.isdir(real):
+            args += ["--perms", "0000", "--tmpfs", real, "--remount-ro", real]
+        elif os.path.lexists(real):
+            args += ["--ro-bind", "/dev/null", real]
+    return args
 
 
 def proc_readonly_args() -> list[str]:

@@ -125,6 +125,12 @@ def resolved_write_denial(policy: SandboxPolicy, path: Path, target: Path) -> st
     if policy.mode == "read-only":
         return f"{path}: writes are not allowed in the read-only sandbox"
     target = Path(os.path.normpath(target))
+    for hidden in policy.deny_paths:
+        if _is_within(target, _real(hidden)):
+            return f"{path}: denied by permission profile `{policy.profile}`"
+    for kept in policy.read_only_paths:
+        if _is_within(target, _real(kept)):
+            return f"{path}: read-only in permission profile `{policy.profile}`"
     for gitdir in protected_gitdirs(policy):
         if _is_within(target, gitdir):
             return f"{path}: the git directory is read-only inside the sandbox"
