@@ -17,6 +17,7 @@ import os
 import signal
 import sys
 import tempfile
+import time
 import traceback
 from dataclasses import dataclass, replace
 from multiprocessing.connection import Connection
@@ -93,6 +94,7 @@ def child_main(job: ExecJob | ReviewJob, conn: Connection, env: dict[str, str], 
         channel = Channel(conn)
         sys.stdout = sys.stderr = ChannelText(channel)
         code = _run(job, channel)
+        _kill_descendants()
     except BaseException:
         code = 1
     finally:
@@ -135,12 +137,60 @@ def _isolate(env: dict[str, str], cwd: str) -> None:
     os.environ.update(env)
 
 
+def _kill_descendants() -> None:
+    """Kills whatever the run left behind, by ancestry rather than process group.
+
+    The runner kills every command's group when the turn ends, however it ends; a signal that
+    lands between a command's spawn and its registration (a window of a few milliseconds)
+    escapes that. This process is a child subreaper, so even a command that daemonized is
+    still below it; everything below it is killed before it exits. Linux only."""
+    if not sys.platform.startswith("linux"):
+        return
+    for _ in range(10):
+        found = _descendants(os.getpid())
+        if not found:
+            return
+        for pid in found:
+            with contextlib.suppress(OSError):
+                os.kill(pid, signal.SIGKILL)
+        with contextlib.suppress(ChildProcessError):
+            while os.waitpid(-1, os.WNOHANG)[0] > 0:
+                pass  # reaped; orphans that reach us are ours to reap
+        time.sleep(0.01)
+
+
+def _descendants(root: int) -> list[int]:
+    """Live (not zombie) processes below `root`, from /proc."""
+    parents: dict[int, list[int]] = {}
+    for entry in os.listdir("/proc"):
+        if not entry.isdigit():
+            continue
+        try:
+            with open(f"/proc/{entry}/stat", encoding="ascii", errors="replace") as stat:
+                fields = stat.read().rsplit(")", 1)[1].split()
+        except OSError:
+            continue
+        if fields[0] != "Z":
+            parents.setdefault(int(fields[1]), []).append(int(entry))
+    found: list[int] = []
+    todo = list(parents.get(root, ()))
+    while todo:
+        pid = todo.pop()
+        found.append(pid)
+        todo.extend(parents.get(pid, ()))
+    return found
+
+
 def _die_with_parent() -> None:
     """SIGTERM when the fork server exits (it exits with the caller's process), so a caller
-    killed outright does not leave its runs going. Linux only; elsewhere a no-op."""
+    killed outright does not leave its runs going; and become a child subreaper. Linux only;
+    elsewhere a no-op."""
     if not sys.platform.startswith("linux"):
         return
     with contextlib.suppress(Exception):
         libc = ctypes.CDLL(None, use_errno=True)
-        pr_set_pdeathsig = 1
+        pr_set_pdeathsig, pr_set_child_subreaper = 1, 36
         libc.prctl(pr_set_pdeathsig, signal.SIGTERM)
+        # Orphans of the run's commands are re-parented here, not to init: see
+        # _kill_descendants.
+        libc.prctl(pr_set_child_subreaper, 1)
