@@ -186,3 +186,28 @@ def test_user_prompt_submit_hook_can_block_the_prompt(
     assert model_server.bodies == []  # the prompt never reached the model
     allowed = run_cli([*exec_args(model_server), "say hello"], cwd=repo)
     assert allowed.returncode == 0, allowed.stderr
+
+
+def test_session_start_source_is_resume_on_a_resumed_thread(
+    model_server: ModelServer, repo: Path, oi_home: Path, tmp_path: Path
+) -> None:
+    seen = tmp_path / "starts.jsonl"
+    write_hooks(
+        oi_home / "hooks.json",
+        {
+            "SessionStart": [
+                command_hook(f"cat >> {seen}; echo >> {seen}", matcher="startup|resume")
+            ]
+        },
+    )
+    model_server.enqueue(reply("first"), reply("second"))
+    first = run_cli([*exec_args(model_server), "one"], cwd=repo)
+    assert first.returncode == 0, first.stderr
+    thread = first.events[0]["thread_id"]
+    second = run_cli([*exec_args(model_server), "resume", thread, "two"], cwd=repo)
+    assert second.returncode == 0, second.stderr
+    starts = [json.loads(line) for line in seen.read_text().splitlines() if line.strip()]
+    assert [s["source"] for s in starts] == ["startup", "resume"]
+    assert {s["session_id"] for s in starts} == {thread}
+    # The transcript a hook may read is the session's rollout file.
+    assert starts[0]["transcript_path"] and Path(starts[0]["transcript_path"]).is_file()
