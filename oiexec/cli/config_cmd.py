@@ -84,6 +84,8 @@ def show_command(
     )
     for warning in loaded.warnings:
         click.echo(f"warning: {warning}", err=True)
+    for note in _no_effect_notes(loaded, strict=strict_config):
+        click.echo(f"warning: {note}", err=True)
     rows = effective_rows(loaded)
     if as_json:
         click.echo(json.dumps([{"key": k, "value": v, "origin": o} for k, v, o in rows], indent=2))
@@ -95,6 +97,20 @@ def show_command(
         if origins:
             line = f"{line:<60} # {origin}"
         click.echo(line)
+
+
+def _no_effect_notes(loaded: LoadedConfig, *, strict: bool) -> list[str]:
+    """What a run with this config would report as having no effect (or refuse, strict)."""
+    from oiexec.config.effects import RunFacts, no_effect_notes
+    from oiexec.config.providers import resolve_provider
+    from oiexec.core.errors import ConfigError
+    from oiexec.runner.prepare import run_facts
+
+    try:
+        facts = run_facts(loaded.settings, *resolve_provider(loaded.settings))
+    except ConfigError:
+        facts = RunFacts(web_search_supported=True)  # shown below as the run would fail
+    return no_effect_notes(loaded.settings, loaded.layers, loaded.ignored, facts, strict=strict)
 
 
 def effective_rows(loaded: LoadedConfig) -> list[Row]:

@@ -138,6 +138,8 @@ def _has_no_effect(settings: Settings, key_path: list[str], value: Any, facts: R
     if head == "approval_policy":
         # Exec always runs with `never` (as Codex's does); asking for `never` is no surprise.
         return bool(value != "never")
+    if head == "model_providers" and key_path[-1] == "requires_openai_auth":
+        return True  # no ChatGPT login here: the key comes from `env_key` alone
     if head == "permissions" and len(key_path) >= 2:
         return key_path[1] not in _profile_chain(settings)
     if head == "sandbox_workspace_write" and settings.default_permissions is not None:

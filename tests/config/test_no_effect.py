@@ -193,3 +193,31 @@ def test_a_failed_start_still_prints_the_notes_before_the_error(
     result = run_cli([*exec_args(model_server), *SDK_FLAGS, "-c", "harness=nope", "x"], cwd=repo)
     assert result.returncode == ExitCode.CONFIG
     assert len(notes(result)) == 2
+
+
+def test_enable_and_disable_name_features_like_any_other_key(
+    model_server: ModelServer, repo: Path
+) -> None:
+    model_server.enqueue(reply("done"))
+    args = [*exec_args(model_server), "--enable", "plugins", "--disable", "skils", "x"]
+    result = run_cli(args, cwd=repo)
+    assert result.returncode == 0, result.stderr
+    assert notes(result) == [f"warning: features.plugins: {NOTE} (-c override)"]
+    assert [i["message"] for i in result.items("error")] == [
+        "ignoring unknown feature `features.skils` (-c override)"
+    ]
+
+
+def test_config_show_reports_the_same_keys_and_refuses_them_when_strict(
+    repo: Path, oi_home: Path
+) -> None:
+    (oi_home / "config.toml").write_text('model_verbosity = "low"\n[tui]\ntheme = "dark"\n')
+    shown = run_cli(["config", "show"], cwd=repo)
+    assert shown.returncode == 0, shown.stderr
+    assert notes(shown) == [
+        f"warning: tui.theme: {NOTE} ({oi_home / 'config.toml'}:3)",
+        f"warning: model_verbosity: {NOTE} ({oi_home / 'config.toml'}:1)",
+    ]
+    strict = run_cli(["config", "show", "--strict-config"], cwd=repo)
+    assert strict.returncode == ExitCode.CONFIG
+    assert f"`tui.theme` in {oi_home / 'config.toml'}:3" in strict.stderr
