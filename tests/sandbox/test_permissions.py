@@ -11,7 +11,7 @@ import json
 import os
 import subprocess
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
 import pytest
 
@@ -61,7 +61,7 @@ def _secrets(box: Box) -> tuple[Path, Path]:
 def _exec(
     box: Box, server: ModelServer, backend: str | None, *extra: str, harness: str = "native"
 ) -> dict[str, Any]:
-    wire = "chat" if harness == "qwen-code" else "responses"
+    wire: Literal["chat", "responses"] = "chat" if harness == "qwen-code" else "responses"
     argv = box.as_me(
         [RUNNER_PYTHON, "-m", "oiexec", "exec", "--json", *exec_backend_args(backend),
          *server.config_args(wire_api=wire), "-c", f'harness="{harness}"', *extra, "go"]
