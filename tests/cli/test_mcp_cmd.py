@@ -5,6 +5,7 @@ stdio MCP server to show its tools."""
 from __future__ import annotations
 
 import json
+import re
 import sys
 from pathlib import Path
 
@@ -222,7 +223,7 @@ def test_list_starts_each_server_and_shows_its_tools(oi_home: Path, tmp_path: Pa
     probe_lines = result.stdout.split("\n\n")[-1].splitlines()
     assert probe_lines[0].startswith("broken: failed to start: ")
     assert "no-such-server" in probe_lines[0]
-    assert probe_lines[1].startswith("mini: started, 9 tools: echo, image, slow")
+    assert re.match(r"mini: started, \d+ tools: echo, image, slow", probe_lines[1])
     assert probe_lines[2] == "off: disabled, not started"
 
     as_json = run_cli(["mcp", "list", "--json"], cwd=tmp_path)

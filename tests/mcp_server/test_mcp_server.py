@@ -197,7 +197,7 @@ def _alive(pid: int) -> bool:
         return stat.read().split(") ")[-1].split()[0] != "Z"
 
 
-def _wait_for(condition: Callable[[], bool], what: str, limit_s: float = 30) -> None:
+def _wait_for(condition: Callable[[], bool], what: str, limit_s: float = 60) -> None:
     deadline = time.monotonic() + limit_s
     while not condition():
         assert time.monotonic() < deadline, f"gave up waiting: {what}"
