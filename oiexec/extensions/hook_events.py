@@ -180,7 +180,7 @@ class HookGate:
             if reason is not None:
                 # Codex: the tool already ran; the model is told the hook's objection.
                 notes.append(reason)
-            notes.extend(_contexts([run]) if run.exit_code == 0 and run.json_output() else [])
+            notes.extend(_contexts([run]))
         if not notes:
             return output
         text = output.output.rstrip() + "\n\n" + "\n".join(f"[PostToolUse hook] {n}" for n in notes)

@@ -11,7 +11,7 @@ from __future__ import annotations
 import contextlib
 import os
 import uuid
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -70,7 +70,13 @@ class Extras:
         return _StopHookAnswer(inner, self.hooks)
 
     def run_notify(
-        self, *, thread_id: str, cwd: Path, prompt: str, final_message: str | None, warn: Any
+        self,
+        *,
+        thread_id: str,
+        cwd: Path,
+        prompt: str,
+        final_message: str | None,
+        warn: Callable[[str], None],
     ) -> None:
         if not self.notify:
             return
@@ -138,7 +144,7 @@ def _open_hooks(
 ) -> HookSession | None:
     from oiexec.extensions.hooks import hooks_enabled
 
-    settings, config = prepared.config.settings, prepared.config
+    settings = prepared.config.settings
     if not hooks_enabled(settings.features):
         return None
     sources = _hook_sources(prepared)
@@ -157,7 +163,6 @@ def _open_hooks(
 
     env = {**os.environ, "OPENINTERPRETER_THREAD_ID": thread_id}
     runner = HookRunner(handlers, cwd=prepared.request.cwd, env=env, record=record)
-    del config
     return HookSession(
         runner=runner,
         session_id=thread_id,
