@@ -277,3 +277,32 @@ def test_an_unselected_profile_says_it_has_no_effect(box: Box, model_server: Mod
         'permissions.spare.filesystem."/etc/hostname": accepted for compatibility'
         in (result["stderr"])
     )
+
+
+def test_a_resumed_run_keeps_the_profile(box: Box, model_server: ModelServer) -> None:
+    secret, vault = _secrets(box)
+    _profile(box, _config(secret, vault))
+    model_server.enqueue(
+        reply("first"),
+        reply(tool_calls=[call("exec_command", {"cmd": f"cat {secret}; echo done"})]),
+        reply("second"),
+    )
+    first = _exec(box, model_server, "bwrap")
+    assert first["code"] == 0, first["stderr"]
+    argv = box.as_me(
+        [RUNNER_PYTHON, "-m", "oiexec", "exec", "--json", *exec_backend_args("bwrap"),
+         *model_server.config_args(), "-c", 'harness="native"', "resume", "--last", "again"]
+    )  # fmt: skip
+    proc = subprocess.run(
+        argv,
+        cwd=box.ws,
+        env=box.env(OPENINTERPRETER_HOME=str(box.root / "home")),
+        capture_output=True,
+        text=True,
+        timeout=120,
+        stdin=subprocess.DEVNULL,
+    )
+    assert proc.returncode == 0, proc.stderr
+    [output] = list(tool_outputs(model_server.bodies[-1]).values())
+    assert "done" in output
+    assert SECRET not in output
