@@ -211,3 +211,64 @@ def test_session_start_source_is_resume_on_a_resumed_thread(
     assert {s["session_id"] for s in starts} == {thread}
     # The transcript a hook may read is the session's rollout file.
     assert starts[0]["transcript_path"] and Path(starts[0]["transcript_path"]).is_file()
+
+
+def test_claude_code_tools_keep_their_names_and_a_json_deny_refuses(
+    model_server: ModelServer, repo: Path, oi_home: Path, tmp_path: Path
+) -> None:
+    seen = tmp_path / "seen.jsonl"
+    deny = json.dumps(
+        {
+            "hookSpecificOutput": {
+                "hookEventName": "PreToolUse",
+                "permissionDecision": "deny",
+                "permissionDecisionReason": "test files are off limits",
+            }
+        }
+    )
+    write_hooks(
+        oi_home / "hooks.json",
+        {
+            "PreToolUse": [
+                command_hook(f"cat >> {seen}; echo >> {seen}"),
+                command_hook(f"cat > /dev/null; echo '{deny}'", matcher="^Read$"),
+            ]
+        },
+    )
+    model_server.enqueue(
+        reply(
+            tool_calls=[
+                call("Read", {"file_path": str(repo / "test_calc.py")}, call_id="read_1"),
+                call("Bash", {"command": "echo hi"}, call_id="bash_1"),
+            ]
+        ),
+        reply("done"),
+    )
+    result = run_cli(
+        [*exec_args(model_server, wire="messages"), "-c", 'harness="claude-code"', "look"],
+        cwd=repo,
+    )
+    assert result.returncode == 0, result.stderr
+    outputs = tool_outputs(model_server.bodies[1])
+    assert "Tool call blocked by PreToolUse hook: test files are off limits" in outputs["read_1"]
+    assert "hi" in outputs["bash_1"]
+    payloads = [json.loads(line) for line in seen.read_text().splitlines() if line.strip()]
+    by_tool = {p["tool_name"]: p["tool_input"] for p in payloads}
+    assert by_tool["Read"] == {"file_path": str(repo / "test_calc.py")}
+    assert by_tool["Bash"] == {"command": "echo hi"}
+
+
+def test_post_tool_use_block_reason_is_shown_to_the_model(
+    model_server: ModelServer, repo: Path, oi_home: Path
+) -> None:
+    answer = json.dumps({"decision": "block", "reason": "that output contains a secret"})
+    write_hooks(
+        oi_home / "hooks.json", {"PostToolUse": [command_hook(f"cat > /dev/null; echo '{answer}'")]}
+    )
+    model_server.enqueue(
+        reply(tool_calls=[call("exec_command", {"cmd": "echo hi"}, call_id="c1")]), reply("ok")
+    )
+    result = run_cli([*exec_args(model_server), "go"], cwd=repo)
+    assert result.returncode == 0, result.stderr
+    output = tool_outputs(model_server.bodies[1])["c1"]
+    assert "hi" in output and "[PostToolUse hook] that output contains a secret" in output
