@@ -25,6 +25,8 @@ serves, so nothing a run or its commands print can reach the channel.
 
 from __future__ import annotations
 
+import asyncio
+import contextlib
 import os
 import sys
 import traceback
@@ -32,13 +34,20 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Annotated, Any, Literal
 
-from mcp.server.mcpserver import MCPServer
+from mcp.server.mcpserver import Context, MCPServer
 from mcp.server.mcpserver.exceptions import ToolError
 from mcp_types import CallToolResult, TextContent
 from pydantic import BaseModel, Field
 
 from oiexec import __version__
 from oiexec.core.errors import OiexecError
+from oiexec.core.events import (
+    CommandExecutionItem,
+    FileChangeItem,
+    ItemCompleted,
+    McpToolCallItem,
+    ThreadEvent,
+)
 from oiexec.core.policy import SANDBOX_MODES, SandboxMode
 
 if TYPE_CHECKING:
@@ -133,12 +142,60 @@ class _Limits:
     timeout: float | None = None
 
 
+def _describe(event: ThreadEvent) -> str | None:
+    """One line per completed item, for the caller's progress display."""
+    if not isinstance(event, ItemCompleted):
+        return None
+    item = event.item
+    if isinstance(item, CommandExecutionItem):
+        return f"ran `{item.command}` (exit code {item.exit_code})"
+    if isinstance(item, FileChangeItem):
+        return "changed " + ", ".join(change.path for change in item.changes)
+    if isinstance(item, McpToolCallItem):
+        return f"called {item.server}.{item.tool} ({item.status})"
+    return item.type.replace("_", " ")
+
+
+class _Progress:
+    """Sends a progress notification per completed item when the caller asked for progress
+    (a `progressToken`): a long run shows what it does, and clients that extend their
+    request timeout on progress do not give up on it."""
+
+    def __init__(self, ctx: Context[Any, Any]) -> None:
+        self._ctx = ctx
+        self._count = 0
+        self._tasks: set[asyncio.Task[None]] = set()
+
+    def __call__(self, event: ThreadEvent) -> None:
+        message = _describe(event)
+        if message is None:
+            return
+        self._count += 1
+        # Called synchronously from inside the turn's event loop: the send is scheduled.
+        task = asyncio.get_running_loop().create_task(self._send(self._count, message))
+        self._tasks.add(task)
+        task.add_done_callback(self._tasks.discard)
+
+    async def _send(self, count: int, message: str) -> None:
+        with contextlib.suppress(Exception):  # progress is best effort, never the run's end
+            await self._ctx.report_progress(count, message=message)
+
+
 async def _run_turn(
-    agent: Agent, thread_id: str | None, prompt: str, limits: _Limits
+    agent: Agent,
+    thread_id: str | None,
+    prompt: str,
+    limits: _Limits,
+    ctx: Context[Any, Any] | None,
 ) -> tuple[str | None, Any]:
     try:
         thread = agent.resume_thread(thread_id) if thread_id else agent.start_thread()
-        result = await thread.arun(prompt, max_turns=limits.max_turns, timeout=limits.timeout)
+        result = await thread.arun(
+            prompt,
+            max_turns=limits.max_turns,
+            timeout=limits.timeout,
+            on_event=_Progress(ctx) if ctx is not None else None,
+        )
     except OiexecError as exc:
         # Errors before the thread starts (config, usage, unknown thread): the caller's to fix.
         raise ToolError(exc.render()) from exc
@@ -202,6 +259,7 @@ def build_server(defaults: ServerDefaults | None = None) -> MCPServer[Any]:
         ] = None,
         max_turns: _MaxTurns = None,
         timeout: _Timeout = None,
+        ctx: Context[Any, Any] | None = None,
     ) -> Annotated[CallToolResult, RunOutcome]:
         options: dict[str, Any] = {
             "model": model or defaults.model,
@@ -213,7 +271,7 @@ def build_server(defaults: ServerDefaults | None = None) -> MCPServer[Any]:
         }
         options = {key: value for key, value in options.items() if value is not None}
         limits = _Limits(max_turns, timeout)
-        thread_id, result = await _run_turn(make_agent(options), None, prompt, limits)
+        thread_id, result = await _run_turn(make_agent(options), None, prompt, limits, ctx)
         if thread_id:
             threads.options[thread_id] = options
         return _outcome(thread_id, result)
@@ -229,6 +287,7 @@ def build_server(defaults: ServerDefaults | None = None) -> MCPServer[Any]:
         prompt: Annotated[str, Field(description="The follow-up prompt.", min_length=1)],
         max_turns: _MaxTurns = None,
         timeout: _Timeout = None,
+        ctx: Context[Any, Any] | None = None,
     ) -> Annotated[CallToolResult, RunOutcome]:
         base = {
             "model": defaults.model,
@@ -241,7 +300,8 @@ def build_server(defaults: ServerDefaults | None = None) -> MCPServer[Any]:
             key: value for key, value in base.items() if value
         }
         limits = _Limits(max_turns, timeout)
-        thread_id, result = await _run_turn(make_agent(dict(options)), threadId, prompt, limits)
+        agent = make_agent(dict(options))
+        thread_id, result = await _run_turn(agent, threadId, prompt, limits, ctx)
         return _outcome(thread_id or threadId, result)
 
     return server

@@ -68,9 +68,17 @@ def test_run_returns_message_exit_code_and_diff_then_reply_continues(
             "reason",
             "diff",
         }
+        progress: list[str] = []
+
+        async def on_progress(value: float, total: float | None, message: str | None) -> None:
+            progress.append(message or "")
+
         first = await client.call_tool(
-            "run", {"prompt": "fix the test", "cwd": str(repo), "sandbox": "danger-full-access"}
+            "run",
+            {"prompt": "fix the test", "cwd": str(repo), "sandbox": "danger-full-access"},
+            progress_callback=on_progress,
         )
+        seen["progress"] = progress
         seen["first"] = first
         thread_id = first.structured_content["threadId"]
         seen["second"] = await client.call_tool(
@@ -87,6 +95,12 @@ def test_run_returns_message_exit_code_and_diff_then_reply_continues(
     assert outcome["exitCode"] == 0 and outcome["reason"] is None
     assert "-    return a - b\n+    return a + b" in outcome["diff"]
     assert "return a + b" in (repo / "calc.py").read_text()
+    # The caller saw the run's steps as progress notifications while it ran.
+    assert seen["progress"][0].startswith("ran `")
+    assert "echo printed-by-the-run" in seen["progress"][0]
+    assert any(
+        message.startswith("changed ") and "calc.py" in message for message in seen["progress"]
+    )
     # The run's command output went to the model, not into the protocol channel.
     assert "printed-by-the-run" in json.dumps(model_server.bodies[1])
 
