@@ -272,3 +272,29 @@ def test_post_tool_use_block_reason_is_shown_to_the_model(
     assert result.returncode == 0, result.stderr
     output = tool_outputs(model_server.bodies[1])["c1"]
     assert "hi" in output and "[PostToolUse hook] that output contains a secret" in output
+
+
+def test_mcp_tools_reach_hooks_by_their_mcp_name(
+    model_server: ModelServer, repo: Path, oi_home: Path, tmp_path: Path
+) -> None:
+    from tests.mcp.conftest import server_flags
+
+    seen = tmp_path / "seen.jsonl"
+    write_hooks(
+        oi_home / "hooks.json",
+        {
+            "PreToolUse": [command_hook(f"cat >> {seen}; echo >> {seen}", matcher="^mcp__mini__")],
+            "PostToolUse": [command_hook(f"cat >> {seen}; echo >> {seen}", matcher="^mcp__")],
+        },
+    )
+    model_server.enqueue(
+        reply(tool_calls=[call("mcp__mini__echo", {"text": "hello"}, call_id="c1")]),
+        reply("done"),
+    )
+    result = run_cli([*exec_args(model_server), *server_flags(), "echo"], cwd=repo)
+    assert result.returncode == 0, result.stderr
+    payloads = [json.loads(line) for line in seen.read_text().splitlines() if line.strip()]
+    assert [p["hook_event_name"] for p in payloads] == ["PreToolUse", "PostToolUse"]
+    assert {p["tool_name"] for p in payloads} == {"mcp__mini__echo"}
+    assert payloads[0]["tool_input"] == {"text": "hello"}
+    assert "echo: hello" in payloads[1]["tool_response"]
