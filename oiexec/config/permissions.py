@@ -131,7 +131,7 @@ def _resolved(
 ) -> tuple[dict[str, Any], dict[str, Any], dict[str, bool], str | None]:
     """The profile with what it extends merged under it (the child's keys win), and the
     built-in at the bottom of the chain, if any."""
-    chain: list[PermissionProfile] = []
+    chain: list[str] = []
     current: str | None = name
     base: str | None = None
     while current is not None:
@@ -139,24 +139,23 @@ def _resolved(
             base = current
             break
         if current not in profiles:
-            where = "default_permissions" if current == name else f"permissions.{chain[-1]}"
+            where = f"permissions.{chain[-1]}.extends" if chain else "default_permissions"
             raise _refuse(
                 where,
                 f"profile `{current}` is not defined",
                 f"Add a [permissions.{current}] table, or use a built-in: "
                 + ", ".join(BUILTIN_PROFILES),
             )
-        profile = profiles[current]
-        if profile in chain:
+        if current in chain:
             raise _refuse(
-                f"permissions.{current}.extends", "profiles extend each other in a loop", None
+                f"permissions.{chain[-1]}.extends", "profiles extend each other in a loop", None
             )
-        chain.append(profile)
-        current = profile.extends
+        chain.append(current)
+        current = profiles[current].extends
     filesystem: dict[str, Any] = dict(_BUILTIN_FILESYSTEM.get(base or "", {}))
     network: dict[str, Any] = {}
     roots: dict[str, bool] = {}
-    for profile in reversed(chain):
+    for profile in (profiles[link] for link in reversed(chain)):
         for key, value in profile.filesystem.items():
             old = filesystem.get(key)
             if isinstance(old, dict) and isinstance(value, dict):
