@@ -108,13 +108,19 @@ def test_session_start_context_reaches_the_model(
 
 
 def test_a_hook_that_times_out_is_reported_and_the_run_goes_on(
-    model_server: ModelServer, repo: Path, oi_home: Path
+    model_server: ModelServer, repo: Path, oi_home: Path, tmp_path: Path
 ) -> None:
-    write_hooks(oi_home / "hooks.json", {"SessionStart": [command_hook("sleep 30", timeout=0.5)]})
+    from tests.mcp.conftest import gone_soon, read_pid
+
+    pid_file = tmp_path / "child.pid"
+    hook = f"sleep 300 & echo $! > {pid_file}; wait"
+    write_hooks(oi_home / "hooks.json", {"SessionStart": [command_hook(hook, timeout=0.5)]})
     model_server.enqueue(reply("ok"))
     result = run_cli([*exec_args(model_server), "go"], cwd=repo)
     assert result.returncode == 0, result.stderr
-    assert "SessionStart hook `sleep 30` timed out after 0.5s and was killed" in result.stderr
+    assert f"SessionStart hook `{hook}` timed out after 0.5s and was killed" in result.stderr
+    # What the hook started died with it (its process group was killed).
+    assert gone_soon(read_pid(pid_file))
     assert result.types()[-1] == "turn.completed"
     runs = [e for e in _run_log(oi_home) if e.get("event") == "hook.run"]
     assert runs[0]["timed_out"] is True
