@@ -90,7 +90,9 @@ def _group_overrides() -> tuple[str, ...]:
     callback=_parse_env,
     help="Environment variable to set when launching the server (may be repeated).",
 )
-@click.option("--url", help="URL of a streamable-HTTP server (instead of a command).")
+@click.option(
+    "--url", metavar="URL", help="URL of a streamable-HTTP server (instead of a command)."
+)
 @click.option(
     "--bearer-token-env-var",
     metavar="ENV_VAR",

@@ -6,6 +6,8 @@ loosest sandbox a call may ask for.
 
 from __future__ import annotations
 
+import os
+from pathlib import Path
 from typing import Any
 
 import click
@@ -41,12 +43,24 @@ def mcp_server_command(
 ) -> None:
     """Serve oiexec as an MCP server on stdio: tools `run` and `reply`."""
     from oiexec.api.mcp_server import ServerDefaults, serve
+    from oiexec.config.loader import ConfigInputs, load_config
     from oiexec.config.overrides import nest, parse_override
 
     config: dict[str, Any] = {}
     for text in overrides:
         path, value = parse_override(text)  # a malformed one is a usage error, exit 2
         config = _merge(config, nest(path, value))
+    # A bad -c value, an unknown profile or a broken user config would fail every call:
+    # say so now, with the config exit code, rather than once per tool call.
+    load_config(
+        ConfigInputs(
+            cwd=Path(os.getcwd()),
+            profile=profile,
+            overrides=overrides,
+            flags={"model": model, "sandbox_mode": sandbox_mode, "harness": harness},
+            forced={"approval_policy": "never"},
+        )
+    )
     serve(
         ServerDefaults(
             model=model, sandbox=sandbox_mode, profile=profile, harness=harness, config=config

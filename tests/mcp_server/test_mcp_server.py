@@ -19,7 +19,7 @@ from mcp import Client
 from mcp.client.stdio import StdioServerParameters
 from mcp_types import CallToolResult
 
-from tests.conftest import FIX_PATCH, git
+from tests.conftest import FIX_PATCH, git, run_cli
 from tests.support.model_server import ModelServer, apply_patch_call, call, reply, user_texts
 
 Session = Callable[[Client], Awaitable[None]]
@@ -323,3 +323,13 @@ def test_a_cancelled_call_and_a_closed_connection_stop_the_runs_commands(
             _wait_for(lambda: not _alive(second), "the run's command to end with the server")
         finally:
             proc.kill()
+
+
+def test_a_config_error_stops_the_server_at_start_with_the_config_exit_code(
+    tmp_path: Path,
+) -> None:
+    for args in (["-p", "no-such-profile"], ["-c", 'model_context_window="many"']):
+        result = run_cli(["mcp-server", *args], cwd=tmp_path)
+        assert result.returncode == 3, result.stderr
+        assert result.stdout == ""  # nothing on the protocol channel
+        assert "no-such-profile" in result.stderr or "model_context_window" in result.stderr
