@@ -38,7 +38,11 @@ _EXEC_OPTIONS: list[Callable[[Any], Any]] = [
         metavar="FEATURE",
         help="Same as -c features.FEATURE=false.",
     ),
-    click.option("--strict-config", is_flag=True, help="Treat unknown config keys as errors."),
+    click.option(
+        "--strict-config",
+        is_flag=True,
+        help="Treat unknown config keys, and keys that have no effect in exec, as errors (exit 3).",
+    ),
     click.option("-m", "--model", help="Model to use."),
     click.option("--oss", is_flag=True, help="Use a local open-source provider (ollama)."),
     click.option(
