@@ -51,7 +51,7 @@ class McpTool:
         return ToolSpec(
             name=self.name,
             description=self.listed.description,
-            parameters=self.listed.input_schema,
+            parameters=_object_schema(self.listed.input_schema),
         )
 
     def run(self, call: ToolCall, ctx: ToolContext) -> ToolOutput:
@@ -108,6 +108,17 @@ class McpTool:
         )
         result: ToolOutput = output(message, error=True)
         return result
+
+
+def _object_schema(schema: dict[str, Any]) -> dict[str, Any]:
+    """The server's input schema as a function schema the model APIs accept: an object with
+    `properties` (some servers send `{}` or leave `properties` out for a tool without
+    arguments; the APIs reject both)."""
+    parameters = dict(schema)
+    parameters.setdefault("type", "object")
+    if parameters["type"] == "object":
+        parameters.setdefault("properties", {})
+    return parameters
 
 
 def model_output(

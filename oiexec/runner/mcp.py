@@ -11,6 +11,7 @@ from oiexec.core.errors import ConfigError
 from oiexec.core.protocols import Tool
 
 if TYPE_CHECKING:
+    from oiexec.mcp.manager import ServerStatus
     from oiexec.output.runlog import RunLogSink
     from oiexec.runner.prepare import Prepared
 
@@ -43,14 +44,10 @@ def start_mcp_servers(
     stack.callback(manager.close)
     statuses = manager.start()
     failed = [status for status in statuses if status.enabled and not status.started]
+    required = [status for status in failed if servers[status.name].required]
+    if required:
+        raise ConfigError(_required_failure(required))
     for status in failed:
-        if servers[status.name].required:
-            raise ConfigError(
-                f"required MCP server `{status.name}` failed to start: {status.error}. "
-                "Check its command/url and the server's own output in the run log, raise "
-                f"`mcp_servers.{status.name}.startup_timeout_sec`, or set "
-                f"`mcp_servers.{status.name}.required = false` to run without it."
-            )
         ctx.warn(
             f"MCP server `{status.name}` failed to start: {status.error}; "
             "continuing without its tools"
@@ -78,3 +75,15 @@ def start_mcp_servers(
     if started:
         tools.extend(resource_tools(manager, [status.name for status in started]))
     return tuple(tools)
+
+
+def _required_failure(failed: list[ServerStatus]) -> str:
+    """Every required server that did not start, with its reason, and what to do."""
+    reasons = "; ".join(f"`{status.name}`: {status.error}" for status in failed)
+    names = ", ".join(status.name for status in failed)
+    noun = "server" if len(failed) == 1 else "servers"
+    return (
+        f"required MCP {noun} failed to start: {reasons}. Check the command/url (the "
+        "server's own output is in the run log), raise `startup_timeout_sec`, or set "
+        f"`required = false` in [mcp_servers.<name>] ({names}) to run without it."
+    )

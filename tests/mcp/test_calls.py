@@ -54,19 +54,24 @@ def test_a_call_is_an_mcp_tool_call_item_and_its_result_reaches_the_model(
     assert tool_outputs(model_server.bodies[1])["c1"] == "echo: hello"
 
 
-def test_image_and_structured_results(model_server: ModelServer, repo: Path) -> None:
+def test_images_structured_content_resources_and_elicitation(
+    model_server: ModelServer, repo: Path
+) -> None:
     model_server.enqueue(
         reply(
             tool_calls=[
                 call("mcp__mini__image", {}, call_id="img"),
                 call("mcp__mini__structured", {"city": "Oslo"}, call_id="st"),
+                call("list_mcp_resources", {}, call_id="l"),
+                call("read_mcp_resource", {"server": "mini", "uri": "note://readme"}, call_id="r"),
+                call("mcp__mini__ask", {}, call_id="a"),
             ]
         ),
         reply("done"),
     )
     result = run_cli([*exec_args(model_server), *server_flags(), "look"], cwd=repo)
     assert result.returncode == 0, result.stderr
-    image, structured = result.items("mcp_tool_call")
+    image, structured, listed, read, _ask = result.items("mcp_tool_call")
     blocks = image["result"]["content"]
     assert blocks[0] == {"type": "text", "text": "a red dot"}
     assert blocks[1]["type"] == "image" and blocks[1]["mimeType"] == "image/png"
@@ -78,6 +83,24 @@ def test_image_and_structured_results(model_server: ModelServer, repo: Path) -> 
     assert "a red dot" in outputs["img"]
     # The picture itself travels to the model (how is the wire's business).
     assert "data:image/png;base64," + blocks[1]["data"] in json.dumps(sent)
+
+    # Codex's resource tools, reported as mcp_tool_call items too.
+    assert (listed["server"], listed["tool"], listed["status"]) == (
+        "codex",
+        "list_mcp_resources",
+        "completed",
+    )
+    assert (read["server"], read["tool"], read["status"]) == (
+        "mini",
+        "read_mcp_resource",
+        "completed",
+    )
+    resources = json.loads(outputs["l"])["resources"]
+    assert [(r["server"], r["uri"]) for r in resources] == [("mini", "note://readme")]
+    assert json.loads(outputs["r"])["contents"][0]["text"] == "mini is a test server"
+
+    # Nobody can answer a server's question in exec: it is cancelled, as Codex does.
+    assert outputs["a"] == "the user answered: cancel"
 
 
 def test_timeout_crash_and_a_dead_server_are_failed_items_the_run_goes_on(
@@ -122,40 +145,3 @@ def test_transcript_shows_the_call_and_its_outcome(model_server: ModelServer, re
     assert 'tool mini.echo({"text": "hi"})' in result.stderr
     assert 'mini.echo({"text": "hi"}) succeeded' in result.stderr
     assert result.stdout == "done\n"
-
-
-def test_resource_tools_list_and_read(model_server: ModelServer, repo: Path) -> None:
-    model_server.enqueue(
-        reply(
-            tool_calls=[
-                call("list_mcp_resources", {}, call_id="l"),
-                call("read_mcp_resource", {"server": "mini", "uri": "note://readme"}, call_id="r"),
-            ]
-        ),
-        reply("done"),
-    )
-    result = run_cli([*exec_args(model_server), *server_flags(), "read"], cwd=repo)
-    assert result.returncode == 0, result.stderr
-    listed, read = result.items("mcp_tool_call")
-    assert (listed["server"], listed["tool"], listed["status"]) == (
-        "codex",
-        "list_mcp_resources",
-        "completed",
-    )
-    assert (read["server"], read["tool"], read["status"]) == (
-        "mini",
-        "read_mcp_resource",
-        "completed",
-    )
-    outputs = tool_outputs(model_server.bodies[1])
-    resources = json.loads(outputs["l"])["resources"]
-    assert [(r["server"], r["uri"]) for r in resources] == [("mini", "note://readme")]
-    contents = json.loads(outputs["r"])["contents"]
-    assert contents[0]["text"] == "mini is a test server"
-
-
-def test_an_elicitation_from_the_server_is_cancelled(model_server: ModelServer, repo: Path) -> None:
-    model_server.enqueue(reply(tool_calls=[call("mcp__mini__ask", {}, call_id="a")]), reply("ok"))
-    result = run_cli([*exec_args(model_server), *server_flags(), "ask"], cwd=repo)
-    assert result.returncode == 0, result.stderr
-    assert tool_outputs(model_server.bodies[1])["a"] == "the user answered: cancel"

@@ -19,47 +19,26 @@ from tests.mcp.conftest import gone_soon, read_pid, run_log, server_flags
 from tests.support.model_server import ModelServer, call, hang, reply
 
 
-def test_a_required_server_that_fails_stops_the_run_before_the_turn(
+def test_required_servers_that_fail_stop_the_run_before_the_turn(
     model_server: ModelServer, repo: Path
 ) -> None:
-    flags = server_flags("db", "--exit", "4", required=True)
+    flags = [
+        *server_flags("db", "--exit", "4", required=True),
+        *server_flags("search", "--hang", required=True, startup_timeout_sec=0.5),
+    ]
     result = run_cli([*exec_args(model_server), *flags, "go"], cwd=repo)
     assert result.returncode == 3, result.stderr
     assert "turn.started" not in result.types()
     message = result.events[-1]["error"]["message"]
-    assert "required MCP server `db` failed to start: exited with code 4" in message
+    assert message.startswith("required MCP servers failed to start: `db`: exited with code 4")
     assert "mini: refusing to start" in message  # the server's own last words
+    assert "`search`: timed out after 0.5 s (startup_timeout_sec)" in message
     assert "required = false" in message
     assert model_server.model_requests == []
     assert "Traceback" not in result.stderr
 
 
-def test_a_required_server_that_hangs_names_the_timeout(
-    model_server: ModelServer, repo: Path
-) -> None:
-    flags = server_flags("db", "--hang", required=True, startup_timeout_sec=0.5)
-    result = run_cli([*exec_args(model_server), *flags, "go"], cwd=repo)
-    assert result.returncode == 3
-    assert "timed out after 0.5 s (startup_timeout_sec)" in result.events[-1]["error"]["message"]
-
-
-def test_an_optional_server_that_fails_is_a_warning(model_server: ModelServer, repo: Path) -> None:
-    model_server.enqueue(reply(tool_calls=[call("mcp__mini__echo", {"text": "x"})]), reply("ok"))
-    flags = [*server_flags(), *server_flags("broken", command="no-such-server-binary")]
-    result = run_cli([*exec_args(model_server), *flags, "go"], cwd=repo)
-    assert result.returncode == 0, result.stderr
-    assert (
-        "MCP server `broken` failed to start: command `no-such-server-binary` not found"
-        in result.stderr
-    )
-    # Codex reports MCP startup outside the JSON stream: no item, so item ids still match.
-    assert result.items("error") == [] and result.items("error", "item.started") == []
-    assert result.items("mcp_tool_call")[0]["status"] == "completed"
-    offered = [t.get("name") for t in model_server.bodies[0].get("tools", [])]
-    assert not any(str(name).startswith("mcp__broken") for name in offered)
-
-
-def test_server_and_grandchild_are_gone_after_the_run_stderr_in_the_log_no_key(
+def test_after_a_run_server_and_grandchild_are_gone_stderr_is_logged_no_key_leaks(
     model_server: ModelServer, repo: Path, tmp_path: Path, oi_home: Path
 ) -> None:
     pidfile, childfile, envfile = (
@@ -79,9 +58,10 @@ def test_server_and_grandchild_are_gone_after_the_run_stderr_in_the_log_no_key(
         env_vars=["PASSED_THROUGH"],
         env={"LITERAL": "yes"},
     )
+    broken = server_flags("broken", command="no-such-server-binary")
     args = exec_args(model_server, env_key="SCRIPTED_API_KEY")
     result = run_cli(
-        [*args, *flags, "go"],
+        [*args, *flags, *broken, "go"],
         cwd=repo,
         env={
             "SCRIPTED_API_KEY": "sk-secret-key",
@@ -90,6 +70,13 @@ def test_server_and_grandchild_are_gone_after_the_run_stderr_in_the_log_no_key(
         },
     )
     assert result.returncode == 0, result.stderr
+    # An optional server that fails is a warning; Codex reports MCP startup outside the
+    # JSON stream, so there is no item and the item ids stay Codex's.
+    assert "MCP server `broken` failed to start: command `no-such-server-binary` not found" in (
+        result.stderr
+    )
+    assert result.items("error") == [] and result.items("mcp_tool_call")[0]["id"] == "item_0"
+    assert "mcp__broken" not in str(model_server.bodies[0])
     assert gone_soon(read_pid(pidfile))
     assert gone_soon(read_pid(childfile))  # the server's own child, not just the server
     env = json.loads(envfile.read_text())
