@@ -18,6 +18,7 @@ import os
 import re
 import signal
 import subprocess
+import threading
 import time
 from collections.abc import Callable, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
@@ -194,6 +195,9 @@ class HookRunner:
         self._cwd = cwd
         self._env = dict(env)
         self._record = record
+        #: Hooks running now, so an interrupt kills the ones other threads wait on too.
+        self._live: set[subprocess.Popen[bytes]] = set()
+        self._lock = threading.Lock()
 
     def has(self, event: str) -> bool:
         return any(h.event == event for h in self._handlers)
@@ -208,8 +212,14 @@ class HookRunner:
         if len(selected) == 1:
             runs = [self._run_one(selected[0], stdin)]
         else:
-            with ThreadPoolExecutor(max_workers=min(8, len(selected))) as pool:
+            pool = ThreadPoolExecutor(max_workers=min(8, len(selected)))
+            try:
                 runs = list(pool.map(lambda h: self._run_one(h, stdin), selected))
+            except BaseException:
+                self._kill_live()  # a signal: end every hook now, not at its timeout
+                raise
+            finally:
+                pool.shutdown(wait=True)
         for run in runs:
             self._record(run)
         return runs
@@ -229,6 +239,23 @@ class HookRunner:
             )
         except OSError as exc:
             return HookRun(handler, None, "", "", 0.0, error=exc.strerror or str(exc))
+        with self._lock:
+            self._live.add(process)
+        try:
+            return self._wait(handler, process, stdin, started)
+        finally:
+            with self._lock:
+                self._live.discard(process)
+
+    def _kill_live(self) -> None:
+        with self._lock:
+            live = list(self._live)
+        for process in live:
+            _kill_group(process)
+
+    def _wait(
+        self, handler: HookHandler, process: subprocess.Popen[bytes], stdin: str, started: float
+    ) -> HookRun:
         try:
             out, err = process.communicate(stdin.encode(), timeout=handler.timeout_s)
         except subprocess.TimeoutExpired:
