@@ -16,8 +16,11 @@ problem, never a crash of the server.
 
 Each run goes through the Python API (`oiexec.api`), so config layering and every safety rule
 are exec's: the approval policy is `never`, the sandbox fails closed, secrets are redacted.
-The operator can cap what callers get: a sandbox given when starting the server is the
-default and the loosest mode a call may ask for.
+The operator can cap what callers get. A sandbox given when starting the server (`-s`) is
+the default and the loosest mode a call may ask for, and callers may then set only the config
+keys in `CALLER_CONFIG_KEYS` (MCP servers, hooks, notify, providers and the sandbox keys could
+undo the cap from outside the sandbox). A directory given (`-C`) is the default cwd and the
+tree a call's cwd must be inside.
 
 stdout is the protocol channel. The SDK's stdio transport points fd 1 at stderr while it
 serves, so nothing a run or its commands print can reach the channel.
@@ -32,6 +35,7 @@ import sys
 import traceback
 from collections.abc import Mapping
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, Any, Literal
 
 from mcp.server.mcpserver import Context, MCPServer
@@ -84,6 +88,33 @@ class ServerDefaults:
     profile: str | None = None
     harness: str | None = None
     config: Mapping[str, Any] = field(default_factory=dict)
+    #: The default working directory and the tree a call's `cwd` must be inside.
+    root: Path | None = None
+
+
+#: With a sandbox ceiling (`-s`), the config keys a caller may set: what shapes the model's
+#: work. Everything else could undo the ceiling from outside the sandbox (MCP servers, hooks
+#: and notify run commands unsandboxed; providers could send the operator's API key
+#: elsewhere; the sandbox keys themselves), so it is the operator's alone.
+CALLER_CONFIG_KEYS = frozenset(
+    {
+        "model",
+        "review_model",
+        "model_reasoning_effort",
+        "model_reasoning_summary",
+        "model_verbosity",
+        "model_context_window",
+        "model_auto_compact_token_limit",
+        "harness",
+        "harness_guidance",
+        "project_doc_max_bytes",
+        "project_doc_fallback_filenames",
+        "tool_output_token_limit",
+        "hide_agent_reasoning",
+        "web_search",
+        "features",
+    }
+)
 
 
 @dataclass
@@ -114,6 +145,36 @@ def _choose_sandbox(defaults: ServerDefaults, asked: SandboxMode | None) -> Sand
             f"`interpreter mcp-server -s {ceiling}`): ask for {ceiling!r} or a stricter mode"
         )
     return asked
+
+
+def _check_config(defaults: ServerDefaults, config: Mapping[str, Any]) -> None:
+    from oiexec.config.overrides import split_dotted_key
+
+    if defaults.sandbox is None:
+        return  # no ceiling: the operator lets callers choose everything, as Codex does
+    refused = sorted({key for key in config if split_dotted_key(key)[0] not in CALLER_CONFIG_KEYS})
+    if refused:
+        raise ToolError(
+            f"config key(s) {', '.join(refused)} cannot be set by a caller of this server: it "
+            f"runs with a sandbox ceiling (`-s {defaults.sandbox}`), and only these keys are "
+            f"open to callers: {', '.join(sorted(CALLER_CONFIG_KEYS))}"
+        )
+
+
+def _choose_cwd(defaults: ServerDefaults, asked: str | None) -> str | None:
+    root = defaults.root
+    if asked is None:
+        return str(root) if root is not None else None
+    if root is None:
+        return asked
+    # Relative to the root, as Codex resolves a relative cwd against the server's own.
+    path = Path(os.path.realpath(root / Path(asked).expanduser()))
+    if not path.is_relative_to(os.path.realpath(root)):
+        raise ToolError(
+            f"cwd {asked!r} is outside {str(root)!r}, the directory this server was started "
+            "for (`interpreter mcp-server -C`): pass a directory inside it"
+        )
+    return str(path)
 
 
 def _outcome(thread_id: str | None, result: Any) -> CallToolResult:
@@ -261,10 +322,11 @@ def build_server(defaults: ServerDefaults | None = None) -> MCPServer[Any]:
         timeout: _Timeout = None,
         ctx: Context[Any, Any] | None = None,
     ) -> Annotated[CallToolResult, RunOutcome]:
+        _check_config(defaults, config or {})
         options: dict[str, Any] = {
             "model": model or defaults.model,
             "sandbox": _choose_sandbox(defaults, sandbox),
-            "cwd": cwd,
+            "cwd": _choose_cwd(defaults, cwd),
             "harness": harness or defaults.harness,
             "profile": profile or defaults.profile,
             "config": _merge(defaults.config, config or {}),
@@ -292,6 +354,8 @@ def build_server(defaults: ServerDefaults | None = None) -> MCPServer[Any]:
         base = {
             "model": defaults.model,
             "sandbox": defaults.sandbox,
+            # A thread this server did not start runs in the root when there is one.
+            "cwd": str(defaults.root) if defaults.root is not None else None,
             "harness": defaults.harness,
             "profile": defaults.profile,
             "config": dict(defaults.config),

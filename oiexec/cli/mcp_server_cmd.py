@@ -1,7 +1,8 @@
 """`interpreter mcp-server`: oiexec as an MCP server over stdio (see oiexec/api/mcp_server.py).
 
-Its flags set what every run gets unless the tool call says otherwise; `-s` is also the
-loosest sandbox a call may ask for.
+Its flags set what every run gets unless the tool call says otherwise. `-s` is also the
+loosest sandbox a call may ask for (and closes the config keys that could undo it), `-C` the
+tree a call's cwd must be inside.
 """
 
 from __future__ import annotations
@@ -24,6 +25,13 @@ from oiexec.core.policy import SANDBOX_MODES
     type=click.Choice(SANDBOX_MODES),
     help="Default sandbox for runs, and the loosest one a tool call may ask for.",
 )
+@click.option(
+    "-C",
+    "--cd",
+    "root",
+    type=click.Path(exists=True, file_okay=False),
+    help="Default working directory for runs; a call's cwd must be inside it.",
+)
 @click.option("-p", "--profile", help="Config profile for runs.")
 @click.option("--harness", help="Default harness for runs.")
 @click.option(
@@ -37,6 +45,7 @@ from oiexec.core.policy import SANDBOX_MODES
 def mcp_server_command(
     model: str | None,
     sandbox_mode: Any,
+    root: str | None,
     profile: str | None,
     harness: str | None,
     overrides: tuple[str, ...],
@@ -54,7 +63,7 @@ def mcp_server_command(
     # say so now, with the config exit code, rather than once per tool call.
     load_config(
         ConfigInputs(
-            cwd=Path(os.getcwd()),
+            cwd=Path(os.path.abspath(root or os.getcwd())),
             profile=profile,
             overrides=overrides,
             flags={"model": model, "sandbox_mode": sandbox_mode, "harness": harness},
@@ -63,7 +72,12 @@ def mcp_server_command(
     )
     serve(
         ServerDefaults(
-            model=model, sandbox=sandbox_mode, profile=profile, harness=harness, config=config
+            model=model,
+            sandbox=sandbox_mode,
+            profile=profile,
+            harness=harness,
+            config=config,
+            root=Path(os.path.abspath(root)) if root else None,
         )
     )
 

@@ -120,8 +120,19 @@ def test_bad_arguments_are_tool_errors_and_the_server_keeps_serving(
 
     async def session(client: Client) -> None:
         results["sandbox"] = await client.call_tool("run", {"prompt": "x", "sandbox": "bogus"})
-        results["cwd"] = await client.call_tool(
-            "run", {"prompt": "x", "cwd": str(tmp_path / "missing")}
+        results["cwd"] = await client.call_tool("run", {"prompt": "x", "cwd": "missing"})
+        results["outside"] = await client.call_tool("run", {"prompt": "x", "cwd": str(tmp_path)})
+        results["escape"] = await client.call_tool("run", {"prompt": "x", "cwd": "../"})
+        results["keys"] = await client.call_tool(
+            "run",
+            {
+                "prompt": "x",
+                "config": {
+                    "mcp_servers.evil.command": "sh",
+                    "notify": ["sh"],
+                    "model_reasoning_effort": "low",
+                },
+            },
         )
         results["config"] = await client.call_tool(
             "run", {"prompt": "x", "cwd": str(repo), "profile": "no-such-profile"}
@@ -136,13 +147,18 @@ def test_bad_arguments_are_tool_errors_and_the_server_keeps_serving(
         # Still serving after all of that.
         assert {tool.name for tool in (await client.list_tools()).tools} == {"run", "reply"}
 
-    _serve(model_server, tmp_path, session, "-s", "workspace-write")
+    _serve(model_server, tmp_path, session, "-s", "workspace-write", "-C", str(repo))
 
     for name, result in results.items():
         assert result.is_error, name
         assert "internal error" not in _text(result), (name, _text(result))
     assert "sandbox" in _text(results["sandbox"])
     assert "missing" in _text(results["cwd"]) and "no such directory" in _text(results["cwd"])
+    for name in ("outside", "escape"):
+        assert "outside" in _text(results[name]) and str(repo) in _text(results[name])
+    # Under a sandbox ceiling, keys that run commands outside the sandbox are the operator's.
+    refused = _text(results["keys"])
+    assert "mcp_servers.evil.command, notify cannot be set by a caller" in refused
     assert "no-such-profile" in _text(results["config"])
     assert "prompt" in _text(results["empty"])
     assert "no-such-thread" in _text(results["thread"])
@@ -153,27 +169,24 @@ def test_bad_arguments_are_tool_errors_and_the_server_keeps_serving(
 def test_a_failed_run_is_an_error_result_with_its_exit_code(
     model_server: ModelServer, repo: Path, tmp_path: Path
 ) -> None:
-    model_server.enqueue(reply(tool_calls=[call("exec_command", {"cmd": "true"})]))
-    model_server.enqueue(reply(tool_calls=[call("exec_command", {"cmd": "true"})]))
+    model_server.enqueue(reply(tool_calls=[call("exec_command", {"cmd": "pwd"})]))
+    model_server.enqueue(reply(tool_calls=[call("exec_command", {"cmd": "pwd"})]))
     seen: dict[str, CallToolResult] = {}
 
     async def session(client: Client) -> None:
         seen["run"] = await client.call_tool(
             "run",
-            {
-                "prompt": "loop",
-                "cwd": str(repo),
-                "sandbox": "danger-full-access",
-                "max_turns": 1,
-            },
+            # No cwd: the run works in the server's -C directory.
+            {"prompt": "loop", "sandbox": "danger-full-access", "max_turns": 1},
         )
 
-    _serve(model_server, tmp_path, session)
+    _serve(model_server, tmp_path, session, "-C", str(repo))
     result = seen["run"]
     assert result.is_error, result
     assert result.structured_content["exitCode"] == 4, result
     assert result.structured_content["reason"]
     assert "exit code 4" in _text(result)
+    assert str(repo) in json.dumps(model_server.bodies[-1])  # `pwd` printed the repo
 
 
 def _initialize() -> dict[str, Any]:
