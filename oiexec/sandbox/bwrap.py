@@ -28,6 +28,7 @@ from oiexec.sandbox.guards import Guards, plan, restore_links
 from oiexec.sandbox.limits import Limiter
 from oiexec.sandbox.paths import PROTECTED_NAMES, protected_gitdirs, real_writable_roots
 from oiexec.sandbox.privtmp import PrivateRoot, PrivateTmp
+from oiexec.sandbox.profile_paths import ProfilePaths, profile_mounts
 
 SETUP_FAILURE_EXIT_CODE = 125
 
@@ -143,27 +144,6 @@ def build_mounts(
     return out
 
 
-def profile_mounts(policy: SandboxPolicy) -> list[str]:
-    """A permission profile's rules, mounted last so they win: its read-only paths bound
-    read-only over the writable binds, then its denied paths hidden (a directory under an
-    empty read-only tmpfs, anything else under /dev/null). Symlinks are resolved, so a link
-    to a denied file reaches the mask; the mount is the same through /proc/self/root. Looked
-    up for every command: a denied path that appears during the run is hidden from the next
-    command on, and one that does not exist has nothing to hide."""
-    args: list[str] = []
-    for path in policy.read_only_paths:
-        real = os.path.realpath(path)
-        if os.path.exists(real):
-            args += ["--ro-bind", real, real]
-    for path in policy.deny_paths:
-        real = os.path.realpath(path)
-        if os.path.isdir(real):
-            args += ["--perms", "0000", "--tmpfs", real, "--remount-ro", real]
-        elif os.path.lexists(real):
-            args += ["--ro-bind", "/dev/null", real]
-    return args
-
-
 def proc_readonly_args() -> list[str]:
     """Re-bind the host-wide parts of a fresh /proc read-only.
 
@@ -265,6 +245,7 @@ class BwrapSandbox:
         # wrapper, bwrap and bwrap's PID 1 are three processes beside the command.
         # (A process limit it cannot enforce is in the report already: diagnosis.py.)
         self._limiter = Limiter(policy.limits, nproc_overhead=3, cgroup_overhead=3)
+        self._profile_paths = ProfilePaths(policy)
 
     @property
     def policy(self) -> SandboxPolicy:
@@ -274,6 +255,7 @@ class BwrapSandbox:
         status_fd = os.memfd_create("oiexec-bwrap-status", os.MFD_CLOEXEC)
         seccomp_fd = seccomp.filter_fd(self._program)
         try:
+            self._profile_paths.check()
             args, mounts = _command_args(
                 self._policy,
                 self._features,

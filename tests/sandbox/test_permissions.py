@@ -306,3 +306,29 @@ def test_a_resumed_run_keeps_the_profile(box: Box, model_server: ModelServer) ->
     [output] = list(tool_outputs(model_server.bodies[-1]).values())
     assert "done" in output
     assert SECRET not in output
+
+
+def test_renaming_a_directory_above_a_denied_file_stops_the_run(
+    box: Box, model_server: ModelServer
+) -> None:
+    # The mount moves with the renamed directory, so the command that renames sees nothing;
+    # the next one, planned for the old path, is refused instead of finding the file unmasked.
+    sub = box.ws / "sub"
+    sub.mkdir()
+    (sub / "secret.txt").write_text(SECRET + "\n")
+    _own(box, sub, sub / "secret.txt")
+    _profile(
+        box,
+        'default_permissions = "ci"\n[permissions.ci]\nextends = ":workspace"\n'
+        '[permissions.ci.filesystem]\n":workspace_roots" = { "sub/secret.txt" = "deny" }\n',
+    )
+    model_server.enqueue(
+        reply(tool_calls=[call("exec_command", {"cmd": "mv sub moved; cat moved/secret.txt"})]),
+        reply(tool_calls=[call("exec_command", {"cmd": "cat moved/secret.txt"})]),
+        reply("done"),
+    )
+    result = _exec(box, model_server, "bwrap")
+    assert result["code"] == ExitCode.SANDBOX_UNAVAILABLE, result["stderr"]
+    assert SECRET not in json.dumps(result["events"])
+    assert all(SECRET not in body for body in map(json.dumps, model_server.bodies))
+    assert "was moved, removed or replaced during the run" in json.dumps(result["events"])
