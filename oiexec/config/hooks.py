@@ -21,7 +21,9 @@ RUN_EVENTS = ("SessionStart", "UserPromptSubmit", "PreToolUse", "PostToolUse", "
 
 
 class _Table(BaseModel):
-    model_config = ConfigDict(extra="forbid", strict=True, populate_by_name=True)
+    model_config = ConfigDict(
+        extra="forbid", strict=True, populate_by_name=True, serialize_by_alias=True
+    )
 
 
 class HookCommand(_Table):
