@@ -201,16 +201,21 @@ class _StopHookAnswer:
         self._inner = inner
         self._session = session
         self._continuations = 0
+        #: Answers since the last continuation: the inner policy (`--output-schema`) gets its
+        #: own correction for each fresh answer, as under `--check`.
+        self._answers = 0
         self.checkable = getattr(inner, "checkable", False)
 
     def accept(self, text: str, attempt: int) -> str | Retry:
-        verdict = self._inner.accept(text, attempt)
+        self._answers += 1
+        verdict = self._inner.accept(text, self._answers)
         if isinstance(verdict, Retry) or self._continuations >= MAX_STOP_CONTINUATIONS:
             return verdict
         reason = self._session.stop(verdict, active=self._continuations > 0)
         if reason is None:
             return verdict
         self._continuations += 1
+        self._answers = 0
         return Retry(
             reason,
             notice=f"a Stop hook sent the model back ({self._continuations} of at most "
