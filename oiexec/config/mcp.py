@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from typing import Literal
 
-from pydantic import BaseModel, ConfigDict, Field, model_validator
+from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
 __all__ = ["McpServerConfig", "McpToolConfig", "ToolApprovalMode"]
 
@@ -53,6 +53,26 @@ class McpServerConfig(BaseModel):
     tool_timeout_sec: float = Field(default=60.0, gt=0)
     default_tools_approval_mode: ToolApprovalMode | None = None
     tools: dict[str, McpToolConfig] = Field(default_factory=dict)
+
+    @field_validator("env_vars", mode="before")
+    @classmethod
+    def _env_var_names(cls, value: object) -> object:
+        """Codex also takes `{ name = "X", source = "local" }`; a `remote` source needs a
+        remote executor, which exec does not have."""
+        if not isinstance(value, list):
+            return value
+        names: list[object] = []
+        for entry in value:
+            if isinstance(entry, dict) and set(entry) <= {"name", "source"} and "name" in entry:
+                if entry.get("source") not in (None, "local"):
+                    raise ValueError(
+                        f"env_vars entry `{entry['name']}` uses source "
+                        f"`{entry['source']}`; only local variables can be passed to a server"
+                    )
+                names.append(entry["name"])
+            else:
+                names.append(entry)
+        return names
 
     @model_validator(mode="after")
     def _one_transport(self) -> McpServerConfig:

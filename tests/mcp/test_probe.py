@@ -1,4 +1,5 @@
-"""`probe_servers` (what `interpreter mcp list` shows) and the names the model sees."""
+"""`probe_servers` (what `interpreter mcp list` shows), the names the model sees, and the
+parts of `[mcp_servers]` only Codex's config shape decides."""
 
 from __future__ import annotations
 
@@ -58,3 +59,10 @@ def test_names_are_sanitised_capped_and_unique() -> None:
     assert len(set(capped)) == 2 and all(n.startswith("mcp__a__ttt") for n in capped)
     # Stable: the same configuration gives the same names in every run.
     assert qualified_names([("a", long_tool)])[("a", long_tool)] == capped[0]
+
+
+def test_env_vars_take_codex_table_form() -> None:
+    config = McpServerConfig.model_validate(
+        {"command": "srv", "env_vars": [{"name": "A"}, {"name": "B", "source": "local"}, "C"]}
+    )
+    assert config.env_vars == ["A", "B", "C"]
