@@ -80,10 +80,13 @@ def start_mcp_servers(
 def _required_failure(failed: list[ServerStatus]) -> str:
     """Every required server that did not start, with its reason, and what to do."""
     reasons = "; ".join(f"`{status.name}`: {status.error}" for status in failed)
-    names = ", ".join(status.name for status in failed)
-    noun = "server" if len(failed) == 1 else "servers"
+    if len(failed) == 1:
+        noun, fix = "server", f"set `mcp_servers.{failed[0].name}.required = false`"
+    else:
+        names = ", ".join(status.name for status in failed)
+        noun, fix = "servers", f"set `required = false` in [mcp_servers.<name>] for {names}"
     return (
-        f"required MCP {noun} failed to start: {reasons}. Check the command/url (the "
-        "server's own output is in the run log), raise `startup_timeout_sec`, or set "
-        f"`required = false` in [mcp_servers.<name>] ({names}) to run without it."
+        f"required MCP {noun} failed to start: {reasons}. Check the command or url (the "
+        f"server's own output is in the run log), raise `startup_timeout_sec`, or {fix} "
+        "to run without it."
     )
