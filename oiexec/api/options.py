@@ -18,11 +18,12 @@ from pathlib import Path
 from typing import Any, Literal, TypeAlias
 
 from oiexec.config.loader import ConfigInputs
+from oiexec.config.settings import ReasoningEffort
 from oiexec.core.errors import ConfigError, UsageError
 from oiexec.runner.request import ExecRequest, ResumeTarget
 
 __all__ = [
-    "ConfigValue",
+    "PathLike",
     "ReasoningEffort",
     "SandboxMode",
     "ThreadOptions",
@@ -32,11 +33,6 @@ __all__ = [
 ]
 
 SandboxMode: TypeAlias = Literal["read-only", "workspace-write", "danger-full-access"]
-ReasoningEffort: TypeAlias = Literal["minimal", "low", "medium", "high", "xhigh"]
-#: A config value as `-c` takes it: TOML's scalars, arrays and tables.
-ConfigValue: TypeAlias = (
-    "str | int | float | bool | Sequence[ConfigValue] | Mapping[str, ConfigValue]"
-)
 PathLike: TypeAlias = "str | os.PathLike[str]"
 
 _BARE_KEY = re.compile(r"^[A-Za-z0-9_-]+$")
@@ -85,7 +81,8 @@ def build_request(
 ) -> ExecRequest:
     """The runner request for one turn: a new thread, or `resume_id` continued."""
     explicit = options.cwd is not None
-    cwd = Path(os.path.abspath(Path(options.cwd if explicit else os.getcwd()).expanduser()))  # type: ignore[arg-type]
+    given = Path(options.cwd).expanduser() if options.cwd is not None else Path.cwd()
+    cwd = Path(os.path.abspath(given))
     if not cwd.is_dir():
         raise UsageError(f"cwd {cwd}: no such directory", hint="Pass an existing directory.")
     flags: dict[str, Any] = {

@@ -7,7 +7,7 @@ import asyncio
 import contextlib
 import os
 import threading
-from collections.abc import AsyncIterator, Callable, Generator, Iterator, Sequence
+from collections.abc import AsyncIterator, Callable, Generator, Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal, TypedDict
 
@@ -321,7 +321,7 @@ def _prompt(input: Input) -> str:
     if isinstance(input, str):
         text = input
     else:
-        text = "\n\n".join(part["text"] for part in input if part.get("type") == "text")  # type: ignore[typeddict-item]
+        text = "\n\n".join(str(part.get("text", "")) for part in _parts(input, "text"))
     if not text.strip():
         raise UsageError("the prompt is empty", hint="Pass the task as text.")
     return text
@@ -330,14 +330,20 @@ def _prompt(input: Input) -> str:
 def _images(input: Input) -> tuple[Path, ...]:
     if isinstance(input, str):
         return ()
-    paths = []
+    return tuple(
+        Path(str(part.get("path", ""))).expanduser() for part in _parts(input, "local_image")
+    )
+
+
+def _parts(input: Sequence[Mapping[str, object]], kind: str) -> list[Mapping[str, object]]:
+    """The parts of type `kind`; a part of no known type is a usage error."""
     for part in input:
-        kind = part.get("type")
-        if kind == "local_image":
-            paths.append(Path(part["path"]).expanduser())  # type: ignore[typeddict-item]
-        elif kind != "text":
-            raise UsageError(f"unknown input part type {kind!r}: use 'text' or 'local_image'")
-    return tuple(paths)
+        if not isinstance(part, Mapping) or part.get("type") not in ("text", "local_image"):
+            raise UsageError(
+                f"input part {part!r}: expected {{'type': 'text', 'text': ...}} or "
+                "{'type': 'local_image', 'path': ...}"
+            )
+    return [part for part in input if part.get("type") == kind]
 
 
 def environment(options: ThreadOptions) -> dict[str, str]:

@@ -3,6 +3,7 @@ a library that prints nothing."""
 
 from __future__ import annotations
 
+import json
 import os
 import subprocess
 import sys
@@ -179,3 +180,26 @@ def test_the_api_key_is_redacted_everywhere_the_caller_looks(
     assert isinstance(command, CommandExecutionItem) and command.aggregated_output.strip() == "0"
     assert turn.final_response == "I found the key [REDACTED] in my memory"
     assert all(SECRET not in event.model_dump_json() for event in events)
+
+
+def test_input_parts_carry_text_and_local_images(
+    make_agent: MakeAgent, model_server: ModelServer, tmp_path: Path
+) -> None:
+    from tests.cli.test_exec_io import PNG_1PX
+
+    image = tmp_path / "shot.png"
+    image.write_bytes(PNG_1PX)
+    model_server.enqueue(reply("a red pixel"))
+    turn = (
+        make_agent()
+        .start_thread()
+        .run(
+            [
+                {"type": "text", "text": "What is in this picture?"},
+                {"type": "local_image", "path": str(image)},
+            ]
+        )
+    )
+    assert turn.final_response == "a red pixel"
+    sent = json.dumps(model_server.bodies[0]["input"])
+    assert "What is in this picture?" in sent and "data:image/png;base64," in sent
