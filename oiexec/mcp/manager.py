@@ -14,6 +14,7 @@ from __future__ import annotations
 import asyncio
 import concurrent.futures
 import contextlib
+import logging
 import os
 import signal
 import threading
@@ -112,6 +113,7 @@ class McpManager:
         self._cwd = cwd
         self._environ = dict(os.environ if environ is None else environ)
         self._note = note or (lambda _event, **_fields: None)
+        self._log_relay = _LogRelay(self._note)
         self._loop: asyncio.AbstractEventLoop | None = None
         self._thread: threading.Thread | None = None
         self._closed = False
@@ -122,6 +124,7 @@ class McpManager:
         """Starts every enabled server in parallel, each within its startup timeout, and
         reports each configured one (failures are reported, never raised)."""
         enabled = [server for server in self._servers.values() if server.config.enabled]
+        self._log_relay.install()
         if enabled:
             self._submit(self._start_all(enabled)).result()
         for server in enabled:
@@ -183,6 +186,7 @@ class McpManager:
         for server in self._servers.values():
             if server.pump is not None:
                 server.pump.join(timeout=0.5)
+        self._log_relay.remove()
 
     # -- the loop thread -----------------------------------------------------------------
 
@@ -400,6 +404,32 @@ class McpManager:
 
 
 _CONNECTION_CLOSED = -32000
+
+
+class _LogRelay(logging.Handler):
+    """The SDK logs what a server did wrong (a non-JSON line on stdout, a process that would
+    not die) through `logging`; unconfigured, Python prints that with its traceback on the
+    user's terminal. It goes to the run log instead, one line each."""
+
+    def __init__(self, note: Callable[..., None]) -> None:
+        super().__init__(level=logging.INFO)
+        self._note = note
+
+    def install(self) -> None:
+        logger = logging.getLogger("mcp")
+        if self not in logger.handlers:
+            logger.addHandler(self)
+        logger.propagate = False
+
+    def remove(self) -> None:
+        logging.getLogger("mcp").removeHandler(self)
+
+    def emit(self, record: logging.LogRecord) -> None:
+        with contextlib.suppress(Exception):
+            detail = f": {record.exc_info[1]}" if record.exc_info and record.exc_info[1] else ""
+            self._note(
+                "mcp.sdk", level=record.levelname.lower(), message=record.getMessage() + detail
+            )
 
 
 async def _list_tools(session: Any) -> list[Any]:

@@ -38,7 +38,7 @@ def test_required_servers_that_fail_stop_the_run_before_the_turn(
     assert "Traceback" not in result.stderr
 
 
-def test_after_a_run_server_and_grandchild_are_gone_stderr_is_logged_no_key_leaks(
+def test_after_a_run_nothing_is_left_stderr_is_logged_no_key_leaks(
     model_server: ModelServer, repo: Path, tmp_path: Path, oi_home: Path
 ) -> None:
     pidfile, childfile, envfile = (
@@ -55,6 +55,7 @@ def test_after_a_run_server_and_grandchild_are_gone_stderr_is_logged_no_key_leak
         str(pidfile),
         "--envfile",
         str(envfile),
+        "--noise",  # a non-JSON line on stdout: the SDK's complaint goes to the log too
         env_vars=["PASSED_THROUGH"],
         env={"LITERAL": "yes"},
     )
@@ -84,6 +85,8 @@ def test_after_a_run_server_and_grandchild_are_gone_stderr_is_logged_no_key_leak
     assert env["PASSED_THROUGH"] == "1" and env["LITERAL"] == "yes"
     assert "mini: starting in" not in result.stderr
     assert "mini: starting in" in run_log(oi_home)
+    assert "Failed to parse JSONRPC message" in run_log(oi_home)
+    assert "Failed to parse" not in result.stderr and "Traceback" not in result.stderr
 
 
 def _start(args: list[str], cwd: Path) -> subprocess.Popen[bytes]:

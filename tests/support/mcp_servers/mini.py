@@ -124,6 +124,7 @@ def main() -> None:
     parser.add_argument("--envfile")
     parser.add_argument("--exit", type=int, help="exit at once with this code")
     parser.add_argument("--hang", action="store_true", help="never answer initialize")
+    parser.add_argument("--noise", action="store_true", help="print a non-JSON line on stdout")
     args = parser.parse_args()
     sys.stderr.write(f"mini: starting in {os.getcwd()}\n")
     sys.stderr.flush()
@@ -138,6 +139,8 @@ def main() -> None:
         sys.exit(args.exit)
     if args.hang:
         time.sleep(300)
+    if args.noise:
+        print("hello from a chatty server", flush=True)
     server.run("stdio")
 
 
