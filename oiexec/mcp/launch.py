@@ -65,6 +65,8 @@ def stdio_argv(config: McpServerConfig, env: Mapping[str, str], cwd: Path) -> li
     exists, so a typo is named instead of surfacing as `exited with code 127`."""
     assert config.command is not None
     command = config.command
+    if not cwd.is_dir():
+        raise LaunchError(f"cwd `{cwd}` is not a directory")
     if os.sep in command:
         path = Path(command) if Path(command).is_absolute() else cwd / command
         if not os.access(path, os.X_OK):

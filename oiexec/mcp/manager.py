@@ -164,9 +164,6 @@ class McpManager:
             future.cancel()
             raise
 
-    def running(self) -> list[str]:
-        return [name for name, server in self._servers.items() if server.session is not None]
-
     def close(self) -> None:
         """Stops every server; bounded, idempotent, safe from any outcome of the run."""
         if self._closed:
