@@ -26,12 +26,13 @@ def test_probe_reports_each_server_and_stops_them(tmp_path: Path) -> None:
             "off": _mini(enabled=False),
             "bad": _mini("--exit", "2"),
             "slowpoke": _mini("--hang", startup_timeout_sec=1.5),
+            "nowhere": _mini(cwd=str(tmp_path / "missing")),
         },
         cwd=tmp_path,
         timeout=20,
     )
     by_name = {status.name: status for status in statuses}
-    assert [status.name for status in statuses] == ["mini", "off", "bad", "slowpoke"]
+    assert [status.name for status in statuses] == ["mini", "off", "bad", "slowpoke", "nowhere"]
     mini = by_name["mini"]
     assert (mini.transport, mini.enabled, mini.started, mini.error) == ("stdio", True, True, None)
     tools = {tool.name: tool for tool in mini.tools}
@@ -44,6 +45,7 @@ def test_probe_reports_each_server_and_stops_them(tmp_path: Path) -> None:
         by_name["slowpoke"].error is not None
         and "timed out after 1.5 s" in by_name["slowpoke"].error
     )
+    assert by_name["nowhere"].error == f"cwd `{tmp_path / 'missing'}` is not a directory"
     assert gone_soon(read_pid(pidfile))
 
 
