@@ -113,6 +113,19 @@ def _no_effect_notes(loaded: LoadedConfig, *, strict: bool) -> list[str]:
     return no_effect_notes(loaded.settings, loaded.layers, loaded.ignored, facts, strict=strict)
 
 
+def _profile_mode(loaded: LoadedConfig) -> tuple[str | None, str]:
+    """The sandbox mode the permission profile gives, or why it would be refused."""
+    from oiexec.config.permissions import compile_profile
+    from oiexec.core.errors import ConfigError
+
+    name = loaded.settings.default_permissions or ""
+    try:
+        rules = compile_profile(name, loaded.settings.permissions, loaded.project_root, os.environ)
+    except ConfigError as exc:
+        return None, f"permission profile {name}: refused ({exc.message})"
+    return rules.mode, f"permission profile {name}"
+
+
 def effective_rows(loaded: LoadedConfig) -> list[Row]:
     """(dotted key, value, origin) for every setting, in the settings' order, with the
     derived values (sandbox mode, harness, the provider's fields) where a run gets them."""
@@ -145,8 +158,11 @@ def _derived(loaded: LoadedConfig) -> list[Row]:
     settings, origins = loaded.settings, loaded.origins
     rows: list[Row] = []
     trust = "trusted" if loaded.trusted else "untrusted"
-    mode = effective_mode(settings, trusted=loaded.trusted, bypass=False)
-    rows.append(("sandbox_mode", mode, origins.get("sandbox_mode", f"default ({trust} project)")))
+    mode: str | None = effective_mode(settings, trusted=loaded.trusted, bypass=False)
+    origin = origins.get("sandbox_mode", f"default ({trust} project)")
+    if settings.default_permissions is not None and settings.sandbox_mode is None:
+        mode, origin = _profile_mode(loaded)
+    rows.append(("sandbox_mode", mode, origin))
     try:
         provider_id, provider = resolve_provider(settings)
     except ConfigError as exc:

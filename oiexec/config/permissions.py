@@ -104,7 +104,7 @@ class ProfileRules:
 
 
 def compile_profile(
-    name: str, profiles: dict[str, PermissionProfile], cwd: Path, environ: dict[str, str]
+    name: str, profiles: dict[str, PermissionProfile], cwd: Path, environ: Mapping[str, str]
 ) -> ProfileRules:
     """The rules of profile `name` for a run in `cwd`; `ConfigError` (exit 3) for anything the
     sandbox could not enforce as written."""
@@ -173,7 +173,7 @@ def _compile(
     network: dict[str, Any],
     roots: dict[str, bool],
     cwd: Path,
-    environ: dict[str, str],
+    environ: Mapping[str, str],
 ) -> ProfileRules:
     key = f"permissions.{name}.filesystem"
     rules: dict[Path, tuple[Access, str]] = {}

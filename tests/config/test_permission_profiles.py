@@ -10,6 +10,7 @@ import pytest
 
 from oiexec.config.permissions import PermissionProfile, ProfileRules, compile_profile
 from oiexec.core.errors import ConfigError
+from tests.conftest import run_cli
 
 CWD = Path("/work/project")
 
@@ -120,3 +121,14 @@ def test_what_cannot_be_enforced_is_refused_naming_the_rule(
         compile_(profiles)
     assert rule in caught.value.message
     assert why in caught.value.message
+
+
+def test_config_show_gives_the_mode_the_profile_gives(repo: Path, oi_home: Path) -> None:
+    (oi_home / "config.toml").write_text(
+        'default_permissions = "ci"\n[permissions.ci]\nextends = ":workspace"\n'
+    )
+    shown = run_cli(["config", "show", "--origins"], cwd=repo)
+    assert shown.returncode == 0, shown.stderr
+    [line] = [row for row in shown.stdout.splitlines() if row.startswith("sandbox_mode")]
+    assert line.startswith('sandbox_mode = "workspace-write"')
+    assert line.endswith("# permission profile ci")
