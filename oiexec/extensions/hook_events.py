@@ -73,6 +73,11 @@ class HookSession:
                     f"{run.handler.event} hook `{run.handler.command}` exited with status "
                     f"{run.exit_code}" + (f": {detail}" if detail else "")
                 )
+            elif run.exit_code == 0:
+                # Codex shows a hook's `systemMessage` to the user, never to the model.
+                message = _text((run.json_output() or {}).get("systemMessage"))
+                if message:
+                    self.warn(f"{run.handler.event} hook: {message}")
 
     # -- session and prompt ------------------------------------------------------------
 
@@ -210,8 +215,8 @@ def _refusal(run: HookRun) -> str | None:
 
 
 def _block_reason(run: HookRun) -> str | None:
-    """`decision: "block"` with a reason (exit 0), or exit 2 with stderr, as Codex reads a
-    UserPromptSubmit, PostToolUse or Stop hook."""
+    """`decision: "block"` with a reason (exit 0; for UserPromptSubmit also `continue: false`),
+    or exit 2 with stderr, as Codex reads a UserPromptSubmit, PostToolUse or Stop hook."""
     if run.failure is not None:
         return None
     if run.exit_code == 2:
@@ -219,8 +224,14 @@ def _block_reason(run: HookRun) -> str | None:
     if run.exit_code != 0:
         return None
     data = run.json_output()
-    if data is not None and data.get("decision") == "block":
+    if data is None:
+        return None
+    if data.get("decision") == "block":
         return _text(data.get("reason"))
+    if data.get("continue") is False and run.handler.event == "UserPromptSubmit":
+        # Codex's universal `continue: false`: the prompt goes no further (`stopReason`). At a
+        # Stop it would mean "stop", which is what happens anyway.
+        return _text(data.get("stopReason")) or f"stopped by the {run.handler.event} hook"
     return None
 
 

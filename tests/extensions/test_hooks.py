@@ -304,3 +304,23 @@ def test_mcp_tools_reach_hooks_by_their_mcp_name(
     assert {p["tool_name"] for p in payloads} == {"mcp__mini__echo"}
     assert payloads[0]["tool_input"] == {"text": "hello"}
     assert "echo: hello" in payloads[1]["tool_response"]
+
+
+def test_system_message_is_shown_and_continue_false_stops_the_prompt(
+    model_server: ModelServer, repo: Path, oi_home: Path
+) -> None:
+    note = json.dumps({"systemMessage": "hooks are watching"})
+    stop = json.dumps({"continue": False, "stopReason": "maintenance window"})
+    write_hooks(
+        oi_home / "hooks.json",
+        {
+            "SessionStart": [command_hook(f"echo '{note}'")],
+            "UserPromptSubmit": [command_hook(f"cat > /dev/null; echo '{stop}'")],
+        },
+    )
+    model_server.enqueue(reply("ok"))
+    result = run_cli([*exec_args(model_server), "go"], cwd=repo)
+    assert "SessionStart hook: hooks are watching" in result.stderr
+    assert result.returncode == 1, result.stderr
+    assert "maintenance window" in result.events[-1]["error"]["message"]
+    assert model_server.bodies == []
