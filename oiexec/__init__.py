@@ -6,7 +6,10 @@
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+import importlib
+
+#: `typing.TYPE_CHECKING` without importing `typing` (mypy honours any constant of this name).
+TYPE_CHECKING = False
 
 __version__ = "0.1.0"
 
@@ -71,16 +74,14 @@ _API = frozenset(
 )
 
 
-def __getattr__(name: str) -> Any:
-    # PEP 562: the API and its dependencies (pydantic, the runner) are imported on first use.
+def __getattr__(name: str) -> object:
+    # PEP 562: the API and its dependencies (pydantic, the runner) load on first use. By
+    # name, through importlib: `oiexec` itself (whose `__version__` every layer reads) must
+    # not import the top of the layering.
     if name in _API:
-        import oiexec.api
-
-        return getattr(oiexec.api, name)
+        return getattr(importlib.import_module("oiexec.api"), name)
     if name in __all__ and name != "__version__":
-        import oiexec.core.errors
-
-        return getattr(oiexec.core.errors, name)
+        return getattr(importlib.import_module("oiexec.core.errors"), name)
     raise AttributeError(f"module 'oiexec' has no attribute {name!r}")
 
 
