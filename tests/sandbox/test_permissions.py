@@ -332,3 +332,21 @@ def test_renaming_a_directory_above_a_denied_file_stops_the_run(
     assert SECRET not in json.dumps(result["events"])
     assert all(SECRET not in body for body in map(json.dumps, model_server.bodies))
     assert "was moved, removed or replaced during the run" in json.dumps(result["events"])
+
+
+@pytest.mark.parametrize("backend", ["bwrap", "landlock"])
+def test_a_profile_can_write_elsewhere_and_keep_the_workdir_read_only(
+    box: Box, model_server: ModelServer, backend: str
+) -> None:
+    # Writable roots alone need no mount over a path, so Landlock enforces them too.
+    _profile(
+        box,
+        'default_permissions = "out"\n[permissions.out]\nextends = ":read-only"\n'
+        f'[permissions.out.filesystem]\n"{box.outside}" = "write"\n',
+    )
+    script = f"echo no > in-workdir.txt; echo yes > {box.outside}/out.txt; true"
+    model_server.enqueue(reply(tool_calls=[call("exec_command", {"cmd": script})]), reply("done"))
+    result = _exec(box, model_server, backend)
+    assert result["code"] == 0, result["stderr"]
+    assert not (box.ws / "in-workdir.txt").exists()
+    assert (box.outside / "out.txt").read_text() == "yes\n"
