@@ -22,7 +22,7 @@ from oiexec.core.events import (
 )
 from tests.api.conftest import MakeAgent, provider_config
 from tests.conftest import FIX_PATCH, FIXED_CALC
-from tests.support.model_server import ModelServer, apply_patch_call, call, reply, usage
+from tests.support.model_server import ModelServer, apply_patch_call, call, hang, reply, usage
 
 
 def _fix_script(server: ModelServer) -> None:
@@ -203,3 +203,13 @@ def test_input_parts_carry_text_and_local_images(
     assert turn.final_response == "a red pixel"
     sent = json.dumps(model_server.bodies[0]["input"])
     assert "What is in this picture?" in sent and "data:image/png;base64," in sent
+
+
+def test_timeout_ends_the_turn_with_exit_5(
+    make_agent: MakeAgent, model_server: ModelServer
+) -> None:
+    model_server.enqueue(hang(30, then=reply("too late")))
+    turn = make_agent().start_thread().run("take your time", timeout=1)
+
+    assert turn.exit_code == ExitCode.TIMEOUT and turn.limit == "timeout"
+    assert turn.reason is not None and "time limit reached" in turn.reason

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import json
 import subprocess
 from pathlib import Path
@@ -11,6 +12,7 @@ import pytest
 from oiexec import Agent, ConfigError, ExitCode, SessionError, UsageError
 from oiexec.core.events import ReviewItem
 from tests.api.conftest import MakeAgent, provider_config
+from tests.conftest import git
 from tests.support.model_server import ModelServer, reply, user_texts
 
 
@@ -127,3 +129,19 @@ def test_review_with_nothing_to_review_passes_without_the_model(
     result = make_agent().review(uncommitted=True)
     assert result.passed and result.findings == []
     assert model_server.model_requests == []
+
+
+def test_areview_reviews_a_branch_against_its_base(
+    make_agent: MakeAgent, model_server: ModelServer, repo: Path
+) -> None:
+    git(repo, "checkout", "-q", "-b", "feature")
+    (repo / "calc.py").write_text("def add(a, b):\n    return a * b\n")
+    git(repo, "commit", "-qam", "multiply")
+    model_server.enqueue(reply(_review_answer(repo / "calc.py", 2, priority=1)))
+
+    result = asyncio.run(make_agent(sandbox=None).areview(base="main", fail_on="P0"))
+
+    assert result.passed and len(result.findings) == 1  # P1 does not block at P0
+    assert result.findings[0].location_status == "in_diff"
+    # The model was told what to diff against.
+    assert any("main" in text for text in user_texts(model_server.bodies[0]))
