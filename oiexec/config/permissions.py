@@ -240,14 +240,13 @@ def _compile(
             f"profile denies; {given} not something they can enforce",
             'Add ":root" = "read" and deny the paths that must stay unreadable.',
         )
-    return _rules(name, rules, network, workspace, tmp_access, cwd)
+    return _rules(name, rules, network, tmp_access, cwd)
 
 
 def _rules(
     name: str,
     rules: dict[Path, tuple[Access, str]],
     network: dict[str, Any],
-    workspace: list[Path],
     tmp_access: dict[str, Access],
     cwd: Path,
 ) -> ProfileRules:
