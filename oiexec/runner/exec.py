@@ -39,6 +39,7 @@ from oiexec.output.dispatch import Dispatcher
 from oiexec.output.human import HumanProcessor, use_color
 from oiexec.output.jsonl import JsonlProcessor
 from oiexec.runner.check import check_header, checked_policy
+from oiexec.runner.extras import check_hook_files
 from oiexec.runner.prepare import Prepared, RunHooks, StartupWarnings, prepare
 from oiexec.runner.reports import CommandCollector, capture_baseline, write_reports
 from oiexec.runner.request import ExecRequest
@@ -85,6 +86,8 @@ def run_exec(
             prepared = prepare(request, hooks or RunHooks(), warnings)
             # First in, last out: the backend closes after every command has ended.
             stack.callback(prepared.sandbox.close)
+            # A broken hooks.json is a config error like any other: before the thread starts.
+            check_hook_files(prepared)
             prepared = prepared.with_prompt(prompt() if prompt is not None else None)
             request = prepared.request
             session = open_session(

@@ -29,7 +29,13 @@ if TYPE_CHECKING:
     from oiexec.output.runlog import RunLogSink
     from oiexec.runner.prepare import Prepared
 
-__all__ = ["MAX_STOP_CONTINUATIONS", "Extras", "PromptBlocked", "open_extras"]
+__all__ = [
+    "MAX_STOP_CONTINUATIONS",
+    "Extras",
+    "PromptBlocked",
+    "check_hook_files",
+    "open_extras",
+]
 
 #: How many times Stop hooks may send the model back before its answer stands.
 MAX_STOP_CONTINUATIONS = 3
@@ -133,6 +139,14 @@ def open_extras(
         if session.runner.has("PreToolUse") or session.runner.has("PostToolUse"):
             extras.gate = HookGate(session)
     return extras
+
+
+def check_hook_files(prepared: Prepared) -> None:
+    """Raises `ConfigError` for a hooks.json that does not load (unless hooks are off)."""
+    from oiexec.extensions.hooks import hooks_enabled
+
+    if hooks_enabled(prepared.config.settings.features):
+        _hook_sources(prepared)
 
 
 def _open_hooks(

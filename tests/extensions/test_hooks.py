@@ -173,10 +173,10 @@ def test_an_invalid_hooks_file_is_a_config_error(
     model_server.enqueue(reply("ok"))
     result = run_cli([*exec_args(model_server), "go"], cwd=repo)
     assert result.returncode == 3, result.stderr
-    failure = result.events[-1]
-    assert failure["type"] == "turn.failed"
-    assert f"{oi_home / 'hooks.json'} has invalid hooks" in failure["error"]["message"]
-    assert "needs a non-empty `command`" in failure["error"]["message"]
+    # Found before the thread starts, as every config error.
+    assert result.stdout == ""
+    assert f"{oi_home / 'hooks.json'} has invalid hooks" in result.stderr
+    assert "needs a non-empty `command`" in result.stderr
 
 
 def test_user_prompt_submit_hook_can_block_the_prompt(
