@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import contextlib
 import io
+import queue
 import threading
 from collections.abc import Sequence
 from multiprocessing.connection import Connection
@@ -30,16 +31,31 @@ __all__ = ["Channel", "ChannelText", "PipeProcessor"]
 
 
 class Channel:
-    """The child's end: one lock around the connection, since tools may warn from threads."""
+    """The child's end. Messages are written by a thread of their own, in order: the runner's
+    SIGTERM and SIGALRM handlers raise in the main thread wherever it is, and an exception
+    between the two writes of a large message would leave the caller a torn frame. The main
+    thread only puts messages on a queue (`SimpleQueue.put` is atomic and reentrant)."""
 
     def __init__(self, conn: Connection) -> None:
         self._conn = conn
-        self._lock = threading.Lock()
+        self._queue: queue.SimpleQueue[tuple[Any, ...] | None] = queue.SimpleQueue()
+        self._writer = threading.Thread(target=self._write, name="oiexec-api-channel", daemon=True)
+        self._writer.start()
 
     def send(self, *message: Any) -> None:
-        # The caller may have gone away; the run still finishes and writes its session.
-        with self._lock, contextlib.suppress(OSError):
-            self._conn.send(message)
+        self._queue.put(message)
+
+    def close(self) -> None:
+        """Writes what is queued, then closes the pipe (the caller's end of file)."""
+        self._queue.put(None)
+        self._writer.join()
+        self._conn.close()
+
+    def _write(self) -> None:
+        while (message := self._queue.get()) is not None:
+            # The caller may have gone away; the run still finishes and writes its session.
+            with contextlib.suppress(OSError):
+                self._conn.send(message)
 
 
 class PipeProcessor:

@@ -89,17 +89,21 @@ def _run_payload(result: RunResult) -> dict[str, Any]:
 def child_main(job: ExecJob | ReviewJob, conn: Connection, env: dict[str, str], cwd: str) -> None:
     """The child's whole life; never returns (`os._exit`, so nothing of the server's runs)."""
     code = 0
+    channel: Channel | None = None
     try:
         _isolate(env, cwd)
         channel = Channel(conn)
         sys.stdout = sys.stderr = ChannelText(channel)
         code = _run(job, channel)
-        _kill_descendants()
-    except BaseException:
+    except BaseException:  # a child must never fall back into the server's code
         code = 1
     finally:
         with contextlib.suppress(BaseException):
+            if channel is not None:
+                channel.close()  # everything sent before the caller sees the end of file
             conn.close()
+        with contextlib.suppress(BaseException):
+            _kill_descendants()
         os._exit(code)
 
 
