@@ -49,7 +49,8 @@ def start_mcp_servers(
         raise ConfigError(_required_failure(required))
     for status in failed:
         ctx.warn(
-            f"MCP server `{status.name}` failed to start: {status.error}; "
+            # Codex's wording for the same warning, with the reason oiexec found.
+            f"MCP client for `{status.name}` failed to start: {status.error}; "
             "continuing without its tools"
         )
 

@@ -73,7 +73,7 @@ def test_after_a_run_nothing_is_left_stderr_is_logged_no_key_leaks(
     assert result.returncode == 0, result.stderr
     # An optional server that fails is a warning; Codex reports MCP startup outside the
     # JSON stream, so there is no item and the item ids stay Codex's.
-    assert "MCP server `broken` failed to start: command `no-such-server-binary` not found" in (
+    assert "MCP client for `broken` failed to start: command `no-such-server-binary` not found" in (
         result.stderr
     )
     assert result.items("error") == [] and result.items("mcp_tool_call")[0]["id"] == "item_0"
