@@ -10,6 +10,7 @@ import sys
 from pathlib import Path
 
 from tests.conftest import run_cli
+from tests.mcp.test_http import web_url  # noqa: F401  (the streamable-HTTP test server)
 from tests.support.mcp_servers import mini
 
 MINI = str(Path(mini.__file__))
@@ -260,3 +261,32 @@ def test_list_reads_every_layer_a_run_reads(oi_home: Path, repo: Path) -> None:
     assert "extra  extra-server" in overridden.stdout
     got = run_cli(["mcp", "get", "extra", "-c", 'mcp_servers.extra.command="e2"'], cwd=repo)
     assert "  command: e2\n" in got.stdout
+
+
+def test_an_http_server_added_with_a_token_variable_is_listed_with_its_tools(
+    oi_home: Path,
+    tmp_path: Path,
+    web_url: str,  # noqa: F811  (the fixture imported above)
+) -> None:
+    added = run_cli(
+        ["mcp", "add", "web", "--url", web_url, "--bearer-token-env-var", "WEB_TOKEN"],
+        cwd=tmp_path,
+    )
+    assert added.returncode == 0, added.stderr
+    with _config(oi_home).open("a") as handle:
+        handle.write('http_headers = { "X-Team" = "blue" }\n')  # the test server wants it too
+
+    listed = run_cli(["mcp", "list"], cwd=tmp_path, env={"WEB_TOKEN": "tok-123"})
+    assert listed.returncode == 0, listed.stderr
+    assert listed.stdout.splitlines()[1].split() == [
+        "web",
+        web_url,
+        "WEB_TOKEN",
+        "enabled",
+        "Bearer",
+        "token",
+    ]
+    assert listed.stdout.splitlines()[-1] == "web: started, 1 tool: whoami"
+    # Without the variable the server cannot start, and the listing says why.
+    unset = run_cli(["mcp", "list"], cwd=tmp_path)
+    assert "web: failed to start: environment variable `WEB_TOKEN`" in unset.stdout
