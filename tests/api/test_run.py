@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 from pydantic import BaseModel
 
-from oiexec import ExitCode
+from oiexec import Agent, ExitCode
 from oiexec.core.events import (
     AgentMessageItem,
     CommandExecutionItem,
@@ -213,3 +213,15 @@ def test_timeout_ends_the_turn_with_exit_5(
 
     assert turn.exit_code == ExitCode.TIMEOUT and turn.limit == "timeout"
     assert turn.reason is not None and "time limit reached" in turn.reason
+
+
+def test_api_key_and_base_url_reach_the_builtin_openai_provider(
+    model_server: ModelServer, repo: Path
+) -> None:
+    """As the Codex SDK's `apiKey` and `baseUrl`: no provider config needed."""
+    model_server.enqueue(reply("hello from openai"))
+    agent = Agent(api_key=SECRET, base_url=model_server.base_url, cwd=repo, sandbox="read-only")
+    turn = agent.start_thread().run("hi")
+
+    assert turn.final_response == "hello from openai"
+    assert model_server.requests[0].headers["authorization"] == f"Bearer {SECRET}"
