@@ -210,6 +210,11 @@ class McpManager:
         for server in self._servers.values():
             if server.stop is not None:
                 server.stop.set()
+            if server.task is not None and server.session is None:
+                # Still starting (the run was interrupted): nothing to wind down politely,
+                # and the SDK's own shutdown would wait for a server that never answered.
+                self._kill_group(server)
+                server.task.cancel()
         if tasks:
             _done, pending = await asyncio.wait(tasks, timeout=_STOP_WAIT_S)
             for task in pending:

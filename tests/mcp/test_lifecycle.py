@@ -128,3 +128,22 @@ def test_servers_are_gone_after_sigterm_and_timeout(
     assert code == (143 if ending == "sigterm" else 5)
     assert gone_soon(read_pid(pidfile))
     assert gone_soon(read_pid(childfile))
+
+
+def test_sigterm_while_a_server_is_still_starting(
+    model_server: ModelServer, repo: Path, tmp_path: Path
+) -> None:
+    pidfile = tmp_path / "server.pid"
+    flags = server_flags("slow", "--hang", "--pidfile", str(pidfile), startup_timeout_sec=60)
+    proc = _start([*exec_args(model_server), *flags, "go"], repo)
+    try:
+        _wait_for(pidfile)
+        proc.send_signal(signal.SIGTERM)
+        code = proc.wait(timeout=30)
+        out = proc.communicate()[0].decode()
+    finally:
+        proc.kill()
+    assert code == 143
+    assert json.loads(out.splitlines()[-1])["error"]["message"] == "interrupted by SIGTERM"
+    assert gone_soon(read_pid(pidfile))
+    assert model_server.model_requests == []
