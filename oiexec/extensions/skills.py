@@ -110,7 +110,7 @@ def _read_skill(path: Path, warn: Callable[[str], None]) -> Skill | None:
         skip("it must start with YAML front matter between `---` lines giving name and description")
         return None
     try:
-        import yaml  # type: ignore[import-untyped]  # PyYAML: stubs not installed
+        import yaml
     except ImportError:  # pragma: no cover - a dependency of the package
         skip("reading skills needs the PyYAML package (pip install pyyaml)")
         return None
