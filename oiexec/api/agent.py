@@ -4,6 +4,7 @@ and reviews."""
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import dataclasses
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any
@@ -120,9 +121,10 @@ class Agent:
             timeout,
             on_warning,
         )
-        for event in drive(process, collector):
-            if on_event is not None:
-                on_event(event)
+        with contextlib.closing(drive(process, collector)) as events:
+            for event in events:
+                if on_event is not None:
+                    on_event(event)
         return collector.review(process.exitcode)
 
     async def areview(
@@ -164,9 +166,10 @@ class Agent:
         except asyncio.CancelledError:
             await (await started)[0].astop()
             raise
-        async for event in adrive(process, collector):
-            if on_event is not None:
-                on_event(event)
+        async with contextlib.aclosing(adrive(process, collector)) as events:
+            async for event in events:
+                if on_event is not None:
+                    on_event(event)
         return collector.review(process.exitcode)
 
     def _start_review(

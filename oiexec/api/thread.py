@@ -7,7 +7,15 @@ import asyncio
 import contextlib
 import os
 import threading
-from collections.abc import AsyncIterator, Callable, Generator, Iterator, Mapping, Sequence
+from collections.abc import (
+    AsyncGenerator,
+    AsyncIterator,
+    Callable,
+    Generator,
+    Iterator,
+    Mapping,
+    Sequence,
+)
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal, TypedDict
 
@@ -115,9 +123,12 @@ class Thread:
             max_cost=max_cost,
             on_warning=on_warning,
         )
-        for event in streamed:
-            if on_event is not None:
-                on_event(event)
+        # Closed however the loop ends: a callback that raises must not leave the run going
+        # while the exception (whose traceback holds this frame) propagates.
+        with contextlib.closing(streamed):
+            for event in streamed:
+                if on_event is not None:
+                    on_event(event)
         return streamed.result
 
     def run_streamed(
@@ -199,7 +210,7 @@ class Thread:
         """`run` for asyncio: the loop is never blocked; cancelling the task cancels the turn
         and returns once its processes have ended."""
         box: list[Turn] = []
-        async for event in self._astream(
+        events = self._astream(
             input,
             output_schema,
             max_turns,
@@ -210,9 +221,11 @@ class Thread:
             max_cost,
             on_warning,
             box,
-        ):
-            if on_event is not None:
-                on_event(event)
+        )
+        async with contextlib.aclosing(events):  # as in `run`
+            async for event in events:
+                if on_event is not None:
+                    on_event(event)
         return box[0]
 
     async def arun_streamed(
@@ -255,7 +268,7 @@ class Thread:
         max_cost: float | None,
         on_warning: Callable[[str], None] | None,
         box: list[Turn],
-    ) -> AsyncIterator[ThreadEvent]:
+    ) -> AsyncGenerator[ThreadEvent, None]:
         schema_model, turn = _turn_options(
             input, output_schema, max_turns, timeout, check, max_attempts, max_tokens, max_cost
         )

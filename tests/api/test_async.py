@@ -11,6 +11,8 @@ import time
 import uuid
 from pathlib import Path
 
+import pytest
+
 from oiexec import ExitCode, Turn
 from oiexec.core.events import CommandExecutionItem, ItemStarted
 from tests.api.conftest import MakeAgent, running_commands
@@ -161,3 +163,26 @@ def test_leaving_the_event_loop_early_stops_the_run(
     # The thread is free for its next turn, which continues the session.
     model_server.enqueue(reply("resumed"))
     assert thread.run("go on").final_response == "resumed"
+
+
+def test_a_callback_that_raises_stops_the_run(
+    make_agent: MakeAgent, model_server: ModelServer
+) -> None:
+    marker = f"300.{uuid.uuid4().int % 10**8:08d}"
+    model_server.enqueue(reply(tool_calls=[call("exec_command", {"cmd": f"sleep {marker}"})]))
+    seen: list[int] = []
+
+    def on_event(event: object) -> None:
+        if isinstance(event, ItemStarted):
+            for _ in range(100):
+                seen[:] = running_commands(marker)
+                if seen:
+                    break
+                time.sleep(0.05)
+            raise RuntimeError("the caller's callback failed")
+
+    with pytest.raises(RuntimeError, match="callback failed"):
+        make_agent().start_thread().run("wait", on_event=on_event)
+    assert seen, "the model's command never started"
+    # Stopped before the exception reached the caller, not when it is garbage-collected.
+    assert running_commands(marker) == []
