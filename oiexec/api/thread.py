@@ -241,7 +241,10 @@ class Thread:
         max_cost: float | None = None,
         on_warning: Callable[[str], None] | None = None,
     ) -> AsyncIterator[ThreadEvent]:
-        """The turn's events as they happen, for `async for`."""
+        """The turn's events as they happen, for `async for`. Cancelling the task stops the
+        turn at once; to stop it by leaving the loop early, iterate inside
+        `async with contextlib.aclosing(thread.arun_streamed(...)) as events:` (Python closes
+        an abandoned async generator only when it is collected)."""
         async for event in self._astream(
             input,
             output_schema,
