@@ -7,7 +7,10 @@ Two tools, Codex's `codex`/`codex-reply` pair under oiexec's names:
   `harness` and `config` (dotted keys to values, as `-c` takes them).
 - `reply` continues one: `threadId` (from a `run` result) and `prompt`.
 
-Both return the final message as text content, and as structured content Codex's
+`codex` and `codex-reply` are the same two under Codex's names and parameters
+(oiexec/api/mcp_codex_tools.py), for agents set up for `codex mcp-server`.
+
+All return the final message as text content, and as structured content Codex's
 `{threadId, content}` plus `exitCode`, `reason` (why a run stopped, as `turn.failed` says,
 null on success) and `diff` (what the run changed in the worktree). A run that did not exit 0
 comes back with `isError` set, its structured content still there. Bad arguments and errors
@@ -117,14 +120,6 @@ CALLER_CONFIG_KEYS = frozenset(
 )
 
 
-@dataclass
-class _Threads:
-    """The options each thread this server started runs with, so `reply` continues it the
-    same way (a thread it did not start is resumed with the server's defaults)."""
-
-    options: dict[str, dict[str, Any]] = field(default_factory=dict)
-
-
 def _merge(base: Mapping[str, Any], top: Mapping[str, Any]) -> dict[str, Any]:
     merged = dict(base)
     for key, value in top.items():
@@ -198,7 +193,7 @@ def _outcome(thread_id: str | None, result: Any) -> CallToolResult:
 
 
 @dataclass(frozen=True)
-class _Limits:
+class Limits:
     max_turns: int | None = None
     timeout: float | None = None
 
@@ -246,7 +241,7 @@ async def _run_turn(
     agent: Agent,
     thread_id: str | None,
     prompt: str,
-    limits: _Limits,
+    limits: Limits,
     ctx: Context[Any, Any] | None,
 ) -> tuple[str | None, Any]:
     try:
@@ -271,10 +266,90 @@ async def _run_turn(
     return result.thread_id or thread.id, result
 
 
+class Runs:
+    """Starts and continues threads for the tools, remembering the options each thread this
+    server started runs with, so a reply continues it the same way (a thread it did not start
+    is resumed with the server's defaults)."""
+
+    def __init__(self, defaults: ServerDefaults) -> None:
+        self.defaults = defaults
+        self._threads: dict[str, dict[str, Any]] = {}
+
+    @staticmethod
+    def _agent(options: dict[str, Any]) -> Agent:
+        from oiexec.api import Agent
+
+        try:
+            return Agent(**options)
+        except OiexecError as exc:
+            raise ToolError(exc.render()) from exc
+
+    async def start(
+        self,
+        prompt: str,
+        limits: Limits,
+        ctx: Context[Any, Any] | None,
+        *,
+        cwd: str | None,
+        sandbox: SandboxMode | None,
+        model: str | None,
+        profile: str | None,
+        harness: str | None,
+        config: Mapping[str, Any] | None,
+    ) -> CallToolResult:
+        defaults = self.defaults
+        _check_config(defaults, config or {})
+        options: dict[str, Any] = {
+            "model": model or defaults.model,
+            "sandbox": _choose_sandbox(defaults, sandbox),
+            "cwd": _choose_cwd(defaults, cwd),
+            "harness": harness or defaults.harness,
+            "profile": profile or defaults.profile,
+            "config": _merge(defaults.config, config or {}),
+        }
+        options = {key: value for key, value in options.items() if value is not None}
+        thread_id, result = await _run_turn(self._agent(options), None, prompt, limits, ctx)
+        if thread_id:
+            self._threads[thread_id] = options
+        return _outcome(thread_id, result)
+
+    async def resume(
+        self, thread_id: str, prompt: str, limits: Limits, ctx: Context[Any, Any] | None
+    ) -> CallToolResult:
+        defaults = self.defaults
+        base = {
+            "model": defaults.model,
+            "sandbox": defaults.sandbox,
+            # A thread this server did not start runs in the root when there is one.
+            "cwd": str(defaults.root) if defaults.root is not None else None,
+            "harness": defaults.harness,
+            "profile": defaults.profile,
+            "config": dict(defaults.config),
+        }
+        options = self._threads.get(thread_id) or {k: v for k, v in base.items() if v}
+        agent = self._agent(dict(options))
+        new_id, result = await _run_turn(agent, thread_id, prompt, limits, ctx)
+        return _outcome(new_id or thread_id, result)
+
+
+Sandbox = Annotated[
+    Literal["read-only", "workspace-write", "danger-full-access"] | None,
+    Field(description="Sandbox mode for the commands the agent runs."),
+]
+Cwd = Annotated[
+    str | None,
+    Field(description="Working directory (a git repository); relative to the server's."),
+]
+Config = Annotated[
+    dict[str, Any] | None,
+    Field(description="Config overrides: dotted keys to values, as -c takes them."),
+]
+
+
 def build_server(defaults: ServerDefaults | None = None) -> MCPServer[Any]:
-    """The MCP server with its `run` and `reply` tools."""
-    defaults = defaults or ServerDefaults()
-    threads = _Threads()
+    """The MCP server with its `run` and `reply` tools, and Codex's `codex` and
+    `codex-reply` for clients set up for `codex mcp-server`."""
+    runs = Runs(defaults or ServerDefaults())
     server: MCPServer[Any] = MCPServer(
         name="oiexec",
         version=__version__,
@@ -287,14 +362,6 @@ def build_server(defaults: ServerDefaults | None = None) -> MCPServer[Any]:
         log_level="WARNING",
     )
 
-    def make_agent(options: dict[str, Any]) -> Agent:
-        from oiexec.api import Agent
-
-        try:
-            return Agent(**options)
-        except OiexecError as exc:
-            raise ToolError(exc.render()) from exc
-
     @server.tool(
         name="run",
         description=(
@@ -304,39 +371,27 @@ def build_server(defaults: ServerDefaults | None = None) -> MCPServer[Any]:
     )
     async def run(
         prompt: Annotated[str, Field(description="The task.", min_length=1)],
-        cwd: Annotated[
-            str | None, Field(description="Working directory (a git repository).")
-        ] = None,
-        sandbox: Annotated[
-            Literal["read-only", "workspace-write", "danger-full-access"] | None,
-            Field(description="Sandbox mode for the commands the agent runs."),
-        ] = None,
+        cwd: Cwd = None,
+        sandbox: Sandbox = None,
         model: Annotated[str | None, Field(description="Model, e.g. gpt-5.5.")] = None,
         profile: Annotated[str | None, Field(description="Config profile.")] = None,
         harness: Annotated[str | None, Field(description="Harness, e.g. native.")] = None,
-        config: Annotated[
-            dict[str, Any] | None,
-            Field(description="Config overrides: dotted keys to values, as -c takes them."),
-        ] = None,
+        config: Config = None,
         max_turns: _MaxTurns = None,
         timeout: _Timeout = None,
         ctx: Context[Any, Any] | None = None,
     ) -> Annotated[CallToolResult, RunOutcome]:
-        _check_config(defaults, config or {})
-        options: dict[str, Any] = {
-            "model": model or defaults.model,
-            "sandbox": _choose_sandbox(defaults, sandbox),
-            "cwd": _choose_cwd(defaults, cwd),
-            "harness": harness or defaults.harness,
-            "profile": profile or defaults.profile,
-            "config": _merge(defaults.config, config or {}),
-        }
-        options = {key: value for key, value in options.items() if value is not None}
-        limits = _Limits(max_turns, timeout)
-        thread_id, result = await _run_turn(make_agent(options), None, prompt, limits, ctx)
-        if thread_id:
-            threads.options[thread_id] = options
-        return _outcome(thread_id, result)
+        return await runs.start(
+            prompt,
+            Limits(max_turns, timeout),
+            ctx,
+            cwd=cwd,
+            sandbox=sandbox,
+            model=model,
+            profile=profile,
+            harness=harness,
+            config=config,
+        )
 
     @server.tool(
         name="reply",
@@ -351,23 +406,11 @@ def build_server(defaults: ServerDefaults | None = None) -> MCPServer[Any]:
         timeout: _Timeout = None,
         ctx: Context[Any, Any] | None = None,
     ) -> Annotated[CallToolResult, RunOutcome]:
-        base = {
-            "model": defaults.model,
-            "sandbox": defaults.sandbox,
-            # A thread this server did not start runs in the root when there is one.
-            "cwd": str(defaults.root) if defaults.root is not None else None,
-            "harness": defaults.harness,
-            "profile": defaults.profile,
-            "config": dict(defaults.config),
-        }
-        options = threads.options.get(threadId) or {
-            key: value for key, value in base.items() if value
-        }
-        limits = _Limits(max_turns, timeout)
-        agent = make_agent(dict(options))
-        thread_id, result = await _run_turn(agent, threadId, prompt, limits, ctx)
-        return _outcome(thread_id or threadId, result)
+        return await runs.resume(threadId, prompt, Limits(max_turns, timeout), ctx)
 
+    from oiexec.api.mcp_codex_tools import add_codex_tools
+
+    add_codex_tools(server, runs)
     return server
 
 

@@ -58,7 +58,7 @@ def test_run_returns_message_exit_code_and_diff_then_reply_continues(
 
     async def session(client: Client) -> None:
         tools = {tool.name: tool for tool in (await client.list_tools()).tools}
-        assert set(tools) == {"run", "reply"}
+        assert set(tools) == {"run", "reply", "codex", "codex-reply"}
         assert tools["run"].input_schema["required"] == ["prompt"]
         assert {"prompt", "cwd", "sandbox", "model"} <= set(tools["run"].input_schema["properties"])
         assert set(tools["run"].output_schema["properties"]) == {
@@ -113,6 +113,40 @@ def test_run_returns_message_exit_code_and_diff_then_reply_continues(
     assert "is it fixed?" in " ".join(user_texts(model_server.bodies[-1]))
 
 
+def test_codex_and_codex_reply_take_codexs_parameters(
+    model_server: ModelServer, repo: Path, tmp_path: Path
+) -> None:
+    model_server.enqueue(reply("first answer"), reply("second answer"))
+    seen: dict[str, CallToolResult] = {}
+
+    async def session(client: Client) -> None:
+        tools = {tool.name: tool for tool in (await client.list_tools()).tools}
+        assert "approval-policy" in tools["codex"].input_schema["properties"]
+        seen["codex"] = await client.call_tool(
+            "codex",
+            {
+                "prompt": "hello",
+                "cwd": str(repo),
+                "sandbox": "read-only",
+                "approval-policy": "never",
+                "config": {"model_reasoning_effort": "low"},
+            },
+        )
+        thread_id = seen["codex"].structured_content["threadId"]
+        # The deprecated spelling Codex still accepts.
+        seen["reply"] = await client.call_tool(
+            "codex-reply", {"conversationId": thread_id, "prompt": "and then?"}
+        )
+
+    _serve(model_server, tmp_path, session)
+    assert seen["codex"].structured_content["content"] == "first answer"
+    assert seen["reply"].structured_content["content"] == "second answer"
+    assert (
+        seen["reply"].structured_content["threadId"] == seen["codex"].structured_content["threadId"]
+    )
+    assert "hello" in " ".join(user_texts(model_server.bodies[-1]))
+
+
 def test_bad_arguments_are_tool_errors_and_the_server_keeps_serving(
     model_server: ModelServer, repo: Path, tmp_path: Path
 ) -> None:
@@ -138,6 +172,13 @@ def test_bad_arguments_are_tool_errors_and_the_server_keeps_serving(
             "run", {"prompt": "x", "cwd": str(repo), "profile": "no-such-profile"}
         )
         results["empty"] = await client.call_tool("run", {"prompt": ""})
+        results["approval"] = await client.call_tool(
+            "codex", {"prompt": "x", "approval-policy": "on-request"}
+        )
+        results["instructions"] = await client.call_tool(
+            "codex", {"prompt": "x", "developer-instructions": "be brief"}
+        )
+        results["no-id"] = await client.call_tool("codex-reply", {"prompt": "x"})
         results["thread"] = await client.call_tool(
             "reply", {"threadId": "no-such-thread", "prompt": "hello"}
         )
@@ -145,7 +186,7 @@ def test_bad_arguments_are_tool_errors_and_the_server_keeps_serving(
             "run", {"prompt": "x", "cwd": str(repo), "sandbox": "danger-full-access"}
         )
         # Still serving after all of that.
-        assert {tool.name for tool in (await client.list_tools()).tools} == {"run", "reply"}
+        assert len((await client.list_tools()).tools) == 4
 
     _serve(model_server, tmp_path, session, "-s", "workspace-write", "-C", str(repo))
 
@@ -163,6 +204,9 @@ def test_bad_arguments_are_tool_errors_and_the_server_keeps_serving(
     assert "prompt" in _text(results["empty"])
     assert "no-such-thread" in _text(results["thread"])
     assert "looser than this server allows" in _text(results["ceiling"])
+    assert "never asks for approval" in _text(results["approval"])
+    assert "`developer-instructions` is not supported" in _text(results["instructions"])
+    assert "either threadId or conversationId" in _text(results["no-id"])
     assert not model_server.requests, "no run should have reached the model"
 
 
