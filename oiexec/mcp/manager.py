@@ -14,7 +14,6 @@ from __future__ import annotations
 import asyncio
 import concurrent.futures
 import contextlib
-import logging
 import os
 import signal
 import threading
@@ -27,6 +26,7 @@ from oiexec.config.mcp import McpServerConfig
 from oiexec.mcp.errors import describe_failure
 from oiexec.mcp.errors import leaves as _leaves
 from oiexec.mcp.launch import StderrPump, http_headers, server_env, stdio_argv
+from oiexec.mcp.sdk import LogRelay, client_version, list_tools
 
 __all__ = ["McpCallError", "McpManager", "ServerStatus", "ServerTool"]
 
@@ -113,7 +113,7 @@ class McpManager:
         self._cwd = cwd
         self._environ = dict(os.environ if environ is None else environ)
         self._note = note or (lambda _event, **_fields: None)
-        self._log_relay = _LogRelay(self._note)
+        self._log_relay = LogRelay(self._note)
         self._loop: asyncio.AbstractEventLoop | None = None
         self._thread: threading.Thread | None = None
         self._closed = False
@@ -231,7 +231,7 @@ class McpManager:
                     session = await stack.enter_async_context(self._session(server))
                     with anyio.fail_after(server.config.startup_timeout):
                         await session.initialize()
-                        listed = await _list_tools(session)
+                        listed = await list_tools(session)
                 except Exception as exc:
                     # Reported now, so the run need not wait for this server's shutdown; its
                     # process group is killed so that shutdown is immediate.
@@ -265,7 +265,7 @@ class McpManager:
             # Nobody is there to answer under exec's approval `never`: Codex cancels.
             return mcp_types.ElicitResult(action="cancel")
 
-        info = mcp_types.Implementation(name="oiexec", version=_client_version())
+        info = mcp_types.Implementation(name="oiexec", version=client_version())
         async with (
             self._streams(server) as (read, write),
             ClientSession(
@@ -408,56 +408,5 @@ class McpManager:
 _CONNECTION_CLOSED = -32000
 
 
-class _LogRelay(logging.Handler):
-    """The SDK logs what a server did wrong (a non-JSON line on stdout, a process that would
-    not die) through `logging`; unconfigured, Python prints that with its traceback on the
-    user's terminal. It goes to the run log instead, one line each."""
-
-    def __init__(self, note: Callable[..., None]) -> None:
-        super().__init__(level=logging.INFO)
-        self._note = note
-
-    def install(self) -> None:
-        logger = logging.getLogger("mcp")
-        if self not in logger.handlers:
-            logger.addHandler(self)
-        logger.propagate = False
-
-    def remove(self) -> None:
-        logging.getLogger("mcp").removeHandler(self)
-
-    def emit(self, record: logging.LogRecord) -> None:
-        with contextlib.suppress(Exception):
-            detail = f": {record.exc_info[1]}" if record.exc_info and record.exc_info[1] else ""
-            self._note(
-                "mcp.sdk", level=record.levelname.lower(), message=record.getMessage() + detail
-            )
-
-
-async def _list_tools(session: Any) -> list[Any]:
-    import mcp_types
-
-    tools: list[Any] = []
-    cursor: str | None = None
-    while True:
-        params = mcp_types.PaginatedRequestParams(cursor=cursor) if cursor else None
-        result = await session.list_tools(params=params)
-        tools.extend(result.tools)
-        cursor = result.next_cursor
-        if not cursor:
-            return tools
-
-
 def _seconds(value: float) -> str:
     return f"{value:g}s"
-
-
-def _client_version() -> str:
-    """oiexec's version for `clientInfo`, read from the installed distribution (importing the
-    package root would pull in the Python API, which sits above this layer)."""
-    from importlib.metadata import PackageNotFoundError, version
-
-    try:
-        return version("oiexec")
-    except PackageNotFoundError:
-        return "0"
