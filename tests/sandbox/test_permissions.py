@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import json
 import os
+import socket
 import subprocess
 from pathlib import Path
 from typing import Any, Literal
@@ -350,3 +351,22 @@ def test_a_profile_can_write_elsewhere_and_keep_the_workdir_read_only(
     assert result["code"] == 0, result["stderr"]
     assert not (box.ws / "in-workdir.txt").exists()
     assert (box.outside / "out.txt").read_text() == "yes\n"
+
+
+@pytest.mark.parametrize("enabled", [True, False])
+def test_the_profile_s_network_switch_opens_or_closes_the_network(
+    box: Box, model_server: ModelServer, tcp_listener: socket.socket, enabled: bool
+) -> None:
+    port = tcp_listener.getsockname()[1]
+    _profile(
+        box,
+        'default_permissions = "net"\n[permissions.net]\nextends = ":workspace"\n'
+        f"[permissions.net.network]\nenabled = {'true' if enabled else 'false'}\n",
+    )
+    connect = f"import socket; socket.create_connection(('127.0.0.1', {port}), 2)"
+    script = f'{PYTHON} -c "{connect}" && echo CONNECTED; true'
+    model_server.enqueue(reply(tool_calls=[call("exec_command", {"cmd": script})]), reply("done"))
+    result = _exec(box, model_server, "bwrap")
+    assert result["code"] == 0, result["stderr"]
+    [output] = list(tool_outputs(model_server.bodies[-1]).values())
+    assert ("CONNECTED" in output) is enabled
