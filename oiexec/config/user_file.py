@@ -12,6 +12,7 @@ from __future__ import annotations
 import contextlib
 import os
 import tempfile
+import tomllib
 from pathlib import Path
 from typing import Any
 
@@ -108,6 +109,8 @@ def set_mcp_server(path: Path, name: str, entry: dict[str, Any]) -> None:
     """Writes `[mcp_servers.<name>]` with `entry`'s keys, replacing any table of that name;
     dict values become sub-tables (`[mcp_servers.<name>.env]`)."""
     doc = read_user_document(path)
+    expected = doc.unwrap()
+    expected.setdefault(MCP_SERVERS, {})[name] = entry
     servers = _servers_table(doc, path, create=True)
     assert servers is not None  # created above when missing
     table = _server_table(entry)
@@ -119,7 +122,7 @@ def set_mcp_server(path: Path, name: str, entry: dict[str, Any]) -> None:
         # tomlkit separates an inserted table with a blank line: that would now fall
         # between the moved comment and the header it is about.
         del body[-1]
-    write_document(path, doc)
+    write_document(path, doc, expected)
 
 
 def remove_mcp_server(path: Path, name: str) -> bool:
@@ -130,6 +133,10 @@ def remove_mcp_server(path: Path, name: str) -> bool:
     servers = _servers_table(doc, path, create=False)
     if servers is None or name not in servers:
         return False
+    expected = doc.unwrap()
+    del expected[MCP_SERVERS][name]
+    if not expected[MCP_SERVERS]:
+        del expected[MCP_SERVERS]
     comments = _take_trailing_comments(servers[name])
     keys = list(servers)
     at = keys.index(name)
@@ -139,15 +146,26 @@ def remove_mcp_server(path: Path, name: str) -> bool:
     if not servers:
         # Leave no empty `[mcp_servers]` header behind after the last server goes.
         del doc[MCP_SERVERS]
-    write_document(path, doc)
+    write_document(path, doc, expected)
     return True
 
 
-def write_document(path: Path, doc: TOMLDocument) -> None:
-    """Replaces the file with `doc`'s text atomically, keeping its mode."""
+def write_document(path: Path, doc: TOMLDocument, expected: dict[str, Any]) -> None:
+    """Replaces the file with `doc`'s text atomically, keeping its mode, once the text is
+    known to mean `expected` (the old settings with only the intended change)."""
     # A removed table leaves its blank lines behind; one newline at the end is enough.
     text = tomlkit.dumps(doc).rstrip("\n")
     text = text + "\n" if text else ""
+    # tomlkit keeps layout, but some layouts (servers written as dotted keys at the top of
+    # the file) make it put the new table where later keys would fall under it. Reading
+    # the result back catches any such move before the user's settings change meaning.
+    if tomllib.loads(text) != expected:
+        raise ConfigError(
+            f"cannot edit {MCP_SERVERS} in {path} without changing other settings: its "
+            "layout is one this command does not rewrite safely",
+            hint=f"Write each server as its own [{MCP_SERVERS}.<name>] table (no dotted "
+            f"`{MCP_SERVERS}.x.y = ...` keys at the top level), then run it again.",
+        )
     try:
         path.parent.mkdir(parents=True, exist_ok=True)
         mode = path.stat().st_mode & 0o7777 if path.exists() else 0o600

@@ -200,6 +200,13 @@ def test_a_broken_user_config_is_a_config_error_and_left_alone(
     assert result.returncode == 3
     assert "invalid TOML" in result.stderr
     assert _config(oi_home).read_text() == "model = \n"
+    # Servers as dotted keys at the top: adding a table there would move `model` under it.
+    dotted = 'mcp_servers.a.command = "x"\nmodel = "m"\n'
+    _config(oi_home).write_text(dotted)
+    result = run_cli(["mcp", "add", "b", "--", "cmd"], cwd=tmp_path)
+    assert result.returncode == 3
+    assert "without changing other settings" in result.stderr
+    assert _config(oi_home).read_text() == dotted
 
 
 def test_list_with_nothing_configured(oi_home: Path, tmp_path: Path) -> None:
