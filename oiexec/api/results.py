@@ -56,6 +56,18 @@ class Turn:
     def ok(self) -> bool:
         return self.exit_code == ExitCode.SUCCESS
 
+    def raise_for_status(self) -> Turn:
+        """Returns the turn when it succeeded, else raises the class the CLI maps to its exit
+        code (`MaxTurnsExceeded` for 4, `CheckFailed` for 8, ...; `Interrupted`, a
+        BaseException like KeyboardInterrupt, for 130 and 143), with `reason` as message."""
+        if self.ok:
+            return self
+        if self.exit_code == ExitCode.TERMINATED:
+            raise errors.Interrupted("SIGTERM")
+        if self.exit_code == ExitCode.INTERRUPTED:
+            raise errors.Interrupted("SIGINT")
+        raise _error_for(self.exit_code)(self.reason or f"the turn failed (exit {self.exit_code})")
+
 
 @dataclass(frozen=True)
 class ReviewResult:
@@ -204,6 +216,18 @@ async def adrive(process: RunProcess, collector: Collector) -> AsyncGenerator[Th
         await process.astop()
         raise
     await process.aclose()
+
+
+def _error_for(code: ExitCode) -> type[OiexecError]:
+    """The class of `oiexec.core.errors` that declares the exit code `code`."""
+    for value in vars(errors).values():
+        if (
+            isinstance(value, type)
+            and issubclass(value, OiexecError)
+            and value.__dict__.get("exit_code") == code
+        ):
+            return value
+    return OiexecError
 
 
 def _error(names: tuple[str, ...], message: str, hint: str | None) -> OiexecError:

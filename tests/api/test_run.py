@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 from pydantic import BaseModel
 
-from oiexec import Agent, ExitCode
+from oiexec import Agent, ExitCode, MaxTurnsExceeded
 from oiexec.core.events import (
     AgentMessageItem,
     CommandExecutionItem,
@@ -46,6 +46,7 @@ def test_run_fixes_the_test_and_returns_the_turn(
     turn = thread.run("fix the failing test")
 
     assert turn.ok and turn.exit_code == ExitCode.SUCCESS and turn.reason is None
+    assert turn.raise_for_status() is turn
     assert turn.final_response == "Fixed add() in calc.py."
     assert (repo / "calc.py").read_text() == FIXED_CALC
     # The change as a patch, the items as the JSONL stream has them, the usage.
@@ -139,6 +140,10 @@ def test_max_turns_ends_the_turn_with_the_limit(
     assert turn.reason is not None and "turn limit reached" in turn.reason
     assert turn.final_response == ""
     assert len(model_server.model_requests) == 2
+    # Or as the exception the CLI maps to exit 4, for callers who prefer raising.
+    with pytest.raises(MaxTurnsExceeded, match="turn limit reached") as caught:
+        turn.raise_for_status()
+    assert caught.value.exit_code == 4
 
 
 def test_import_oiexec_loads_no_heavy_module() -> None:
