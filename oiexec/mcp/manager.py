@@ -320,10 +320,7 @@ class McpManager:
         async def make(session: Any) -> Any:
             return await session.call_tool(tool, arguments)
 
-        try:
-            return await self._request(server, make, timeout, "tools/call")
-        except McpCallError as exc:
-            raise McpCallError(f"tool call error: {exc}") from None
+        return await self._request(server, make, timeout, "tools/call")
 
     async def _request(
         self,
@@ -409,4 +406,8 @@ _CONNECTION_CLOSED = -32000
 
 
 def _seconds(value: float) -> str:
-    return f"{value:g}s"
+    """A duration as Rust's `Debug` prints it (`300s`, `1.5s`, `500ms`), the way Codex's
+    timeout message shows it."""
+    if value >= 1:
+        return f"{value:.9f}".rstrip("0").rstrip(".") + "s"
+    return f"{value * 1000:.6f}".rstrip("0").rstrip(".") + "ms"

@@ -83,7 +83,12 @@ class McpTool:
         try:
             result = self.manager.call(self.server, self.tool, arguments, self.timeout)
         except McpCallError as exc:
-            return self._failed(ctx, item, str(exc), output)
+            # Codex's wording: its error with the call as context, then the cause.
+            message = (
+                f"tool call error: tool call failed for `{self.server}/{self.tool}`\n\n"
+                f"Caused by:\n    {exc}"
+            )
+            return self._failed(ctx, item, message, output)
 
         content = [
             block.model_dump(by_alias=True, exclude_none=True, mode="json")
