@@ -390,3 +390,41 @@ def test_a_config_error_stops_the_server_at_start_with_the_config_exit_code(
         assert result.returncode == 3, result.stderr
         assert result.stdout == ""  # nothing on the protocol channel
         assert "no-such-profile" in result.stderr or "model_context_window" in result.stderr
+
+
+def test_two_calls_run_at_the_same_time(
+    model_server: ModelServer, repo: Path, tmp_path: Path
+) -> None:
+    """Each run's command waits until the other run's has started: served one at a time,
+    the first command would never get past its barrier."""
+    gate = tmp_path / "gate"
+    gate.mkdir()
+    # The output says "met-2" only once the loop ended (the command's text has no "met-2").
+    barrier = (
+        f"touch {gate}/$$; while [ $(ls {gate} | wc -l) -lt 2 ]; do sleep 0.1; done; "
+        "echo met-$((1 + 1))"
+    )
+    for _ in range(2):
+        model_server.enqueue(reply(tool_calls=[call("exec_command", {"cmd": barrier})]))
+    model_server.enqueue(reply("done"), reply("done"))
+    seen: list[CallToolResult] = []
+
+    async def session(client: Client) -> None:
+        async def one() -> None:
+            arguments = {
+                "prompt": "wait for the other",
+                "cwd": str(repo),
+                "sandbox": "danger-full-access",
+                "timeout": 60,
+            }
+            seen.append(await client.call_tool("run", arguments))
+
+        async with anyio.create_task_group() as group:
+            group.start_soon(one)
+            group.start_soon(one)
+
+    _serve(model_server, tmp_path, session)
+    assert [result.structured_content["exitCode"] for result in seen] == [0, 0]
+    # Both barriers opened: each run's second request carries its command's output.
+    assert sum("met-2" in json.dumps(body) for body in model_server.bodies) == 2
+    assert len({result.structured_content["threadId"] for result in seen}) == 2
