@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import json
-import os
 import sys
 import time
 from pathlib import Path
@@ -63,4 +62,13 @@ def run_log(home: Path) -> str:
     return "\n".join(p.read_text() for p in sorted((home / "logs").glob("*.log")))
 
 
-__all__ = ["REPO_ROOT", "alive", "gone_soon", "os", "read_pid", "run_log", "server_flags"]
+__all__ = [
+    "MINI",
+    "REPO_ROOT",
+    "alive",
+    "gone_soon",
+    "read_pid",
+    "run_log",
+    "server_flags",
+    "toml",
+]
