@@ -59,7 +59,12 @@ def _parse_env(
 
 def _user_config() -> Path:
     from oiexec.config.environment import default_home
+    from oiexec.config.overrides import parse_override
 
+    # As Codex: `-c` does not apply to an edit of the user file, but a malformed one is
+    # still an error rather than silently dropped.
+    for text in _group_overrides():
+        parse_override(text)
     return default_home() / "config.toml"
 
 

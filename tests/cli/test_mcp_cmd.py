@@ -182,6 +182,7 @@ def test_bad_input_gets_a_message_and_codexs_exit_code(oi_home: Path, tmp_path: 
         (["mcp", "get", "nope"], 1, "No MCP server named 'nope' found."),
         (["mcp", "remove", "a.b"], 1, "invalid server name"),
         (["mcp", "login", "web"], 2, "OAuth login for MCP servers is not supported"),
+        (["mcp", "-c", "no-equals", "add", "x", "--", "y"], 2, "Invalid --config value"),
         (["mcp", "logout", "web"], 2, "--bearer-token-env-var"),
     ]
     for args, code, message in cases:
