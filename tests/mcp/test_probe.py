@@ -24,6 +24,7 @@ def test_probe_reports_each_server_and_stops_them(tmp_path: Path) -> None:
         {
             "mini": _mini("--pidfile", str(pidfile), disabled_tools=["crash"]),
             "off": _mini(enabled=False),
+            "only": _mini(enabled_tools=["echo", "lookup"], disabled_tools=["lookup"]),
             "bad": _mini("--exit", "2"),
             "slowpoke": _mini("--hang", startup_timeout_sec=1.5),
             "nowhere": _mini(cwd=str(tmp_path / "missing")),
@@ -32,7 +33,14 @@ def test_probe_reports_each_server_and_stops_them(tmp_path: Path) -> None:
         timeout=20,
     )
     by_name = {status.name: status for status in statuses}
-    assert [status.name for status in statuses] == ["mini", "off", "bad", "slowpoke", "nowhere"]
+    assert [status.name for status in statuses] == [
+        "mini",
+        "off",
+        "only",
+        "bad",
+        "slowpoke",
+        "nowhere",
+    ]
     mini = by_name["mini"]
     assert (mini.transport, mini.enabled, mini.started, mini.error) == ("stdio", True, True, None)
     tools = {tool.name: tool for tool in mini.tools}
@@ -40,6 +48,8 @@ def test_probe_reports_each_server_and_stops_them(tmp_path: Path) -> None:
     assert tools["echo"].description == "Echo the text back."
     assert tools["delete_all"].annotations == {"readOnlyHint": False, "destructiveHint": True}
     assert (by_name["off"].enabled, by_name["off"].started) == (False, False)
+    # enabled_tools keeps only those; disabled_tools then removes (Codex's order).
+    assert [tool.name for tool in by_name["only"].tools] == ["echo"]
     assert by_name["bad"].error is not None and "exited with code 2" in by_name["bad"].error
     assert (
         by_name["slowpoke"].error is not None
