@@ -14,7 +14,7 @@ from mcp.server.mcpserver.exceptions import ToolError
 from mcp_types import CallToolResult
 from pydantic import Field
 
-from oiexec.api.mcp_server import Config, Cwd, Limits, RunOutcome, Runs, Sandbox
+from oiexec.api.mcp_runs import Config, Cwd, Limits, RunOutcome, Runs, Sandbox
 
 __all__ = ["add_codex_tools"]
 

@@ -4,8 +4,8 @@ a coding task to it.
 Two tools, Codex's `codex`/`codex-reply` pair under oiexec's names:
 
 - `run` starts a thread: `prompt`, and optionally `cwd`, `sandbox`, `model`, `profile`,
-  `harness` and `config` (dotted keys to values, as `-c` takes them).
-- `reply` continues one: `threadId` (from a `run` result) and `prompt`.
+  `harness`, `config` (dotted keys to values, as `-c` takes them), `max_turns`, `timeout`.
+- `reply` continues one: `threadId` (from a `run` result) and `prompt` (and the limits).
 
 `codex` and `codex-reply` are the same two under Codex's names and parameters
 (oiexec/api/mcp_codex_tools.py), for agents set up for `codex mcp-server`.
@@ -20,10 +20,10 @@ problem, never a crash of the server.
 Each run goes through the Python API (`oiexec.api`), so config layering and every safety rule
 are exec's: the approval policy is `never`, the sandbox fails closed, secrets are redacted.
 The operator can cap what callers get. A sandbox given when starting the server (`-s`) is
-the default and the loosest mode a call may ask for, and callers may then set only the config
-keys in `CALLER_CONFIG_KEYS` (MCP servers, hooks, notify, providers and the sandbox keys could
-undo the cap from outside the sandbox). A directory given (`-C`) is the default cwd and the
-tree a call's cwd must be inside.
+the default and the loosest mode a call may ask for, and callers may then set only the
+config keys in `mcp_runs.CALLER_CONFIG_KEYS` (MCP servers, hooks, notify, providers and the
+sandbox keys could undo the cap from outside the sandbox). A directory given (`-C`) is the
+default cwd and the tree a call's cwd must be inside.
 
 stdout is the protocol channel. The SDK's stdio transport points fd 1 at stderr while it
 serves, so nothing a run or its commands print can reach the channel.
@@ -31,319 +31,27 @@ serves, so nothing a run or its commands print can reach the channel.
 
 from __future__ import annotations
 
-import asyncio
-import contextlib
-import os
-import sys
-import traceback
-from collections.abc import Mapping
-from dataclasses import dataclass, field
-from pathlib import Path
-from typing import TYPE_CHECKING, Annotated, Any, Literal
+from typing import Annotated, Any
 
 from mcp.server.mcpserver import Context, MCPServer
-from mcp.server.mcpserver.exceptions import ToolError
-from mcp_types import CallToolResult, TextContent
-from pydantic import BaseModel, Field
+from mcp_types import CallToolResult
+from pydantic import Field
 
 from oiexec import __version__
-from oiexec.core.errors import OiexecError
-from oiexec.core.events import (
-    CommandExecutionItem,
-    FileChangeItem,
-    ItemCompleted,
-    McpToolCallItem,
-    ThreadEvent,
+from oiexec.api.mcp_codex_tools import add_codex_tools
+from oiexec.api.mcp_runs import (
+    Config,
+    Cwd,
+    Limits,
+    MaxTurns,
+    RunOutcome,
+    Runs,
+    Sandbox,
+    ServerDefaults,
+    Timeout,
 )
-from oiexec.core.policy import SANDBOX_MODES, SandboxMode
-
-if TYPE_CHECKING:
-    from oiexec.api import Agent
 
 __all__ = ["RunOutcome", "ServerDefaults", "build_server", "serve"]
-
-
-class RunOutcome(BaseModel):
-    """The structured content of a `run`/`reply` result."""
-
-    threadId: str | None = Field(description="The thread to continue with `reply`.")
-    content: str = Field(description="The agent's final message.")
-    exitCode: int = Field(description="interpreter exec's exit code (0: the turn completed).")
-    reason: str | None = Field(description="Why the run stopped early (null on success).")
-    diff: str = Field(description="Unified diff of what the run changed in the worktree.")
-
-
-_MaxTurns = Annotated[
-    int | None, Field(description="Stop after this many model turns (exit code 4).", ge=1)
-]
-_Timeout = Annotated[
-    float | None, Field(description="Stop after this many seconds (exit code 5).", gt=0)
-]
-
-
-@dataclass(frozen=True)
-class ServerDefaults:
-    """What `interpreter mcp-server`'s own flags set for every run."""
-
-    model: str | None = None
-    #: The default sandbox and the loosest one a caller may ask for.
-    sandbox: SandboxMode | None = None
-    profile: str | None = None
-    harness: str | None = None
-    config: Mapping[str, Any] = field(default_factory=dict)
-    #: The default working directory and the tree a call's `cwd` must be inside.
-    root: Path | None = None
-
-
-#: With a sandbox ceiling (`-s`), the config keys a caller may set: what shapes the model's
-#: work. Everything else could undo the ceiling from outside the sandbox (MCP servers, hooks
-#: and notify run commands unsandboxed; providers could send the operator's API key
-#: elsewhere; the sandbox keys themselves), so it is the operator's alone.
-CALLER_CONFIG_KEYS = frozenset(
-    {
-        "model",
-        "review_model",
-        "model_reasoning_effort",
-        "model_reasoning_summary",
-        "model_verbosity",
-        "model_context_window",
-        "model_auto_compact_token_limit",
-        "harness",
-        "harness_guidance",
-        "project_doc_max_bytes",
-        "project_doc_fallback_filenames",
-        "tool_output_token_limit",
-        "hide_agent_reasoning",
-        "web_search",
-        "features",
-    }
-)
-
-
-def _merge(base: Mapping[str, Any], top: Mapping[str, Any]) -> dict[str, Any]:
-    merged = dict(base)
-    for key, value in top.items():
-        if isinstance(value, Mapping) and isinstance(merged.get(key), Mapping):
-            merged[key] = _merge(merged[key], value)
-        else:
-            merged[key] = value
-    return merged
-
-
-def _choose_sandbox(defaults: ServerDefaults, asked: SandboxMode | None) -> SandboxMode | None:
-    if asked is None:
-        return defaults.sandbox
-    ceiling = defaults.sandbox
-    if ceiling is not None and SANDBOX_MODES.index(asked) > SANDBOX_MODES.index(ceiling):
-        raise ToolError(
-            f"sandbox {asked!r} is looser than this server allows ({ceiling!r}, set by "
-            f"`interpreter mcp-server -s {ceiling}`): ask for {ceiling!r} or a stricter mode"
-        )
-    return asked
-
-
-def _check_config(defaults: ServerDefaults, config: Mapping[str, Any]) -> None:
-    from oiexec.config.overrides import split_dotted_key
-
-    if defaults.sandbox is None:
-        return  # no ceiling: the operator lets callers choose everything, as Codex does
-    refused = sorted({key for key in config if split_dotted_key(key)[0] not in CALLER_CONFIG_KEYS})
-    if refused:
-        raise ToolError(
-            f"config key(s) {', '.join(refused)} cannot be set by a caller of this server: it "
-            f"runs with a sandbox ceiling (`-s {defaults.sandbox}`), and only these keys are "
-            f"open to callers: {', '.join(sorted(CALLER_CONFIG_KEYS))}"
-        )
-
-
-def _choose_cwd(defaults: ServerDefaults, asked: str | None) -> str | None:
-    root = defaults.root
-    if asked is None:
-        return str(root) if root is not None else None
-    if root is None:
-        return asked
-    # Relative to the root, as Codex resolves a relative cwd against the server's own.
-    path = Path(os.path.realpath(root / Path(asked).expanduser()))
-    if not path.is_relative_to(os.path.realpath(root)):
-        raise ToolError(
-            f"cwd {asked!r} is outside {str(root)!r}, the directory this server was started "
-            "for (`interpreter mcp-server -C`): pass a directory inside it"
-        )
-    return str(path)
-
-
-def _outcome(thread_id: str | None, result: Any) -> CallToolResult:
-    outcome = RunOutcome(
-        threadId=thread_id,
-        content=result.final_response or "",
-        exitCode=int(result.exit_code),
-        reason=result.reason,
-        diff=result.diff or "",
-    )
-    text = outcome.content
-    if outcome.exitCode != 0:
-        status = f"The run ended with exit code {outcome.exitCode}"
-        status += f" ({outcome.reason})." if outcome.reason else "."
-        text = f"{text}\n\n{status}" if text else status
-    return CallToolResult(
-        content=[TextContent(type="text", text=text)],
-        structured_content=outcome.model_dump(mode="json"),
-        is_error=outcome.exitCode != 0,
-    )
-
-
-@dataclass(frozen=True)
-class Limits:
-    max_turns: int | None = None
-    timeout: float | None = None
-
-
-def _describe(event: ThreadEvent) -> str | None:
-    """One line per completed item, for the caller's progress display."""
-    if not isinstance(event, ItemCompleted):
-        return None
-    item = event.item
-    if isinstance(item, CommandExecutionItem):
-        return f"ran `{item.command}` (exit code {item.exit_code})"
-    if isinstance(item, FileChangeItem):
-        return "changed " + ", ".join(change.path for change in item.changes)
-    if isinstance(item, McpToolCallItem):
-        return f"called {item.server}.{item.tool} ({item.status})"
-    return item.type.replace("_", " ")
-
-
-class _Progress:
-    """Sends a progress notification per completed item when the caller asked for progress
-    (a `progressToken`): a long run shows what it does, and clients that extend their
-    request timeout on progress do not give up on it."""
-
-    def __init__(self, ctx: Context[Any, Any]) -> None:
-        self._ctx = ctx
-        self._count = 0
-        self._tasks: set[asyncio.Task[None]] = set()
-
-    def __call__(self, event: ThreadEvent) -> None:
-        message = _describe(event)
-        if message is None:
-            return
-        self._count += 1
-        # Called synchronously from inside the turn's event loop: the send is scheduled.
-        task = asyncio.get_running_loop().create_task(self._send(self._count, message))
-        self._tasks.add(task)
-        task.add_done_callback(self._tasks.discard)
-
-    async def _send(self, count: int, message: str) -> None:
-        with contextlib.suppress(Exception):  # progress is best effort, never the run's end
-            await self._ctx.report_progress(count, message=message)
-
-
-async def _run_turn(
-    agent: Agent,
-    thread_id: str | None,
-    prompt: str,
-    limits: Limits,
-    ctx: Context[Any, Any] | None,
-) -> tuple[str | None, Any]:
-    try:
-        thread = agent.resume_thread(thread_id) if thread_id else agent.start_thread()
-        result = await thread.arun(
-            prompt,
-            max_turns=limits.max_turns,
-            timeout=limits.timeout,
-            on_event=_Progress(ctx) if ctx is not None else None,
-        )
-    except OiexecError as exc:
-        # Errors before the thread starts (config, usage, unknown thread): the caller's to fix.
-        raise ToolError(exc.render()) from exc
-    except Exception as exc:
-        # A bug must not look like the caller's fault, nor hide what happened.
-        if os.environ.get("OIEXEC_DEBUG"):
-            traceback.print_exc(file=sys.stderr)
-        raise ToolError(
-            f"internal error: {type(exc).__name__}: {exc}. This is a bug in oiexec; "
-            "run `interpreter mcp-server` with OIEXEC_DEBUG=1 for the traceback on stderr."
-        ) from exc
-    return result.thread_id or thread.id, result
-
-
-class Runs:
-    """Starts and continues threads for the tools, remembering the options each thread this
-    server started runs with, so a reply continues it the same way (a thread it did not start
-    is resumed with the server's defaults)."""
-
-    def __init__(self, defaults: ServerDefaults) -> None:
-        self.defaults = defaults
-        self._threads: dict[str, dict[str, Any]] = {}
-
-    @staticmethod
-    def _agent(options: dict[str, Any]) -> Agent:
-        from oiexec.api import Agent
-
-        try:
-            return Agent(**options)
-        except OiexecError as exc:
-            raise ToolError(exc.render()) from exc
-
-    async def start(
-        self,
-        prompt: str,
-        limits: Limits,
-        ctx: Context[Any, Any] | None,
-        *,
-        cwd: str | None,
-        sandbox: SandboxMode | None,
-        model: str | None,
-        profile: str | None,
-        harness: str | None,
-        config: Mapping[str, Any] | None,
-    ) -> CallToolResult:
-        defaults = self.defaults
-        _check_config(defaults, config or {})
-        options: dict[str, Any] = {
-            "model": model or defaults.model,
-            "sandbox": _choose_sandbox(defaults, sandbox),
-            "cwd": _choose_cwd(defaults, cwd),
-            "harness": harness or defaults.harness,
-            "profile": profile or defaults.profile,
-            "config": _merge(defaults.config, config or {}),
-        }
-        options = {key: value for key, value in options.items() if value is not None}
-        thread_id, result = await _run_turn(self._agent(options), None, prompt, limits, ctx)
-        if thread_id:
-            self._threads[thread_id] = options
-        return _outcome(thread_id, result)
-
-    async def resume(
-        self, thread_id: str, prompt: str, limits: Limits, ctx: Context[Any, Any] | None
-    ) -> CallToolResult:
-        defaults = self.defaults
-        base = {
-            "model": defaults.model,
-            "sandbox": defaults.sandbox,
-            # A thread this server did not start runs in the root when there is one.
-            "cwd": str(defaults.root) if defaults.root is not None else None,
-            "harness": defaults.harness,
-            "profile": defaults.profile,
-            "config": dict(defaults.config),
-        }
-        options = self._threads.get(thread_id) or {k: v for k, v in base.items() if v}
-        agent = self._agent(dict(options))
-        new_id, result = await _run_turn(agent, thread_id, prompt, limits, ctx)
-        return _outcome(new_id or thread_id, result)
-
-
-Sandbox = Annotated[
-    Literal["read-only", "workspace-write", "danger-full-access"] | None,
-    Field(description="Sandbox mode for the commands the agent runs."),
-]
-Cwd = Annotated[
-    str | None,
-    Field(description="Working directory (a git repository); relative to the server's."),
-]
-Config = Annotated[
-    dict[str, Any] | None,
-    Field(description="Config overrides: dotted keys to values, as -c takes them."),
-]
 
 
 def build_server(defaults: ServerDefaults | None = None) -> MCPServer[Any]:
@@ -377,8 +85,8 @@ def build_server(defaults: ServerDefaults | None = None) -> MCPServer[Any]:
         profile: Annotated[str | None, Field(description="Config profile.")] = None,
         harness: Annotated[str | None, Field(description="Harness, e.g. native.")] = None,
         config: Config = None,
-        max_turns: _MaxTurns = None,
-        timeout: _Timeout = None,
+        max_turns: MaxTurns = None,
+        timeout: Timeout = None,
         ctx: Context[Any, Any] | None = None,
     ) -> Annotated[CallToolResult, RunOutcome]:
         return await runs.start(
@@ -402,13 +110,11 @@ def build_server(defaults: ServerDefaults | None = None) -> MCPServer[Any]:
             str, Field(description="The threadId a `run` result returned.", min_length=1)
         ],
         prompt: Annotated[str, Field(description="The follow-up prompt.", min_length=1)],
-        max_turns: _MaxTurns = None,
-        timeout: _Timeout = None,
+        max_turns: MaxTurns = None,
+        timeout: Timeout = None,
         ctx: Context[Any, Any] | None = None,
     ) -> Annotated[CallToolResult, RunOutcome]:
         return await runs.resume(threadId, prompt, Limits(max_turns, timeout), ctx)
-
-    from oiexec.api.mcp_codex_tools import add_codex_tools
 
     add_codex_tools(server, runs)
     return server
