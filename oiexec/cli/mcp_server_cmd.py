@@ -8,6 +8,7 @@ tree a call's cwd must be inside.
 from __future__ import annotations
 
 import os
+import sys
 from pathlib import Path
 from typing import Any
 
@@ -70,6 +71,15 @@ def mcp_server_command(
             forced={"approval_policy": "never"},
         )
     )
+    if sys.stdin.isatty():
+        # Someone typed the command to try it: the protocol would just sit there waiting.
+        click.echo(
+            "interpreter mcp-server speaks MCP (JSON-RPC) on stdin/stdout: start it from an MCP "
+            "client, e.g. `interpreter mcp add oiexec -- interpreter mcp-server` for another "
+            'oiexec, or [mcp_servers.oiexec] command = "interpreter", args = ["mcp-server"] '
+            "in Codex's config. Waiting for a client; Ctrl-C to stop.",
+            err=True,
+        )
     serve(
         ServerDefaults(
             model=model,
