@@ -19,7 +19,7 @@ from mcp import Client
 from mcp.client.stdio import StdioServerParameters
 from mcp_types import CallToolResult
 
-from tests.conftest import FIX_PATCH, git, run_cli
+from tests.conftest import FIX_PATCH, exec_args, git, run_cli
 from tests.support.model_server import ModelServer, apply_patch_call, call, reply, user_texts
 
 Session = Callable[[Client], Awaitable[None]]
@@ -428,3 +428,29 @@ def test_two_calls_run_at_the_same_time(
     # Both barriers opened: each run's second request carries its command's output.
     assert sum("met-2" in json.dumps(body) for body in model_server.bodies) == 2
     assert len({result.structured_content["threadId"] for result in seen}) == 2
+
+
+def test_an_oiexec_run_delegates_to_another_through_mcp_server(
+    model_server: ModelServer, repo: Path
+) -> None:
+    """The whole loop as a user sets it up: `interpreter mcp add` registers
+    `interpreter mcp-server`, and an `exec` run calls its `run` tool."""
+    model_server.enqueue(
+        reply(tool_calls=[call("mcp__oiexec__run", {"prompt": "write hello.txt"}, call_id="d")]),
+        reply(tool_calls=[call("exec_command", {"cmd": "echo hi > hello.txt"})]),  # inner run
+        reply("inner: wrote hello.txt"),
+        reply("outer: delegated"),
+    )
+    provider = model_server.config_args()
+    server = [sys.executable, "-m", "oiexec", "mcp-server", "-s", "danger-full-access"]
+    added = run_cli(["mcp", "add", "oiexec", "--", *server, "-C", str(repo), *provider], cwd=repo)
+    assert added.returncode == 0, added.stderr
+
+    outer = run_cli([*exec_args(model_server), "delegate the task"], cwd=repo, timeout=120)
+    assert outer.returncode == 0, outer.stderr
+    (item,) = outer.items("mcp_tool_call")
+    assert (item["server"], item["tool"], item["status"]) == ("oiexec", "run", "completed")
+    inner = item["result"]["structured_content"]
+    assert (inner["content"], inner["exitCode"]) == ("inner: wrote hello.txt", 0)
+    assert "+hi" in inner["diff"]
+    assert (repo / "hello.txt").read_text() == "hi\n"
