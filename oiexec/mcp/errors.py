@@ -21,6 +21,21 @@ def _http_status(exc: BaseException) -> str | None:
     return None
 
 
+def _unreachable(exc: BaseException) -> bool:
+    """A connection that never got an answer (refused, unknown host, TLS)."""
+    import httpx2
+
+    return isinstance(exc, httpx2.TransportError) or (
+        isinstance(exc, OSError) and not isinstance(exc, TimeoutError)
+    )
+
+
+def _oserror_text(exc: BaseException) -> str:
+    if isinstance(exc, OSError) and exc.strerror:
+        return exc.strerror
+    return str(exc).strip() or type(exc).__name__
+
+
 def describe_failure(
     exc: BaseException,
     *,
@@ -28,6 +43,7 @@ def describe_failure(
     exit_code: int | None,
     stderr: list[str],
     http_error: str | None = None,
+    url: str | None = None,
 ) -> str:
     """One line (plus the server's last stderr lines): the process exit, the HTTP status,
     the startup timeout, or the error itself, in that order of usefulness."""
@@ -49,8 +65,11 @@ def describe_failure(
         if isinstance(leaf, TimeoutError) and timeout is not None:
             return f"timed out after {timeout:g} s (startup_timeout_sec){tail}"
     for leaf in found:
+        if url is not None and _unreachable(leaf):
+            return f"cannot reach {url}: {_oserror_text(leaf)}"
+    for leaf in found:
         if isinstance(leaf, OSError) and not isinstance(leaf, TimeoutError):
-            return f"{leaf.strerror or leaf}{tail}"
+            return f"{_oserror_text(leaf)}{tail}"
     leaf = found[0] if found else exc
     text = str(leaf).strip() or type(leaf).__name__
     return f"{text}{tail}"

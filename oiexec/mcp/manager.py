@@ -368,6 +368,7 @@ class McpManager:
             exit_code=pump.exit_code if pump is not None else None,
             stderr=list(pump.tail) if pump is not None and starting else [],
             http_error=server.http_error,
+            url=server.config.url,
         )
 
     def _filter(self, server: _Server, listed: list[Any]) -> tuple[ServerTool, ...]:

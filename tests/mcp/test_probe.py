@@ -3,6 +3,7 @@ parts of `[mcp_servers]` only Codex's config shape decides."""
 
 from __future__ import annotations
 
+import socket
 import sys
 from pathlib import Path
 
@@ -18,8 +19,15 @@ def _mini(*args: str, **keys: object) -> McpServerConfig:
     )
 
 
+def _closed_port() -> int:
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        return int(probe.getsockname()[1])
+
+
 def test_probe_reports_each_server_and_stops_them(tmp_path: Path) -> None:
     pidfile = tmp_path / "pid"
+    down = f"http://127.0.0.1:{_closed_port()}/mcp"
     statuses = probe_servers(
         {
             "mini": _mini("--pidfile", str(pidfile), disabled_tools=["crash"]),
@@ -28,6 +36,7 @@ def test_probe_reports_each_server_and_stops_them(tmp_path: Path) -> None:
             "bad": _mini("--exit", "2"),
             "slowpoke": _mini("--hang", startup_timeout_sec=1.5),
             "nowhere": _mini(cwd=str(tmp_path / "missing")),
+            "down": McpServerConfig(url=down),
         },
         cwd=tmp_path,
         timeout=20,
@@ -40,6 +49,7 @@ def test_probe_reports_each_server_and_stops_them(tmp_path: Path) -> None:
         "bad",
         "slowpoke",
         "nowhere",
+        "down",
     ]
     mini = by_name["mini"]
     assert (mini.transport, mini.enabled, mini.started, mini.error) == ("stdio", True, True, None)
@@ -56,6 +66,10 @@ def test_probe_reports_each_server_and_stops_them(tmp_path: Path) -> None:
         and "timed out after 1.5 s" in by_name["slowpoke"].error
     )
     assert by_name["nowhere"].error == f"cwd `{tmp_path / 'missing'}` is not a directory"
+    assert (by_name["down"].transport, by_name["down"].error) == (
+        "streamable_http",
+        f"cannot reach {down}: All connection attempts failed",
+    )
     assert gone_soon(read_pid(pidfile))
 
 
