@@ -10,6 +10,7 @@ call that produced no result (timeout, server gone, refused) reads as its error 
 from __future__ import annotations
 
 import json
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
@@ -107,12 +108,17 @@ class McpTool:
         return output(text, error=is_error, images=images)
 
     @staticmethod
-    def _failed(ctx: ToolContext, item: McpToolCallItem, message: str, output: Any) -> ToolOutput:
+    def _failed(
+        ctx: ToolContext,
+        item: McpToolCallItem,
+        message: str,
+        output: Callable[..., ToolOutput],
+    ) -> ToolOutput:
+        """Completes the item as failed with `message`, which is also what the model reads."""
         ctx.items.completed(
             item.model_copy(update={"error": McpToolCallError(message=message), "status": "failed"})
         )
-        result: ToolOutput = output(message, error=True)
-        return result
+        return output(message, error=True)
 
 
 def _object_schema(schema: dict[str, Any]) -> dict[str, Any]:
