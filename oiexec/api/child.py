@@ -130,6 +130,7 @@ def _isolate(env: dict[str, str], cwd: str) -> None:
     # Its own session and process group: the caller signals the run with everything it
     # started, and a terminal's Ctrl-C reaches only the caller, which decides.
     os.setsid()
+    _release_fork_server()
     _die_with_parent()
     null = os.open(os.devnull, os.O_RDWR)
     for fd in (0, 1, 2):
@@ -183,6 +184,22 @@ def _descendants(root: int) -> list[int]:
         found.append(pid)
         todo.extend(parents.get(pid, ()))
     return found
+
+
+def _release_fork_server() -> None:
+    """Drops this process's copy of the fork server's "alive" pipe. multiprocessing gives one
+    to every child, and the server exits only once all are closed; without this, a caller
+    killed outright would leave the server, and so this run, going until the turn ended by
+    itself. The runner never starts processes through multiprocessing, so nothing here
+    needs the pipe (a private attribute: looked up defensively)."""
+    import multiprocessing.forkserver
+
+    server = getattr(multiprocessing.forkserver, "_forkserver", None)
+    fd = getattr(server, "_forkserver_alive_fd", None)
+    if isinstance(fd, int):
+        with contextlib.suppress(OSError):
+            os.close(fd)
+        server._forkserver_alive_fd = None  # type: ignore[union-attr]
 
 
 def _die_with_parent() -> None:

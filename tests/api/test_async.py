@@ -6,6 +6,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import subprocess
+import sys
 import threading
 import time
 import uuid
@@ -185,4 +186,50 @@ def test_a_callback_that_raises_stops_the_run(
         make_agent().start_thread().run("wait", on_event=on_event)
     assert seen, "the model's command never started"
     # Stopped before the exception reached the caller, not when it is garbage-collected.
+    assert running_commands(marker) == []
+
+
+_CALLER = """
+import sys
+from oiexec import Agent
+from oiexec.core.events import ItemStarted
+
+agent = Agent(sandbox="danger-full-access", config={
+    "model_provider": "scripted",
+    "model_providers": {"scripted": {"name": "S", "base_url": sys.argv[1]}},
+})
+for event in agent.start_thread().run_streamed("wait"):
+    if isinstance(event, ItemStarted):
+        print("started", flush=True)
+"""
+
+
+def test_a_caller_killed_outright_does_not_leave_its_run_going(
+    model_server: ModelServer, repo: Path
+) -> None:
+    marker = f"300.{uuid.uuid4().int % 10**8:08d}"
+    # The tool waits for the command as long as it may (30 s): the run cannot end by itself
+    # within the 20 s this test allows.
+    command = {"cmd": f"sleep {marker}", "yield_time_ms": 30_000}
+    model_server.enqueue(reply(tool_calls=[call("exec_command", command)]))
+    with subprocess.Popen(
+        [sys.executable, "-c", _CALLER, model_server.base_url],
+        cwd=repo,
+        stdout=subprocess.PIPE,
+        text=True,
+    ) as caller:
+        try:
+            assert caller.stdout is not None and caller.stdout.readline() == "started\n"
+            for _ in range(100):
+                if running_commands(marker):
+                    break
+                time.sleep(0.05)
+            assert running_commands(marker), "the model's command never started"
+        finally:
+            caller.kill()  # SIGKILL: no clean-up of its own
+    # The fork server exits with its caller, and the run with the fork server.
+    for _ in range(200):
+        if not running_commands(marker):
+            break
+        time.sleep(0.1)
     assert running_commands(marker) == []
