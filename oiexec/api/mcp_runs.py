@@ -9,7 +9,7 @@ import contextlib
 import os
 import sys
 import traceback
-from collections.abc import Mapping
+from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, Any, Literal
@@ -38,6 +38,7 @@ __all__ = [
     "Cwd",
     "Limits",
     "MaxTurns",
+    "ReviewOutcome",
     "RunOutcome",
     "Runs",
     "Sandbox",
@@ -220,21 +221,11 @@ class _Progress:
             await self._ctx.report_progress(count, message=message)
 
 
-async def _run_turn(
-    agent: Agent,
-    thread_id: str | None,
-    prompt: str,
-    limits: Limits,
-    ctx: Context[Any, Any] | None,
-) -> tuple[str | None, Any]:
+@contextlib.contextmanager
+def _api_errors() -> Iterator[None]:
+    """The API's errors as tool errors the caller reads."""
     try:
-        thread = agent.resume_thread(thread_id) if thread_id else agent.start_thread()
-        result = await thread.arun(
-            prompt,
-            max_turns=limits.max_turns,
-            timeout=limits.timeout,
-            on_event=_Progress(ctx) if ctx is not None else None,
-        )
+        yield
     except OiexecError as exc:
         # Errors before the thread starts (config, usage, unknown thread): the caller's to fix.
         raise ToolError(exc.render()) from exc
@@ -246,7 +237,60 @@ async def _run_turn(
             f"internal error: {type(exc).__name__}: {exc}. This is a bug in oiexec; "
             "run `interpreter mcp-server` with OIEXEC_DEBUG=1 for the traceback on stderr."
         ) from exc
+
+
+def _progress(ctx: Context[Any, Any] | None) -> _Progress | None:
+    return _Progress(ctx) if ctx is not None else None
+
+
+async def _run_turn(
+    agent: Agent,
+    thread_id: str | None,
+    prompt: str,
+    limits: Limits,
+    ctx: Context[Any, Any] | None,
+) -> tuple[str | None, Any]:
+    with _api_errors():
+        thread = agent.resume_thread(thread_id) if thread_id else agent.start_thread()
+        result = await thread.arun(
+            prompt, max_turns=limits.max_turns, timeout=limits.timeout, on_event=_progress(ctx)
+        )
     return result.thread_id or thread.id, result
+
+
+class ReviewOutcome(BaseModel):
+    """The structured content of a `review` result."""
+
+    threadId: str | None = Field(description="The review's thread.")
+    exitCode: int = Field(description="interpreter review's exit code (0 passed, 7 blocked).")
+    verdict: Literal["passed", "blocked", "failed"]
+    reason: str | None = Field(description="Why the review failed (null otherwise).")
+    text: str = Field(description="The review as `interpreter review` prints it.")
+    findings: list[dict[str, Any]] = Field(description="Every finding, located in the diff.")
+    blocking: list[dict[str, Any]] = Field(description="The findings that block the gate.")
+
+
+def _review_outcome(result: Any) -> CallToolResult:
+    code = int(result.exit_code)
+    verdict = "passed" if code == 0 else "blocked" if code == 7 else "failed"
+    outcome = ReviewOutcome(
+        threadId=result.thread_id,
+        exitCode=code,
+        verdict=verdict,
+        reason=result.reason,
+        text=result.text or "",
+        findings=[finding.model_dump(mode="json") for finding in result.findings],
+        blocking=[finding.model_dump(mode="json") for finding in result.blocking],
+    )
+    text = outcome.text or f"The review {verdict}" + (
+        f": {outcome.reason}" if outcome.reason else "."
+    )
+    return CallToolResult(
+        content=[TextContent(type="text", text=text)],
+        structured_content=outcome.model_dump(mode="json"),
+        # A blocking finding is the review's answer, not a failure of the tool.
+        is_error=verdict == "failed",
+    )
 
 
 class Runs:
@@ -295,6 +339,36 @@ class Runs:
         if thread_id:
             self._threads[thread_id] = options
         return _outcome(thread_id, result)
+
+    async def review(
+        self,
+        ctx: Context[Any, Any] | None,
+        *,
+        target: dict[str, Any],
+        cwd: str | None,
+        model: str | None,
+        profile: str | None,
+        config: Mapping[str, Any] | None,
+        limits: Limits,
+    ) -> CallToolResult:
+        defaults = self.defaults
+        _check_config(defaults, config or {})
+        options: dict[str, Any] = {
+            "model": model or defaults.model,
+            "cwd": _choose_cwd(defaults, cwd),
+            "harness": defaults.harness,
+            "profile": profile or defaults.profile,
+            "config": _merge(defaults.config, config or {}),
+        }
+        agent = self._agent({key: value for key, value in options.items() if value is not None})
+        with _api_errors():
+            result = await agent.areview(
+                **target,
+                max_turns=limits.max_turns,
+                timeout=limits.timeout,
+                on_event=_progress(ctx),
+            )
+        return _review_outcome(result)
 
     async def resume(
         self, thread_id: str, prompt: str, limits: Limits, ctx: Context[Any, Any] | None

@@ -1,16 +1,18 @@
 """oiexec as an MCP server over stdio (`interpreter mcp-server`), so other agents can delegate
 a coding task to it.
 
-Two tools, Codex's `codex`/`codex-reply` pair under oiexec's names:
+Codex's `codex`/`codex-reply` pair under oiexec's names, and a review:
 
 - `run` starts a thread: `prompt`, and optionally `cwd`, `sandbox`, `model`, `profile`,
   `harness`, `config` (dotted keys to values, as `-c` takes them), `max_turns`, `timeout`.
 - `reply` continues one: `threadId` (from a `run` result) and `prompt` (and the limits).
+- `review` reviews a change read-only, as `interpreter review` does, and returns the
+  findings and the gate's verdict.
 
 `codex` and `codex-reply` are the same two under Codex's names and parameters
 (oiexec/api/mcp_codex_tools.py), for agents set up for `codex mcp-server`.
 
-All return the final message as text content, and as structured content Codex's
+`run` and `reply` return the final message as text content, and as structured content Codex's
 `{threadId, content}` plus `exitCode`, `reason` (why a run stopped, as `turn.failed` says,
 null on success) and `diff` (what the run changed in the worktree). A run that did not exit 0
 comes back with `isError` set, its structured content still there. Bad arguments and errors
@@ -31,7 +33,7 @@ serves, so nothing a run or its commands print can reach the channel.
 
 from __future__ import annotations
 
-from typing import Annotated, Any
+from typing import Annotated, Any, Literal
 
 from mcp.server.mcpserver import Context, MCPServer
 from mcp_types import CallToolResult
@@ -44,6 +46,7 @@ from oiexec.api.mcp_runs import (
     Cwd,
     Limits,
     MaxTurns,
+    ReviewOutcome,
     RunOutcome,
     Runs,
     Sandbox,
@@ -115,6 +118,53 @@ def build_server(defaults: ServerDefaults | None = None) -> MCPServer[Any]:
         ctx: Context[Any, Any] | None = None,
     ) -> Annotated[CallToolResult, RunOutcome]:
         return await runs.resume(threadId, prompt, Limits(max_turns, timeout), ctx)
+
+    @server.tool(
+        name="review",
+        description=(
+            "Review a change read-only, as `interpreter review` does: exactly one of "
+            "`uncommitted`, `base` (a branch), `commit` (a SHA) or `instructions`. Returns the "
+            "findings and the gate's verdict (passed, or blocked by a finding at `fail_on` "
+            "or worse)."
+        ),
+    )
+    async def review(
+        cwd: Cwd = None,
+        uncommitted: Annotated[
+            bool, Field(description="Review the staged, unstaged and untracked changes.")
+        ] = False,
+        base: Annotated[str | None, Field(description="Review the branch against BASE.")] = None,
+        commit: Annotated[str | None, Field(description="Review one commit (a SHA).")] = None,
+        instructions: Annotated[
+            str | None, Field(description="Custom review instructions.")
+        ] = None,
+        fail_on: Annotated[
+            Literal["P0", "P1", "P2", "P3"],
+            Field(description="The priority that blocks, and every more severe one."),
+        ] = "P1",
+        model: Annotated[str | None, Field(description="Model, e.g. gpt-5.5.")] = None,
+        profile: Annotated[str | None, Field(description="Config profile.")] = None,
+        config: Config = None,
+        max_turns: MaxTurns = None,
+        timeout: Timeout = None,
+        ctx: Context[Any, Any] | None = None,
+    ) -> Annotated[CallToolResult, ReviewOutcome]:
+        target = {
+            "uncommitted": uncommitted,
+            "base": base,
+            "commit": commit,
+            "instructions": instructions,
+            "fail_on": fail_on,
+        }
+        return await runs.review(
+            ctx,
+            target=target,
+            cwd=cwd,
+            model=model,
+            profile=profile,
+            config=config,
+            limits=Limits(max_turns, timeout),
+        )
 
     add_codex_tools(server, runs)
     return server

@@ -58,7 +58,7 @@ def test_run_returns_message_exit_code_and_diff_then_reply_continues(
 
     async def session(client: Client) -> None:
         tools = {tool.name: tool for tool in (await client.list_tools()).tools}
-        assert set(tools) == {"run", "reply", "codex", "codex-reply"}
+        assert set(tools) == {"run", "reply", "review", "codex", "codex-reply"}
         assert tools["run"].input_schema["required"] == ["prompt"]
         assert {"prompt", "cwd", "sandbox", "model"} <= set(tools["run"].input_schema["properties"])
         assert set(tools["run"].output_schema["properties"]) == {
@@ -186,7 +186,7 @@ def test_bad_arguments_are_tool_errors_and_the_server_keeps_serving(
             "run", {"prompt": "x", "cwd": str(repo), "sandbox": "danger-full-access"}
         )
         # Still serving after all of that.
-        assert len((await client.list_tools()).tools) == 4
+        assert len((await client.list_tools()).tools) == 5
 
     _serve(model_server, tmp_path, session, "-s", "workspace-write", "-C", str(repo))
 
@@ -454,3 +454,42 @@ def test_an_oiexec_run_delegates_to_another_through_mcp_server(
     assert (inner["content"], inner["exitCode"]) == ("inner: wrote hello.txt", 0)
     assert "+hi" in inner["diff"]
     assert (repo / "hello.txt").read_text() == "hi\n"
+
+
+def test_review_returns_findings_and_the_gate_verdict(
+    model_server: ModelServer, repo: Path, tmp_path: Path
+) -> None:
+    (repo / "calc.py").write_text("def add(a, b):\n    return a * b\n")
+    finding = {
+        "title": "add() multiplies",
+        "body": "`add` returns `a * b`.",
+        "confidence_score": 0.9,
+        "priority": 0,
+        "code_location": {
+            "absolute_file_path": str(repo / "calc.py"),
+            "line_range": {"start": 2, "end": 2},
+        },
+    }
+    answer = {
+        "findings": [finding],
+        "overall_correctness": "patch is incorrect",
+        "overall_explanation": "The change breaks add().",
+        "overall_confidence_score": 0.8,
+    }
+    model_server.enqueue(reply(json.dumps(answer)))
+    seen: dict[str, CallToolResult] = {}
+
+    async def session(client: Client) -> None:
+        seen["review"] = await client.call_tool("review", {"uncommitted": True})
+        seen["no target"] = await client.call_tool("review", {})
+
+    _serve(model_server, tmp_path, session, "-C", str(repo))
+    review = seen["review"]
+    assert not review.is_error, _text(review)  # a blocking finding is an answer, not a failure
+    outcome = review.structured_content
+    assert (outcome["verdict"], outcome["exitCode"]) == ("blocked", 7)
+    assert [f["title"] for f in outcome["findings"]] == ["add() multiplies"]
+    assert outcome["blocking"][0]["relative_path"] == "calc.py"
+    assert "add() multiplies" in _text(review)
+    assert seen["no target"].is_error
+    assert "internal error" not in _text(seen["no target"])
