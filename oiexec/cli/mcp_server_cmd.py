@@ -51,7 +51,7 @@ def mcp_server_command(
     harness: str | None,
     overrides: tuple[str, ...],
 ) -> None:
-    """Serve oiexec as an MCP server on stdio: tools `run` and `reply`."""
+    """Serve oiexec as an MCP server on stdio: tools run, reply, review (and codex, codex-reply)."""
     from oiexec.api.mcp_server import ServerDefaults, serve
     from oiexec.config.loader import ConfigInputs, load_config
     from oiexec.config.overrides import nest, parse_override
