@@ -33,6 +33,9 @@ PRELOAD = (
     "oiexec.cli.request",
     "oiexec.runner.exec",
     "oiexec.runner.review",
+    # The Python API's side of a run (named, not imported: the server loads it, this module
+    # does not depend on it).
+    "oiexec.api.child",
     "oiexec.agent.loop",
     "oiexec.config.loader",
     "oiexec.harness.registry",
