@@ -179,32 +179,18 @@ def doctor_command(
     except OiexecError as exc:
         click.echo(exc.render(), err=True)
         sys.exit(int(exc.exit_code))
-    report["mcp"] = _mcp_note(workdir)
+    from oiexec.runner.unsandboxed import unsandboxed_report
+
+    report.update(unsandboxed_report(workdir))
     # The report is the command's output, on stdout either way; the exit code says whether
     # the mode can be enforced, and stderr is left for errors.
     if as_json:
         click.echo(json.dumps(report, indent=2))
     else:
         click.echo(render_report(report))
-        click.echo(f"mcp:      {report['mcp']['note']}")
+        for key in ("mcp", "hooks", "notify"):
+            click.echo(f"{key + ':':<10}{report[key]['note']}")
     sys.exit(0 if report["ok"] else 6)
-
-
-def _mcp_note(workdir: Path) -> dict[str, object]:
-    """MCP servers are started by oiexec itself, not through the command sandbox: say so,
-    naming the ones a run here would start."""
-    from oiexec.core.errors import OiexecError
-
-    try:
-        from oiexec.config.loader import ConfigInputs, load_config
-
-        settings = load_config(ConfigInputs(cwd=workdir, forced={"approval_policy": "never"}))
-        servers = sorted(n for n, c in settings.settings.mcp_servers.items() if c.enabled)
-    except OiexecError as exc:
-        return {"outside_sandbox": True, "servers": None, "note": f"config unreadable: {exc}"}
-    where = "MCP servers (and every process they start) run outside this sandbox"
-    named = f": {', '.join(servers)}" if servers else "; none configured here"
-    return {"outside_sandbox": True, "servers": servers, "note": where + named}
 
 
 if __name__ == "__main__":

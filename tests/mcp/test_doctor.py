@@ -20,3 +20,19 @@ def test_doctor_names_the_servers_that_run_unsandboxed(repo: Path, oi_home: Path
     )
     report = json.loads(run_cli(["sandbox", "doctor", "--json"], cwd=repo).stdout)
     assert report["mcp"]["servers"] == ["docs"] and report["mcp"]["outside_sandbox"] is True
+
+
+def test_doctor_names_hooks_and_notify_that_run_unsandboxed(repo: Path, oi_home: Path) -> None:
+    (oi_home / "config.toml").write_text(
+        'notify = ["notify-send", "done"]\n'
+        '[[hooks.PreToolUse]]\nhooks = [{ command = "guard.sh" }]\n'
+    )
+    (oi_home / "hooks.json").write_text(
+        '{"hooks": {"Stop": [{"hooks": [{"type": "command", "command": "stop.sh"}]}]}}'
+    )
+    text = run_cli(["sandbox", "doctor"], cwd=repo).stdout
+    assert "hooks:    hook commands run outside this sandbox: 2 configured here\n" in text
+    assert "notify:   the notify program runs outside this sandbox: notify-send\n" in text
+    report = json.loads(run_cli(["sandbox", "doctor", "--json"], cwd=repo).stdout)
+    assert report["hooks"]["commands"] == ["guard.sh", "stop.sh"]
+    assert report["notify"]["command"] == ["notify-send", "done"]
