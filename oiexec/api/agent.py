@@ -7,7 +7,7 @@ import asyncio
 import contextlib
 import dataclasses
 from collections.abc import Callable, Mapping, Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from oiexec.api.child import ReviewJob
 from oiexec.api.options import (
@@ -23,6 +23,9 @@ from oiexec.api.results import Collector, ReviewResult, adrive, drive
 from oiexec.api.thread import Thread, environment
 from oiexec.core.errors import UsageError
 from oiexec.core.events import ThreadEvent
+
+if TYPE_CHECKING:
+    from oiexec.review.targets import ReviewTarget
 
 __all__ = ["Agent"]
 
@@ -229,7 +232,7 @@ def _target(
     commit: str | None,
     title: str | None,
     instructions: str | None,
-) -> Any:
+) -> ReviewTarget:
     from oiexec.review.targets import (
         BaseBranchTarget,
         CommitTarget,
