@@ -13,6 +13,7 @@ from collections.abc import Iterator
 from types import FrameType
 
 from oiexec.core.errors import Interrupted, RunTimedOut
+from oiexec.core.interrupts import deliver
 
 
 def _main_thread() -> bool:
@@ -28,7 +29,7 @@ def deadline_alarm(deadline: float | None) -> Iterator[None]:
         return
 
     def on_alarm(_signum: int, _frame: FrameType | None) -> None:
-        raise RunTimedOut("time limit reached: the run exceeded --timeout")
+        deliver(RunTimedOut("time limit reached: the run exceeded --timeout"))
 
     previous = signal.signal(signal.SIGALRM, on_alarm)
     signal.setitimer(signal.ITIMER_REAL, max(0.001, deadline - time.monotonic()))
@@ -60,7 +61,7 @@ def interrupt_signals() -> Iterator[None]:
             sys.stderr.flush()
             os._exit(int(first[0].exit_code))
         first.append(Interrupted("SIGTERM" if signum == signal.SIGTERM else "SIGINT"))
-        raise first[0]
+        deliver(first[0])
 
     previous = {sig: signal.signal(sig, on_signal) for sig in (signal.SIGINT, signal.SIGTERM)}
     try:

@@ -23,6 +23,7 @@ import threading
 import time
 from collections.abc import Callable
 
+from oiexec.core.interrupts import uninterruptible
 from oiexec.core.policy import PreparedCommand
 
 #: After SIGTERM, how long the group gets before SIGKILL.
@@ -364,16 +365,21 @@ class ProcessRegistry:
 
     def spawn(self, prepared: PreparedCommand, *, tty: bool = False) -> tuple[int, ProcessSession]:
         """Start `prepared` and register it; raises OSError if it cannot be started."""
-        session = ProcessSession(prepared, tty=tty)
-        with self._lock:
-            session_id = self._next_id
-            self._next_id += 1
-            self._sessions[session_id] = session
-            self._used[session_id] = time.monotonic()
-            evict = self._least_recently_used() if len(self._sessions) > MAX_SESSIONS else None
-            stale = self._sessions.pop(evict) if evict is not None else None
-            if evict is not None:
-                self._used.pop(evict)
+        # A timeout or SIGTERM landing between the spawn and the registration would leave the
+        # command running unseen by `close_all`: it is held until the command is registered.
+        with uninterruptible():
+            session = ProcessSession(prepared, tty=tty)
+            with self._lock:
+                session_id = self._next_id
+                self._next_id += 1
+                self._sessions[session_id] = session
+                self._used[session_id] = time.monotonic()
+                evict = (
+                    self._least_recently_used() if len(self._sessions) > MAX_SESSIONS else None
+                )
+                stale = self._sessions.pop(evict) if evict is not None else None
+                if evict is not None:
+                    self._used.pop(evict)
         if stale is not None:
             self._close_session(stale)
         return session_id, session
