@@ -27,6 +27,7 @@ from typing import Any
 from oiexec.api.channel import Channel, ChannelText, PipeProcessor
 from oiexec.core.errors import Interrupted, OiexecError
 from oiexec.core.redact import redact
+from oiexec.runner.forkserver import tie_to_caller
 from oiexec.runner.request import ExecRequest
 from oiexec.runner.result import RunResult
 from oiexec.runner.review import ReviewRequest
@@ -130,8 +131,8 @@ def _isolate(env: dict[str, str], cwd: str) -> None:
     # Its own session and process group: the caller signals the run with everything it
     # started, and a terminal's Ctrl-C reaches only the caller, which decides.
     os.setsid()
-    _release_fork_server()
-    _die_with_parent()
+    tie_to_caller()
+    _become_subreaper()
     null = os.open(os.devnull, os.O_RDWR)
     for fd in (0, 1, 2):
         os.dup2(null, fd)
@@ -186,32 +187,11 @@ def _descendants(root: int) -> list[int]:
     return found
 
 
-def _release_fork_server() -> None:
-    """Drops this process's copy of the fork server's "alive" pipe. multiprocessing gives one
-    to every child, and the server exits only once all are closed; without this, a caller
-    killed outright would leave the server, and so this run, going until the turn ended by
-    itself. The runner never starts processes through multiprocessing, so nothing here
-    needs the pipe (a private attribute: looked up defensively)."""
-    import multiprocessing.forkserver
-
-    server = getattr(multiprocessing.forkserver, "_forkserver", None)
-    fd = getattr(server, "_forkserver_alive_fd", None)
-    if isinstance(fd, int):
-        with contextlib.suppress(OSError):
-            os.close(fd)
-        server._forkserver_alive_fd = None  # type: ignore[union-attr]
-
-
-def _die_with_parent() -> None:
-    """SIGTERM when the fork server exits (it exits with the caller's process), so a caller
-    killed outright does not leave its runs going; and become a child subreaper. Linux only;
-    elsewhere a no-op."""
+def _become_subreaper() -> None:
+    """Orphans of the run's commands are re-parented here, not to init, so
+    `_kill_descendants` finds them. Linux only; elsewhere a no-op."""
     if not sys.platform.startswith("linux"):
         return
     with contextlib.suppress(Exception):
-        libc = ctypes.CDLL(None, use_errno=True)
-        pr_set_pdeathsig, pr_set_child_subreaper = 1, 36
-        libc.prctl(pr_set_pdeathsig, signal.SIGTERM)
-        # Orphans of the run's commands are re-parented here, not to init: see
-        # _kill_descendants.
-        libc.prctl(pr_set_child_subreaper, 1)
+        pr_set_child_subreaper = 36
+        ctypes.CDLL(None, use_errno=True).prctl(pr_set_child_subreaper, 1)

@@ -15,14 +15,19 @@ so each child is handed the current ones explicitly.
 
 from __future__ import annotations
 
+import contextlib
+import ctypes
 import multiprocessing
 import multiprocessing.context
 import multiprocessing.process
 import multiprocessing.spawn
+import os
+import signal
+import sys
 import threading
 from typing import Any
 
-__all__ = ["PRELOAD", "preloaded_context", "start_without_main"]
+__all__ = ["PRELOAD", "preloaded_context", "start_without_main", "tie_to_caller"]
 
 #: What a run imports on its way to the first request: loaded once, in the server.
 PRELOAD = (
@@ -114,3 +119,30 @@ def _preparation_data(name: str) -> dict[str, Any]:
         data.pop("init_main_from_path", None)
         data.pop("init_main_from_name", None)
     return data
+
+
+# -- in the child ----------------------------------------------------------------------------
+
+
+def tie_to_caller() -> None:
+    """In a child: end with the process that started it, even one killed outright.
+
+    multiprocessing hands every child a copy of the fork server's "alive" pipe, and the
+    server exits only once all copies are closed; a child holding one would keep the server,
+    and so itself, going after its caller died. The child drops its copy (a private
+    attribute, looked up defensively: nothing in a run starts processes through
+    multiprocessing) and asks for SIGTERM when the server exits, which ends its run as a
+    CI cancellation does (commands killed, session and reports written). Linux only for the
+    signal; elsewhere only the pipe is dropped."""
+    import multiprocessing.forkserver
+
+    server = getattr(multiprocessing.forkserver, "_forkserver", None)
+    fd = getattr(server, "_forkserver_alive_fd", None)
+    if isinstance(fd, int):
+        with contextlib.suppress(OSError):
+            os.close(fd)
+        server._forkserver_alive_fd = None  # type: ignore[union-attr]
+    if sys.platform.startswith("linux"):
+        with contextlib.suppress(Exception):
+            pr_set_pdeathsig = 1
+            ctypes.CDLL(None, use_errno=True).prctl(pr_set_pdeathsig, signal.SIGTERM)

@@ -75,3 +75,31 @@ def test_sigterm_stops_the_batch_and_a_rerun_runs_only_unfinished_tasks(
         "[task:later]": before["[task:later]"] + 1,
     }
     assert "quick: success (finished in an earlier run)" in rerun.stderr
+
+
+def test_a_batch_killed_outright_does_not_leave_its_tasks_running(
+    model_server: ModelServer, repo: Path, tmp_path: Path
+) -> None:
+    """kill -9 (an OOM kill, a runner that does not wait) gives the batch no chance to stop its
+    tasks: each task ends itself as a SIGTERM'd run would, instead of waiting on the model."""
+    tasks = write_tasks(
+        tmp_path / "tasks.jsonl",
+        [{"id": "stuck", "prompt": "stuck [task:stuck]", "repo": str(repo)}],
+    )
+    model_server.route("[task:stuck]", stall(60.0, reply=reply("far too late")))
+    out = tmp_path / "out"
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "oiexec", *batch_args(model_server, tasks, out)],
+        cwd=tmp_path,
+        stdin=subprocess.DEVNULL,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+        env=dict(os.environ),
+    )
+    _wait_for(lambda: requests_for(model_server, "[task:stuck]"))
+    proc.kill()
+    proc.wait(timeout=10)
+    events = out / "stuck" / "events.jsonl"
+    _wait_for(lambda: events.is_file() and '"turn.failed"' in events.read_text())
+    last = json.loads(events.read_text().splitlines()[-1])
+    assert last == {"type": "turn.failed", "error": {"message": "interrupted by SIGTERM"}}

@@ -21,7 +21,7 @@ import tempfile
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 
-from oiexec.runner.forkserver import preloaded_context
+from oiexec.runner.forkserver import preloaded_context, tie_to_caller
 
 __all__ = ["Launcher", "TaskProcess"]
 
@@ -95,6 +95,8 @@ def _task_main(
     # and kills the task with everything it started, and a terminal's Ctrl-C reaches only the
     # batch, which decides.
     os.setsid()
+    # A batch killed outright (kill -9, OOM) must not leave its tasks running to the end.
+    tie_to_caller()
     with tempfile.TemporaryFile() as prompt:
         # A file, not a pipe: a long prompt cannot block on a full pipe buffer.
         prompt.write(stdin.encode("utf-8"))
