@@ -108,7 +108,6 @@ def build_request(
             profile=options.profile,
             overrides=config_overrides(options.config),
             flags={key: value for key, value in flags.items() if value is not None},
-            forced={"approval_policy": "never"},
             strict=options.strict_config,
         ),
         images=turn.images,

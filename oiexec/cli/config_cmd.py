@@ -78,7 +78,6 @@ def show_command(
             profile=profile,
             overrides=overrides,
             flags=flags,
-            forced={"approval_policy": "never"},
             strict=strict_config,
         )
     )

@@ -170,7 +170,6 @@ def _load_servers(overrides: tuple[str, ...]) -> tuple[dict[str, McpServerConfig
     inputs = ConfigInputs(
         cwd=cwd,
         overrides=(*_group_overrides(), *overrides),
-        forced={"approval_policy": "never"},
     )
     loaded = load_config(inputs)
     for warning in loaded.warnings:

@@ -68,7 +68,6 @@ def mcp_server_command(
             profile=profile,
             overrides=overrides,
             flags={"model": model, "sandbox_mode": sandbox_mode, "harness": harness},
-            forced={"approval_policy": "never"},
         )
     )
     if sys.stdin.isatty():

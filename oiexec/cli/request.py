@@ -69,7 +69,6 @@ def build_request(params: dict[str, Any], prompt: str, **extra: Any) -> ExecRequ
             profile=params.get("profile"),
             overrides=tuple(overrides),
             flags=flags,
-            forced={"approval_policy": "never"},
             strict=bool(params.get("strict_config")),
         ),
         images=tuple(Path(p).expanduser() for p in params.get("images", ())),

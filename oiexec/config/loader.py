@@ -73,7 +73,9 @@ class ConfigInputs:
     profile: str | None = None
     overrides: tuple[str, ...] = ()
     flags: dict[str, Any] = field(default_factory=dict)
-    forced: dict[str, Any] = field(default_factory=dict)
+    #: Above every layer. Every run oiexec makes is headless, so the approval policy is always
+    #: `never` (as Codex's exec forces it): nobody is there to approve.
+    forced: dict[str, Any] = field(default_factory=lambda: {"approval_policy": "never"})
     strict: bool = False
     #: Dotted keys restored from the session being resumed or forked: above the files and
     #: the environment (the run is continued as it was made), below `-c`, flags and what a

@@ -19,7 +19,7 @@ def unsandboxed_report(workdir: Path) -> dict[str, dict[str, Any]]:
     from oiexec.extensions.hooks import HOOKS_FILE, read_hooks_file
 
     try:
-        loaded = load_config(ConfigInputs(cwd=workdir, forced={"approval_policy": "never"}))
+        loaded = load_config(ConfigInputs(cwd=workdir))
         settings = loaded.settings
         servers = sorted(n for n, c in settings.mcp_servers.items() if c.enabled)
         files = [loaded.home / HOOKS_FILE]

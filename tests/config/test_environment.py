@@ -130,7 +130,8 @@ def test_variables_that_are_not_config_keys_are_left_alone(load: Load) -> None:
         "MODEL": "not-prefixed",
     }
     loaded = load(environ=environ)
-    assert loaded.origins == {}
+    # Only what exec forces: every run is headless.
+    assert loaded.origins == {"approval_policy": "forced by exec"}
     assert loaded.warnings == []
     assert loaded.settings == load().settings
 

@@ -17,7 +17,8 @@ from tests.conftest import run_cli
 def test_defaults_alone(load: Load) -> None:
     loaded = load()
     assert loaded.settings.model == "gpt-5.5"
-    assert loaded.origins == {}
+    # Only what exec forces: every run is headless.
+    assert loaded.origins == {"approval_policy": "forced by exec"}
     assert loaded.warnings == []
 
 
