@@ -374,9 +374,7 @@ class ProcessRegistry:
                 self._next_id += 1
                 self._sessions[session_id] = session
                 self._used[session_id] = time.monotonic()
-                evict = (
-                    self._least_recently_used() if len(self._sessions) > MAX_SESSIONS else None
-                )
+                evict = self._least_recently_used() if len(self._sessions) > MAX_SESSIONS else None
                 stale = self._sessions.pop(evict) if evict is not None else None
                 if evict is not None:
                     self._used.pop(evict)
