@@ -76,3 +76,9 @@ def test_the_batch_example_runs_tasks_concurrently_and_writes_a_summary(
     assert all(entry.get("thread_id") for entry in summary.values())
     assert proc.stdout.splitlines()[0].split() == ["fix", "ok"]
     assert proc.stderr == ""
+
+
+def test_every_python_example_is_run_here() -> None:
+    from tests.examples.sources import PYTHON_SCRIPTS
+
+    assert PYTHON_SCRIPTS == [EXAMPLE], "a new examples/python script needs its end-to-end test"

@@ -30,6 +30,8 @@ SYSTEMD_UNITS = sorted([*(CI / "cron").glob("*.service"), *(CI / "cron").glob("*
 CRONTABS = [CI / "cron" / "crontab"]
 TASK_FILES = sorted(CI.glob("*.jsonl"))
 DOCS = sorted(EXAMPLES.rglob("*.md"))
+#: Python API scripts: tests/api/test_example.py runs each end to end (ruff lints them in CI).
+PYTHON_SCRIPTS = sorted((EXAMPLES / "python").glob("*.py"))
 
 KINDS: dict[str, list[Path]] = {
     "GitHub workflow": GITHUB_WORKFLOWS,
@@ -40,6 +42,7 @@ KINDS: dict[str, list[Path]] = {
     "crontab": CRONTABS,
     "tasks file": TASK_FILES,
     "documentation": DOCS,
+    "Python API script": PYTHON_SCRIPTS,
 }
 
 _EXPRESSION = re.compile(r"\$\{\{\s*(.*?)\s*\}\}")
