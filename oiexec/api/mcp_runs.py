@@ -1,6 +1,6 @@
-"""What `interpreter mcp-server`'s tools share: the server's defaults and the caps they
-put on callers, one run or continuation through the Python API, progress notifications and
-the result every tool returns (see oiexec/api/mcp_server.py for the tools)."""
+"""What `interpreter mcp-server`'s tools share: one run or continuation through the Python
+API within the operator's caps (oiexec/api/mcp_caps.py), progress notifications and the
+result every tool returns (see oiexec/api/mcp_server.py for the tools)."""
 
 from __future__ import annotations
 
@@ -10,8 +10,7 @@ import os
 import sys
 import traceback
 from collections.abc import Iterator, Mapping
-from dataclasses import dataclass, field
-from pathlib import Path
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Annotated, Any, Literal
 
 from mcp.server.mcpserver import Context
@@ -19,6 +18,15 @@ from mcp.server.mcpserver.exceptions import ToolError
 from mcp_types import CallToolResult, TextContent
 from pydantic import BaseModel, Field
 
+from oiexec.api.mcp_caps import (
+    ServerDefaults,
+    check_config,
+    check_thread,
+    choose_cwd,
+    choose_profile,
+    choose_sandbox,
+)
+from oiexec.config.layers import deep_merge
 from oiexec.core.errors import OiexecError
 from oiexec.core.events import (
     CommandExecutionItem,
@@ -27,13 +35,12 @@ from oiexec.core.events import (
     McpToolCallItem,
     ThreadEvent,
 )
-from oiexec.core.policy import SANDBOX_MODES, SandboxMode
+from oiexec.core.policy import SandboxMode
 
 if TYPE_CHECKING:
     from oiexec.api import Agent
 
 __all__ = [
-    "CALLER_CONFIG_KEYS",
     "Config",
     "Cwd",
     "Limits",
@@ -42,7 +49,6 @@ __all__ = [
     "RunOutcome",
     "Runs",
     "Sandbox",
-    "ServerDefaults",
     "Timeout",
 ]
 
@@ -63,97 +69,6 @@ MaxTurns = Annotated[
 Timeout = Annotated[
     float | None, Field(description="Stop after this many seconds (exit code 5).", gt=0)
 ]
-
-
-@dataclass(frozen=True)
-class ServerDefaults:
-    """What `interpreter mcp-server`'s own flags set for every run."""
-
-    model: str | None = None
-    #: The default sandbox and the loosest one a caller may ask for.
-    sandbox: SandboxMode | None = None
-    profile: str | None = None
-    harness: str | None = None
-    config: Mapping[str, Any] = field(default_factory=dict)
-    #: The default working directory and the tree a call's `cwd` must be inside.
-    root: Path | None = None
-
-
-#: With a sandbox ceiling (`-s`), the config keys a caller may set: what shapes the model's
-#: work. Everything else could undo the ceiling from outside the sandbox (MCP servers, hooks
-#: and notify run commands unsandboxed; providers could send the operator's API key
-#: elsewhere; the sandbox keys themselves), so it is the operator's alone.
-CALLER_CONFIG_KEYS = frozenset(
-    {
-        "model",
-        "review_model",
-        "model_reasoning_effort",
-        "model_reasoning_summary",
-        "model_verbosity",
-        "model_context_window",
-        "model_auto_compact_token_limit",
-        "harness",
-        "harness_guidance",
-        "project_doc_max_bytes",
-        "project_doc_fallback_filenames",
-        "tool_output_token_limit",
-        "hide_agent_reasoning",
-        "web_search",
-        "features",
-    }
-)
-
-
-def _merge(base: Mapping[str, Any], top: Mapping[str, Any]) -> dict[str, Any]:
-    merged = dict(base)
-    for key, value in top.items():
-        if isinstance(value, Mapping) and isinstance(merged.get(key), Mapping):
-            merged[key] = _merge(merged[key], value)
-        else:
-            merged[key] = value
-    return merged
-
-
-def _choose_sandbox(defaults: ServerDefaults, asked: SandboxMode | None) -> SandboxMode | None:
-    if asked is None:
-        return defaults.sandbox
-    ceiling = defaults.sandbox
-    if ceiling is not None and SANDBOX_MODES.index(asked) > SANDBOX_MODES.index(ceiling):
-        raise ToolError(
-            f"sandbox {asked!r} is looser than this server allows ({ceiling!r}, set by "
-            f"`interpreter mcp-server -s {ceiling}`): ask for {ceiling!r} or a stricter mode"
-        )
-    return asked
-
-
-def _check_config(defaults: ServerDefaults, config: Mapping[str, Any]) -> None:
-    from oiexec.config.overrides import split_dotted_key
-
-    if defaults.sandbox is None:
-        return  # no ceiling: the operator lets callers choose everything, as Codex does
-    refused = sorted({key for key in config if split_dotted_key(key)[0] not in CALLER_CONFIG_KEYS})
-    if refused:
-        raise ToolError(
-            f"config key(s) {', '.join(refused)} cannot be set by a caller of this server: it "
-            f"runs with a sandbox ceiling (`-s {defaults.sandbox}`), and only these keys are "
-            f"open to callers: {', '.join(sorted(CALLER_CONFIG_KEYS))}"
-        )
-
-
-def _choose_cwd(defaults: ServerDefaults, asked: str | None) -> str | None:
-    root = defaults.root
-    if asked is None:
-        return str(root) if root is not None else None
-    if root is None:
-        return asked
-    # Relative to the root, as Codex resolves a relative cwd against the server's own.
-    path = Path(os.path.realpath(root / Path(asked).expanduser()))
-    if not path.is_relative_to(os.path.realpath(root)):
-        raise ToolError(
-            f"cwd {asked!r} is outside {str(root)!r}, the directory this server was started "
-            "for (`interpreter mcp-server -C`): pass a directory inside it"
-        )
-    return str(path)
 
 
 def _outcome(thread_id: str | None, result: Any) -> CallToolResult:
@@ -325,14 +240,14 @@ class Runs:
         config: Mapping[str, Any] | None,
     ) -> CallToolResult:
         defaults = self.defaults
-        _check_config(defaults, config or {})
+        check_config(defaults, config or {})
         options: dict[str, Any] = {
             "model": model or defaults.model,
-            "sandbox": _choose_sandbox(defaults, sandbox),
-            "cwd": _choose_cwd(defaults, cwd),
+            "sandbox": choose_sandbox(defaults, sandbox),
+            "cwd": choose_cwd(defaults, cwd),
             "harness": harness or defaults.harness,
-            "profile": profile or defaults.profile,
-            "config": _merge(defaults.config, config or {}),
+            "profile": choose_profile(defaults, profile),
+            "config": deep_merge(dict(defaults.config), dict(config or {})),
         }
         options = {key: value for key, value in options.items() if value is not None}
         thread_id, result = await _run_turn(self._agent(options), None, prompt, limits, ctx)
@@ -352,13 +267,13 @@ class Runs:
         limits: Limits,
     ) -> CallToolResult:
         defaults = self.defaults
-        _check_config(defaults, config or {})
+        check_config(defaults, config or {})
         options: dict[str, Any] = {
             "model": model or defaults.model,
-            "cwd": _choose_cwd(defaults, cwd),
+            "cwd": choose_cwd(defaults, cwd),
             "harness": defaults.harness,
-            "profile": profile or defaults.profile,
-            "config": _merge(defaults.config, config or {}),
+            "profile": choose_profile(defaults, profile),
+            "config": deep_merge(dict(defaults.config), dict(config or {})),
         }
         agent = self._agent({key: value for key, value in options.items() if value is not None})
         with _api_errors():
@@ -374,6 +289,7 @@ class Runs:
         self, thread_id: str, prompt: str, limits: Limits, ctx: Context[Any, Any] | None
     ) -> CallToolResult:
         defaults = self.defaults
+        check_thread(defaults, thread_id, started_here=thread_id in self._threads)
         base = {
             "model": defaults.model,
             "sandbox": defaults.sandbox,

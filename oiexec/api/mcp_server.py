@@ -21,11 +21,12 @@ problem, never a crash of the server.
 
 Each run goes through the Python API (`oiexec.api`), so config layering and every safety rule
 are exec's: the approval policy is `never`, the sandbox fails closed, secrets are redacted.
-The operator can cap what callers get. A sandbox given when starting the server (`-s`) is
-the default and the loosest mode a call may ask for, and callers may then set only the
-config keys in `mcp_runs.CALLER_CONFIG_KEYS` (MCP servers, hooks, notify, providers and the
-sandbox keys could undo the cap from outside the sandbox). A directory given (`-C`) is the
-default cwd and the tree a call's cwd must be inside.
+The operator can cap what callers get (oiexec/api/mcp_caps.py). A sandbox given when
+starting the server (`-s`) is the default and the loosest mode a call may ask for; callers
+may then set only the config keys in `mcp_caps.CALLER_CONFIG_KEYS`, not switch hooks, not
+name a profile other than the server's, and continue only threads this server started
+(each of those could undo the cap from outside the sandbox). A directory given (`-C`) is
+the default cwd and the tree a call's cwd must be inside.
 
 stdout is the protocol channel. The SDK's stdio transport points fd 1 at stderr while it
 serves, so nothing a run or its commands print can reach the channel.
@@ -40,6 +41,7 @@ from mcp_types import CallToolResult
 from pydantic import Field
 
 from oiexec import __version__
+from oiexec.api.mcp_caps import ServerDefaults
 from oiexec.api.mcp_codex_tools import add_codex_tools
 from oiexec.api.mcp_runs import (
     Config,
@@ -50,7 +52,6 @@ from oiexec.api.mcp_runs import (
     RunOutcome,
     Runs,
     Sandbox,
-    ServerDefaults,
     Timeout,
 )
 

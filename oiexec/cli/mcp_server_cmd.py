@@ -53,13 +53,14 @@ def mcp_server_command(
 ) -> None:
     """Serve oiexec as an MCP server on stdio: tools run, reply, review (and codex, codex-reply)."""
     from oiexec.api.mcp_server import ServerDefaults, serve
+    from oiexec.config.layers import deep_merge
     from oiexec.config.loader import ConfigInputs, load_config
     from oiexec.config.overrides import nest, parse_override
 
     config: dict[str, Any] = {}
     for text in overrides:
         path, value = parse_override(text)  # a malformed one is a usage error, exit 2
-        config = _merge(config, nest(path, value))
+        config = deep_merge(config, nest(path, value))
     # A bad -c value, an unknown profile or a broken user config would fail every call:
     # say so now, with the config exit code, rather than once per tool call.
     load_config(
@@ -89,13 +90,3 @@ def mcp_server_command(
             root=Path(os.path.abspath(root)) if root else None,
         )
     )
-
-
-def _merge(base: dict[str, Any], top: dict[str, Any]) -> dict[str, Any]:
-    merged = dict(base)
-    for key, value in top.items():
-        if isinstance(value, dict) and isinstance(merged.get(key), dict):
-            merged[key] = _merge(merged[key], value)
-        else:
-            merged[key] = value
-    return merged

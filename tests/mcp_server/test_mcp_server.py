@@ -210,6 +210,57 @@ def test_bad_arguments_are_tool_errors_and_the_server_keeps_serving(
     assert not model_server.requests, "no run should have reached the model"
 
 
+def test_under_a_ceiling_a_caller_cannot_reach_past_it_through_profiles_hooks_or_threads(
+    model_server: ModelServer, repo: Path, tmp_path: Path, oi_home: Path
+) -> None:
+    """The operator's profile that opens the network, the switch for the operator's hooks
+    and a thread made elsewhere with a wider sandbox are all refused under `-s`; the
+    server's own threads still continue."""
+    (oi_home / "config.toml").write_text(
+        "[profiles.wide]\nsandbox_workspace_write.network_access = true\n"
+    )
+    model_server.enqueue(reply("made elsewhere"), reply("mine"), reply("mine again"))
+    elsewhere = run_cli([*exec_args(model_server), "--add-dir", str(tmp_path), "start"], cwd=repo)
+    assert elsewhere.returncode == 0, elsewhere.stderr
+    foreign = elsewhere.events[0]["thread_id"]
+    results: dict[str, CallToolResult] = {}
+
+    async def session(client: Client) -> None:
+        results["profile"] = await client.call_tool("run", {"prompt": "x", "profile": "wide"})
+        results["hooks"] = await client.call_tool(
+            "run", {"prompt": "x", "config": {"features": {"hooks": False}}}
+        )
+        results["codex_hooks"] = await client.call_tool(
+            "codex", {"prompt": "x", "config": {"features.codex_hooks": False}}
+        )
+        for tool in ("reply", "codex-reply"):
+            results[tool] = await client.call_tool(tool, {"threadId": foreign, "prompt": "x"})
+        mine = await client.call_tool(
+            "run", {"prompt": "x", "config": {"features": {"skills": False}}}
+        )
+        results["mine"] = mine
+        thread_id = mine.structured_content["threadId"]
+        results["again"] = await client.call_tool(
+            "reply", {"threadId": thread_id, "prompt": "again"}
+        )
+
+    _serve(model_server, tmp_path, session, "-s", "workspace-write", "-C", str(repo))
+
+    profile = _text(results["profile"])
+    assert results["profile"].is_error and "profile 'wide' cannot be chosen" in profile
+    assert "-s workspace-write" in profile
+    assert "features.hooks cannot be set by a caller" in _text(results["hooks"])
+    assert "features.codex_hooks cannot be set" in _text(results["codex_hooks"])
+    for tool in ("reply", "codex-reply"):
+        assert results[tool].is_error, tool
+        assert f"thread {foreign!r} was not started by this server" in _text(results[tool])
+    # Only the two calls that were let through reached the model (after the CLI's one).
+    assert not results["mine"].is_error, _text(results["mine"])
+    assert _text(results["mine"]) == "mine"
+    assert _text(results["again"]) == "mine again", _text(results["again"])
+    assert len(model_server.requests) == 3
+
+
 def test_a_failed_run_is_an_error_result_with_its_exit_code(
     model_server: ModelServer, repo: Path, tmp_path: Path
 ) -> None:
