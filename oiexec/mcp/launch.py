@@ -5,6 +5,11 @@ A stdio server runs under a tiny `sh` wrapper that reports the server's process 
 status on stderr, the one channel the SDK hands back to us: with the id the run kills the
 server's whole process group when it ends (grandchildren included, even when the server
 itself exited cleanly), with the status a failed start says `exited with code N`.
+
+The wrapper's reports carry a random mark made for each launch, so a server line that
+happens to look like one is never taken for it, and they are found anywhere in a line: a
+server that dies after writing a line without its newline has the exit report glued to the
+end of that line.
 """
 
 from __future__ import annotations
@@ -12,6 +17,7 @@ from __future__ import annotations
 import collections
 import contextlib
 import os
+import secrets
 import shutil
 import threading
 from collections.abc import Callable, Mapping
@@ -39,11 +45,10 @@ DEFAULT_ENV_VARS = (
     "TZ",
 )
 
-_PID_MARK = "oiexec-mcp-pid "
-_EXIT_MARK = "oiexec-mcp-exit "
 # $0 is the server's command, "$@" its arguments: the shell reports its own id (the process
-# group the server runs in), runs the server, and reports how it ended.
-_WRAPPER = f'echo "{_PID_MARK}$$" >&2; "$0" "$@"; s=$?; echo "{_EXIT_MARK}$s" >&2; exit $s'
+# group the server runs in), runs the server, and reports how it ended. MARK is the launch's
+# own mark (StderrPump.mark).
+_WRAPPER = 'echo "MARK pid $$" >&2; "$0" "$@"; s=$?; echo "MARK exit $s" >&2; exit $s'
 _STDERR_TAIL = 8
 
 
@@ -60,9 +65,10 @@ def server_env(config: McpServerConfig, environ: Mapping[str, str]) -> dict[str,
     return env
 
 
-def stdio_argv(config: McpServerConfig, env: Mapping[str, str], cwd: Path) -> list[str]:
-    """The wrapper's argv (`sh -c WRAPPER command args...`), after checking the command
-    exists, so a typo is named instead of surfacing as `exited with code 127`."""
+def stdio_argv(config: McpServerConfig, env: Mapping[str, str], cwd: Path, mark: str) -> list[str]:
+    """The wrapper's argv (`sh -c WRAPPER command args...`) reporting under `mark`, after
+    checking the command exists, so a typo is named instead of surfacing as `exited with
+    code 127`."""
     assert config.command is not None
     command = config.command
     if not cwd.is_dir():
@@ -73,7 +79,7 @@ def stdio_argv(config: McpServerConfig, env: Mapping[str, str], cwd: Path) -> li
             raise LaunchError(f"command `{command}` does not exist or is not executable")
     elif shutil.which(command, path=env.get("PATH", os.defpath)) is None:
         raise LaunchError(f"command `{command}` not found on the server's PATH")
-    return ["/bin/sh", "-c", _WRAPPER, command, *config.args]
+    return ["/bin/sh", "-c", _WRAPPER.replace("MARK", mark), command, *config.args]
 
 
 def http_headers(config: McpServerConfig, environ: Mapping[str, str]) -> dict[str, str]:
@@ -101,6 +107,8 @@ class StderrPump:
     other line goes to `note` (the run log), the last few are kept for error messages."""
 
     note: Callable[[str], None]
+    #: What the wrapper's reports start with: random, so no server line can pass for one.
+    mark: str = field(default_factory=lambda: f"oiexec-mcp-{secrets.token_hex(8)}")
     pid: int | None = None
     exit_code: int | None = None
     tail: collections.deque[str] = field(
@@ -130,20 +138,34 @@ class StderrPump:
     def _pump(self, reader: TextIO) -> None:
         with reader:
             for raw in reader:
-                line = raw.rstrip("\n")
-                if line.startswith(_PID_MARK) and self.pid is None:
-                    with contextlib.suppress(ValueError):
-                        self.pid = int(line.removeprefix(_PID_MARK))
-                    continue
-                if line.startswith(_EXIT_MARK):
-                    with contextlib.suppress(ValueError):
-                        self.exit_code = int(line.removeprefix(_EXIT_MARK))
-                    self.exited.set()
-                    continue
-                self.tail.append(line)
-                with contextlib.suppress(Exception):  # the log must never break a run
-                    self.note(line)
+                line, report = self._split(raw.rstrip("\n"))
+                if line:
+                    self.tail.append(line)
+                    with contextlib.suppress(Exception):  # the log must never break a run
+                        self.note(line)
+                if report is not None:
+                    self._record(*report)
         self.exited.set()
+
+    def _split(self, line: str) -> tuple[str, tuple[str, str] | None]:
+        """The server's own text, and the wrapper's report (`pid`/`exit`, value) that ends
+        the line, if any."""
+        at = line.find(self.mark + " ")
+        if at < 0:
+            return line, None
+        kind, _, value = line[at + len(self.mark) + 1 :].partition(" ")
+        return line[:at], (kind, value)
+
+    def _record(self, kind: str, value: str) -> None:
+        try:
+            number = int(value)
+        except ValueError:
+            return
+        if kind == "pid" and self.pid is None:
+            self.pid = number
+        elif kind == "exit":
+            self.exit_code = number
+            self.exited.set()
 
     def join(self, timeout: float) -> None:
         if self._thread is not None:

@@ -282,11 +282,12 @@ class McpManager:
 
             env = server_env(config, self._environ)
             cwd = self._cwd / config.cwd if config.cwd else self._cwd
-            argv = stdio_argv(config, env, cwd)
             name = server.name
-            server.pump = StderrPump(
-                lambda line: self._note("mcp.server.stderr", server=name, line=line)
-            )
+            pump = StderrPump(lambda line: self._note("mcp.server.stderr", server=name, line=line))
+            argv = stdio_argv(config, env, cwd, pump.mark)
+            # Only a launched server has a pump: one refused before launch has no exit
+            # status worth waiting for.
+            server.pump = pump
             errlog = server.pump.open()
             params = StdioServerParameters(command=argv[0], args=argv[1:], env=env, cwd=cwd)
             try:

@@ -19,6 +19,10 @@ def _mini(*args: str, **keys: object) -> McpServerConfig:
     )
 
 
+def _sh(script: str, **keys: object) -> McpServerConfig:
+    return McpServerConfig.model_validate({"command": "/bin/sh", "args": ["-c", script], **keys})
+
+
 def _closed_port() -> int:
     with socket.socket() as probe:
         probe.bind(("127.0.0.1", 0))
@@ -37,6 +41,10 @@ def test_probe_reports_each_server_and_stops_them(tmp_path: Path) -> None:
             "slowpoke": _mini("--hang", startup_timeout_sec=1.5),
             "nowhere": _mini(cwd=str(tmp_path / "missing")),
             "down": McpServerConfig(url=down),
+            # Dies after an unterminated stderr line: the exit status still comes through.
+            "terse": _sh('printf "fatal: no token" >&2; exit 4'),
+            # Writes what looks like the wrapper's own report, then never answers.
+            "mimic": _sh('echo "oiexec-mcp-exit 9" >&2; exec sleep 30', startup_timeout_sec=1.5),
         },
         cwd=tmp_path,
         timeout=20,
@@ -50,6 +58,8 @@ def test_probe_reports_each_server_and_stops_them(tmp_path: Path) -> None:
         "slowpoke",
         "nowhere",
         "down",
+        "terse",
+        "mimic",
     ]
     mini = by_name["mini"]
     assert (mini.transport, mini.enabled, mini.started, mini.error) == ("stdio", True, True, None)
@@ -69,6 +79,10 @@ def test_probe_reports_each_server_and_stops_them(tmp_path: Path) -> None:
     assert (by_name["down"].transport, by_name["down"].error) == (
         "streamable_http",
         f"cannot reach {down}: All connection attempts failed",
+    )
+    assert by_name["terse"].error == "exited with code 4; stderr: fatal: no token"
+    assert by_name["mimic"].error == (
+        "timed out after 1.5 s (startup_timeout_sec); stderr: oiexec-mcp-exit 9"
     )
     assert gone_soon(read_pid(pidfile))
 
