@@ -166,17 +166,20 @@ def write_document(path: Path, doc: TOMLDocument, expected: dict[str, Any]) -> N
             hint=f"Write each server as its own [{MCP_SERVERS}.<name>] table (no dotted "
             f"`{MCP_SERVERS}.x.y = ...` keys at the top level), then run it again.",
         )
+    # A config.toml that links into a dotfiles checkout stays a link: the rename replaces
+    # the file it points to, never the link itself.
+    target = path.resolve()
     try:
-        path.parent.mkdir(parents=True, exist_ok=True)
-        mode = path.stat().st_mode & 0o7777 if path.exists() else 0o600
-        fd, tmp = tempfile.mkstemp(prefix=".config.", suffix=".toml.tmp", dir=path.parent)
+        target.parent.mkdir(parents=True, exist_ok=True)
+        mode = target.stat().st_mode & 0o7777 if target.exists() else 0o600
+        fd, tmp = tempfile.mkstemp(prefix=".config.", suffix=".toml.tmp", dir=target.parent)
     except OSError as exc:
         raise ConfigError(f"cannot write config file {path}: {exc}") from exc
     try:
         with os.fdopen(fd, "w", encoding="utf-8") as handle:
             handle.write(text)
         os.chmod(tmp, mode)
-        os.replace(tmp, path)
+        os.replace(tmp, target)
     except OSError as exc:
         with contextlib.suppress(OSError):
             os.unlink(tmp)

@@ -103,6 +103,24 @@ def test_add_replaces_a_server_of_the_same_name_in_place(oi_home: Path, tmp_path
     )
 
 
+def test_a_linked_config_stays_a_link(oi_home: Path, tmp_path: Path) -> None:
+    dotfiles = tmp_path / "dotfiles"
+    dotfiles.mkdir()
+    (dotfiles / "config.toml").write_text(USER_CONFIG)
+    (dotfiles / "config.toml").chmod(0o640)
+    _config(oi_home).symlink_to(dotfiles / "config.toml")
+
+    assert run_cli(["mcp", "add", "docs", "--", "docs-server"], cwd=tmp_path).returncode == 0
+    assert _config(oi_home).is_symlink()
+    assert (dotfiles / "config.toml").read_text() == (
+        USER_CONFIG + '\n[mcp_servers.docs]\ncommand = "docs-server"\n'
+    )
+    assert (dotfiles / "config.toml").stat().st_mode & 0o777 == 0o640
+    assert run_cli(["mcp", "remove", "docs"], cwd=tmp_path).returncode == 0
+    assert _config(oi_home).is_symlink()
+    assert (dotfiles / "config.toml").read_text() == USER_CONFIG
+
+
 def test_json_shapes_are_codexs(oi_home: Path, tmp_path: Path) -> None:
     _config(oi_home).write_text(
         "[mcp_servers.docs]\n"
