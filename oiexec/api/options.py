@@ -17,10 +17,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal, TypeAlias
 
-from oiexec.config.loader import ConfigInputs
 from oiexec.config.settings import ReasoningEffort
 from oiexec.core.errors import ConfigError, UsageError
-from oiexec.runner.request import ExecRequest, ResumeTarget
+from oiexec.runner.request import ExecRequest, ResumeTarget, new_request
 
 __all__ = [
     "PathLike",
@@ -80,11 +79,6 @@ def build_request(
     options: ThreadOptions, prompt: str, turn: TurnOptions, *, resume_id: str | None = None
 ) -> ExecRequest:
     """The runner request for one turn: a new thread, or `resume_id` continued."""
-    explicit = options.cwd is not None
-    given = Path(options.cwd).expanduser() if options.cwd is not None else Path.cwd()
-    cwd = Path(os.path.abspath(given))
-    if not cwd.is_dir():
-        raise UsageError(f"cwd {cwd}: no such directory", hint="Pass an existing directory.")
     flags: dict[str, Any] = {
         "model": options.model,
         "sandbox_mode": options.sandbox,
@@ -98,22 +92,16 @@ def build_request(
     _check_positive("max_tokens", turn.max_tokens)
     _check_positive("max_cost", turn.max_cost)
     _check_positive("max_attempts", turn.max_attempts)
-    return ExecRequest(
-        prompt=prompt,
-        cwd=cwd,
-        # As without -C: a resumed thread without a cwd works where its session did.
-        cwd_explicit=explicit,
-        config=ConfigInputs(
-            cwd=cwd,
-            profile=options.profile,
-            overrides=config_overrides(options.config),
-            flags={key: value for key, value in flags.items() if value is not None},
-            strict=options.strict_config,
-        ),
+    return new_request(
+        prompt,
+        cwd=options.cwd,
+        cwd_name="cwd",
+        profile=options.profile,
+        overrides=config_overrides(options.config),
+        flags=flags,
+        strict=options.strict_config,
+        add_dirs=options.additional_directories,
         images=turn.images,
-        add_dirs=tuple(
-            Path(os.path.abspath(Path(p).expanduser())) for p in options.additional_directories
-        ),
         skip_git_repo_check=options.skip_git_repo_check,
         ephemeral=options.ephemeral,
         json=True,

@@ -3,7 +3,6 @@ review, which take the same options."""
 
 from __future__ import annotations
 
-import os
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -32,14 +31,8 @@ def report_paths(params: dict[str, Any]) -> ReportPaths:
 def build_request(params: dict[str, Any], prompt: str, **extra: Any) -> ExecRequest:
     """The request for `prompt` from the parsed exec options; `extra` sets the session fields
     (`resume`, `fork_from`)."""
-    from oiexec.config.loader import ConfigInputs
-    from oiexec.core.errors import UsageError
-    from oiexec.runner.request import ExecRequest
+    from oiexec.runner.request import new_request
 
-    cwd = Path(params["cd"]).expanduser() if params.get("cd") else Path.cwd()
-    if not cwd.is_dir():
-        raise UsageError(f"--cd {cwd}: no such directory")
-    cwd = Path(os.path.abspath(cwd))
     warnings: list[str] = []
     if params.get("approval") and params["approval"] != "never":
         warnings.append(
@@ -59,22 +52,16 @@ def build_request(params: dict[str, Any], prompt: str, **extra: Any) -> ExecRequ
     if params.get("chat_completions"):
         flags["chat_completions"] = True
 
-    return ExecRequest(
-        prompt=prompt,
-        cwd=cwd,
-        # Without -C a resumed or forked run works where its session did.
-        cwd_explicit=bool(params.get("cd")),
-        config=ConfigInputs(
-            cwd=cwd,
-            profile=params.get("profile"),
-            overrides=tuple(overrides),
-            flags=flags,
-            strict=bool(params.get("strict_config")),
-        ),
+    return new_request(
+        prompt,
+        cwd=params.get("cd") or None,
+        cwd_name="--cd",
+        profile=params.get("profile"),
+        overrides=overrides,
+        flags=flags,
+        strict=bool(params.get("strict_config")),
+        add_dirs=params.get("add_dirs", ()),
         images=tuple(Path(p).expanduser() for p in params.get("images", ())),
-        add_dirs=tuple(
-            Path(os.path.abspath(Path(p).expanduser())) for p in params.get("add_dirs", ())
-        ),
         skip_git_repo_check=bool(params.get("skip_git_repo_check")),
         ephemeral=bool(params.get("ephemeral")),
         json=bool(params.get("json_mode") or params.get("experimental_json")),

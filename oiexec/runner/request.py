@@ -1,12 +1,15 @@
-"""The frozen request the CLI builds and the runner executes."""
+"""The frozen request the CLI and the Python API build and the runner executes."""
 
 from __future__ import annotations
 
+import os
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal
 
 from oiexec.config.loader import ConfigInputs
+from oiexec.core.errors import UsageError
 
 
 @dataclass(frozen=True)
@@ -53,3 +56,42 @@ class ExecRequest:
     resume: ResumeTarget | None = None
     fork_from: str | None = None
     warnings: tuple[str, ...] = field(default=())
+
+
+def new_request(
+    prompt: str,
+    *,
+    cwd: str | os.PathLike[str] | None,
+    cwd_name: str,
+    profile: str | None = None,
+    overrides: Sequence[str] = (),
+    flags: Mapping[str, Any] | None = None,
+    strict: bool = False,
+    add_dirs: Iterable[str | os.PathLike[str]] = (),
+    **fields: Any,
+) -> ExecRequest:
+    """The request as `interpreter exec` and the Python API both build it, so the two load
+    config and resolve paths alike: `cwd` (None: the current directory; `cwd_name` is how the
+    caller spells it in the error) must exist, relative paths are made absolute now (the run
+    may change directory), the flags left None are not given; `fields` are the rest."""
+    given = Path(cwd).expanduser() if cwd is not None else Path.cwd()
+    if not given.is_dir():
+        raise UsageError(
+            f"{cwd_name} {given}: no such directory", hint="Pass an existing directory."
+        )
+    where = Path(os.path.abspath(given))
+    return ExecRequest(
+        prompt=prompt,
+        cwd=where,
+        # Without an explicit directory a resumed or forked run works where its session did.
+        cwd_explicit=cwd is not None,
+        config=ConfigInputs(
+            cwd=where,
+            profile=profile,
+            overrides=tuple(overrides),
+            flags={key: value for key, value in (flags or {}).items() if value is not None},
+            strict=strict,
+        ),
+        add_dirs=tuple(Path(os.path.abspath(Path(p).expanduser())) for p in add_dirs),
+        **fields,
+    )
