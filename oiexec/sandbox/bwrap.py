@@ -28,7 +28,7 @@ from oiexec.sandbox.guards import Guards, plan, restore_links
 from oiexec.sandbox.limits import Limiter
 from oiexec.sandbox.paths import PROTECTED_NAMES, protected_gitdirs, real_writable_roots
 from oiexec.sandbox.privtmp import PrivateRoot, PrivateTmp
-from oiexec.sandbox.profile_paths import ProfilePaths, profile_mounts
+from oiexec.sandbox.profile_paths import ProfilePaths, pin_mounts, profile_mounts
 
 SETUP_FAILURE_EXIT_CODE = 125
 
@@ -113,6 +113,8 @@ def build_mounts(
     )
     for root in roots:
         out.args += ["--bind", str(root), str(root)]
+    # Before every read-only bind, which must win over these writable self-binds.
+    out.args += pin_mounts(policy, roots)
     for root in roots:
         for name in PROTECTED_NAMES:
             if guards is None:

@@ -7,6 +7,7 @@ with exit 3 before any command; a rule is never dropped."""
 
 from __future__ import annotations
 
+import errno
 import json
 import os
 import socket
@@ -309,11 +310,8 @@ def test_a_resumed_run_keeps_the_profile(box: Box, model_server: ModelServer) ->
     assert SECRET not in output
 
 
-def test_renaming_a_directory_above_a_denied_file_stops_the_run(
-    box: Box, model_server: ModelServer
-) -> None:
-    # The mount moves with the renamed directory, so the command that renames sees nothing;
-    # the next one, planned for the old path, is refused instead of finding the file unmasked.
+def _denied_in_subdir(box: Box) -> Path:
+    """`sub/secret.txt` in the workspace, denied by the profile; returns `sub`."""
     sub = box.ws / "sub"
     sub.mkdir()
     (sub / "secret.txt").write_text(SECRET + "\n")
@@ -323,14 +321,62 @@ def test_renaming_a_directory_above_a_denied_file_stops_the_run(
         'default_permissions = "ci"\n[permissions.ci]\nextends = ":workspace"\n'
         '[permissions.ci.filesystem]\n":workspace_roots" = { "sub/secret.txt" = "deny" }\n',
     )
+    return sub
+
+
+#: Swaps two directories in one step (renameat2 RENAME_EXCHANGE): run in a loop in the
+#: background, it would let bwrap mask a decoy between planning a mount and making it.
+_EXCHANGE = (
+    "import ctypes; libc = ctypes.CDLL(None, use_errno=True); "
+    "rc = libc.renameat2(-100, b'sub', -100, b'decoy', 2); "
+    "print('exchange', 'refused' if rc else 'done', ctypes.get_errno())"
+)
+
+
+def test_a_directory_above_a_denied_file_cannot_be_moved(
+    box: Box, model_server: ModelServer
+) -> None:
+    # Every directory between the workspace and a denied path is a mount point in the
+    # sandbox, which the kernel will not rename: the mask cannot be moved away from the file.
+    sub = _denied_in_subdir(box)
+    decoy = box.ws / "decoy"
+    decoy.mkdir()
+    _own(box, decoy)
+    script = (
+        f'mv sub moved; {PYTHON} -c "{_EXCHANGE}"; '
+        "cat sub/secret.txt moved/secret.txt decoy/secret.txt; true"
+    )
     model_server.enqueue(
-        reply(tool_calls=[call("exec_command", {"cmd": "mv sub moved; cat moved/secret.txt"})]),
+        reply(tool_calls=[call("exec_command", {"cmd": script})]),
+        reply(tool_calls=[call("exec_command", {"cmd": "cat sub/secret.txt; ls"})]),
+        reply("done"),
+    )
+    result = _exec(box, model_server, "bwrap")
+    assert result["code"] == 0, result["stderr"]
+    [moving, after] = list(tool_outputs(model_server.bodies[-1]).values())
+    assert "cannot move 'sub' to 'moved': Device or resource busy" in moving
+    assert f"exchange refused {errno.EBUSY}" in moving
+    assert all(SECRET not in body for body in map(json.dumps, model_server.bodies))
+    assert "moved" not in after.split()
+    assert (sub / "secret.txt").read_text() == SECRET + "\n"
+
+
+def test_a_denied_file_moved_from_outside_the_sandbox_stops_the_run(
+    box: Box, model_server: ModelServer
+) -> None:
+    # A hook runs outside the sandbox, so it can rename what commands cannot; the next
+    # command, planned for the old path, is refused instead of finding the file unmasked.
+    _denied_in_subdir(box)
+    hooks = {"PostToolUse": [{"hooks": [{"type": "command", "command": "mv sub moved"}]}]}
+    (box.root / "home" / "hooks.json").write_text(json.dumps({"hooks": hooks}))
+    model_server.enqueue(
+        reply(tool_calls=[call("exec_command", {"cmd": "true"})]),
         reply(tool_calls=[call("exec_command", {"cmd": "cat moved/secret.txt"})]),
         reply("done"),
     )
     result = _exec(box, model_server, "bwrap")
     assert result["code"] == ExitCode.SANDBOX_UNAVAILABLE, result["stderr"]
-    assert SECRET not in json.dumps(result["events"])
+    assert (box.ws / "moved" / "secret.txt").exists()
     assert all(SECRET not in body for body in map(json.dumps, model_server.bodies))
     assert "was moved, removed or replaced during the run" in json.dumps(result["events"])
 
