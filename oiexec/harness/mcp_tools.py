@@ -6,7 +6,9 @@ product differences are data in the manifest's `[mcp]` table:
 
 - native (Codex): the schema gets `properties: {}` when the server left it out (OpenAI
   models require it; Codex inserts it too); with many tools they are deferred behind
-  `tool_search` (harness/tool_search.py).
+  `tool_search` (harness/tool_search.py), and a deferred tool is callable only once a search
+  returned it, as in Codex (whose deferred tools are reachable only through the namespace a
+  search hands out; a bare call is an unsupported call).
 - claude-code: descriptions are cut at 2048 characters and marked `… [truncated]`, as
   Claude Code does since 2.1.84.
 - qwen-code: JSON-Schema keywords the product strips are removed.
@@ -18,14 +20,21 @@ per run, naming the harness and the servers, instead of dropping them silently.
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Sequence
+from dataclasses import dataclass
 from typing import Any
 
 from oiexec.core.context import ToolContext
 from oiexec.core.protocols import Tool
 from oiexec.core.types import HistoryItem, ToolCall, ToolOutput, ToolSpec
 from oiexec.harness.spec import HarnessSpec
-from oiexec.harness.tool_search import ToolSearch, loaded_tool_names, server_of
+from oiexec.harness.tool_search import (
+    SEARCH_TOOL_NAME,
+    ToolSearch,
+    loaded_tool_names,
+    server_of,
+)
 
 __all__ = [
     "McpOffer",
@@ -65,12 +74,13 @@ def advertise_mcp_tools(spec: HarnessSpec, tools: Sequence[Tool]) -> list[Tool]:
     """`tools` as the harness's product offers them; none when it cannot."""
     if not can_offer_mcp_tools(spec):
         return []
-    return [_Advertised(tool, _product_spec(spec, tool.spec)) for tool in tools]
+    return [_Advertised(tool, _product_spec(spec, tool.spec), server_of(tool)) for tool in tools]
 
 
 class McpOffer:
     """Which MCP tools a request offers: all of them, or (deferred) the search tool plus
-    the tools earlier searches returned."""
+    the tools earlier searches returned. A deferred tool the last request did not offer
+    refuses a call: the model has not seen its schema, and Codex would not run it either."""
 
     def __init__(self, spec: HarnessSpec, tools: Sequence[Tool], *, always_defer: bool) -> None:
         threshold = spec.mcp.defer_at
@@ -78,18 +88,34 @@ class McpOffer:
         self.search: ToolSearch | None = (
             ToolSearch(tools, default_limit=spec.mcp.search_limit) if defer else None
         )
+        #: The deferred tools the last request left out (all of them before the first).
+        self._hidden = self.search.deferred_names if self.search is not None else frozenset()
 
     def tools(self, advertised: Sequence[Tool]) -> list[Tool]:
-        """Every tool the loop may dispatch to: deferred ones stay callable."""
-        return [*advertised, self.search] if self.search is not None else list(advertised)
+        """Every tool the loop may dispatch to, the deferred ones gated by this offer."""
+        if self.search is None:
+            return list(advertised)
+        deferred = self.search.deferred_names
+        gated = [
+            dataclasses.replace(tool, offer=self)
+            if isinstance(tool, _Advertised) and tool.spec.name in deferred
+            else tool
+            for tool in advertised
+        ]
+        return [*gated, self.search]
 
     def offered(
         self, specs: Sequence[ToolSpec], history: Sequence[HistoryItem]
     ) -> tuple[ToolSpec, ...]:
         if self.search is None:
             return tuple(specs)
-        hidden = self.search.deferred_names - loaded_tool_names(history)
-        return tuple(spec for spec in specs if spec.name not in hidden)
+        # Read back from the history each time, so a resumed session (or a compaction that
+        # summarised the search away) offers exactly what its conversation loaded.
+        self._hidden = self.search.deferred_names - loaded_tool_names(history)
+        return tuple(spec for spec in specs if spec.name not in self._hidden)
+
+    def hides(self, name: str) -> bool:
+        return name in self._hidden
 
 
 def offer_mcp_tools(
@@ -103,23 +129,30 @@ def offer_mcp_tools(
     return offer.tools(advertised), offer
 
 
+@dataclass(frozen=True)
 class _Advertised:
-    """An MCP tool under its product's spec; calls and attributes go to the tool itself."""
+    """An MCP tool under its product's spec; calls go to the tool itself."""
 
-    def __init__(self, tool: Tool, spec: ToolSpec) -> None:
-        self._tool = tool
-        self._spec = spec
-
-    @property
-    def spec(self) -> ToolSpec:
-        return self._spec
+    tool: Tool
+    spec: ToolSpec
+    #: The server it comes from, which `tool_search` and the warnings name.
+    server: str
+    #: Set for a deferred tool: the offer that says whether the model may call it yet.
+    offer: McpOffer | None = None
 
     def run(self, call: ToolCall, ctx: ToolContext) -> ToolOutput:
-        return self._tool.run(call, ctx)
-
-    def __getattr__(self, name: str) -> Any:
-        # `server`, `tool`, `annotations`: what the approval and hooks code reads.
-        return getattr(self._tool, name)
+        if self.offer is not None and self.offer.hides(self.spec.name):
+            return ToolOutput(
+                call_id=call.call_id,
+                call_type=call.call_type,
+                output=(
+                    f"unsupported call: `{self.spec.name}` is not loaded. Call "
+                    f"`{SEARCH_TOOL_NAME}` with words describing what you need; the tools it "
+                    "returns can be called from your next step on."
+                ),
+                is_error=True,
+            )
+        return self.tool.run(call, ctx)
 
 
 def _product_spec(spec: HarnessSpec, tool: ToolSpec) -> ToolSpec:

@@ -145,15 +145,18 @@ def test_tool_search_loads_deferred_tools_and_resume_keeps_them(
 ) -> None:
     defer = ("-c", "features.tool_search_always_defer_mcp_tools=true")
     model_server.enqueue(
+        # Named before any search loaded it: refused, as Codex refuses it.
+        ms.reply(tool_calls=[ms.call("mcp__mini__echo", {"text": "early"}, call_id="e0")]),
         ms.reply(tool_calls=[ms.call("tool_search", {"query": "echo text"}, call_id="s1")]),
         ms.reply(tool_calls=[ms.call("mcp__mini__echo", {"text": "hi"}, call_id="e1")]),
         ms.reply("done"),
     )
     result = _run(model_server, repo, "responses", *defer)
 
-    first, second, third = model_server.bodies
+    first, early, second, third = model_server.bodies
     assert "tool_search" in ms.tool_names(first)
     assert not [name for name in ms.tool_names(first) if name.startswith("mcp__mini__")]
+    assert "`mcp__mini__echo` is not loaded" in ms.tool_outputs(early)["e0"]
     search = _tool(first, "tool_search")
     assert "mini" in search["description"]
     found = json.loads(ms.tool_outputs(second)["s1"])["tools"]

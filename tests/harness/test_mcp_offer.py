@@ -14,6 +14,7 @@ from oiexec.core.context import ToolContext
 from oiexec.core.types import ModelRequest, ToolCall, ToolOutput, ToolSpec
 from oiexec.harness.data import load_spec
 from oiexec.harness.manifest import HarnessSetup, ManifestHarness
+from oiexec.harness.tool_search import server_of
 from oiexec.harness.web_search import web_search_supported
 from tests.conftest import MakeToolContext
 
@@ -88,21 +89,30 @@ def test_native_offers_99_mcp_tools_directly() -> None:
 def test_native_defers_100_mcp_tools_until_a_search_loads_some(
     tool_context: MakeToolContext, tmp_path: Path
 ) -> None:
-    harness = _harness("native", _many(100))
+    tools = _many(100)
+    harness = _harness("native", tools)
     first = _offered(harness)
     assert "tool_search" in first and "exec_command" in first
     assert not [name for name in first if name.startswith("mcp__")]
+    by_name = {tool.spec.name: tool for tool in harness.tools()}
+    forecast = ToolCall(call_id="f1", name="mcp__weather__forecast", arguments="{}")
 
-    search = next(t for t in harness.tools() if t.spec.name == "tool_search")
+    # Not offered yet: the call is refused and never reaches the server.
+    refused = by_name["mcp__weather__forecast"].run(forecast, tool_context(tmp_path))
+    assert refused.is_error and "`tool_search`" in refused.output
+    assert tools[-2].calls == []
+
     call = ToolCall(
         call_id="s1", name="tool_search", arguments=json.dumps({"query": "weather city"})
     )
-    output = search.run(call, tool_context(tmp_path))
+    output = by_name["tool_search"].run(call, tool_context(tmp_path))
     found = [tool["name"] for tool in json.loads(output.output)["tools"]]
     assert found[0] == "mcp__weather__forecast"
 
     later = _offered(harness, (call, output))
     assert set(later) - set(first) == set(found)
+    ran = by_name["mcp__weather__forecast"].run(forecast, tool_context(tmp_path))
+    assert (ran.is_error, ran.output, tools[-2].calls) == (False, "ran forecast", [forecast])
 
 
 def test_tool_search_limit_and_bad_queries(tool_context: MakeToolContext, tmp_path: Path) -> None:
@@ -176,7 +186,7 @@ def test_a_schema_without_properties_gets_them(
     call = ToolCall(call_id="c", name="mcp__clock__now", arguments="{}")
     assert offered.run(call, tool_context(tmp_path)).output == "ran now"
     assert tool.calls == [call]
-    assert offered.server == "clock"  # type: ignore[attr-defined]
+    assert server_of(offered) == "clock"
 
 
 @pytest.mark.parametrize("harness_id", ["mini-swe-agent-text", "swe-agent"])
