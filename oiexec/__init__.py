@@ -74,15 +74,19 @@ _API = frozenset(
 )
 
 
-def __getattr__(name: str) -> object:
-    # PEP 562: the API and its dependencies (pydantic, the runner) load on first use. By
-    # name, through importlib: `oiexec` itself (whose `__version__` every layer reads) must
-    # not import the top of the layering.
-    if name in _API:
-        return getattr(importlib.import_module("oiexec.api"), name)
-    if name in __all__ and name != "__version__":
-        return getattr(importlib.import_module("oiexec.core.errors"), name)
-    raise AttributeError(f"module 'oiexec' has no attribute {name!r}")
+if not TYPE_CHECKING:
+    # Hidden from type checkers, which see the imports above instead: a module-level
+    # `__getattr__` would make them accept any name (`from oiexec import Agnet` as `object`).
+
+    def __getattr__(name: str) -> object:
+        # PEP 562: the API and its dependencies (pydantic, the runner) load on first use. By
+        # name, through importlib: `oiexec` itself (whose `__version__` every layer reads)
+        # must not import the top of the layering.
+        if name in _API:
+            return getattr(importlib.import_module("oiexec.api"), name)
+        if name in __all__ and name != "__version__":
+            return getattr(importlib.import_module("oiexec.core.errors"), name)
+        raise AttributeError(f"module 'oiexec' has no attribute {name!r}")
 
 
 def __dir__() -> list[str]:
