@@ -117,7 +117,7 @@ def load_config(
     trusted = _is_trusted(user_data, project_root, inputs.cwd)
     project_file = project_root / PROJECT_DIR / "config.toml"
     project = read_toml_layer("project", project_file)
-    if project and _through_symlink(project_root, project_file):
+    if project and through_symlink(project_root, project_file):
         # The sandbox guards `.openinterpreter` itself, not where a link sends it: a linked
         # project config may have been (re)written by a previous run's commands.
         warnings.append(
@@ -280,8 +280,10 @@ def _env_profile(env_layers: list[Layer]) -> str | None:
     return named[-1] if named else None
 
 
-def _through_symlink(root: Path, path: Path) -> bool:
-    """Whether any component of `path` below `root` is a symbolic link."""
+def through_symlink(root: Path, path: Path) -> bool:
+    """Whether any component of `path` below `root` is a symbolic link (a project file read
+    through one is ignored: the sandbox keeps the project's own `.openinterpreter` read-only,
+    not a directory a link sends it to, which a background command can swap)."""
     current = root
     for part in path.relative_to(root).parts:
         current = current / part

@@ -161,7 +161,7 @@ def _open_hooks(
     settings = prepared.config.settings
     if not hooks_enabled(settings.features):
         return None
-    sources = _hook_sources(prepared)
+    sources = _hook_sources(prepared, ctx.warn)
     if not sources:
         return None
     from oiexec.extensions.hook_events import HookSession
@@ -188,15 +188,27 @@ def _open_hooks(
     )
 
 
-def _hook_sources(prepared: Prepared) -> list[tuple[str, HooksConfig]]:
-    """The hooks.json files (user, then a trusted project's), then inline `[hooks]`."""
-    from oiexec.config.loader import PROJECT_DIR
+def _hook_sources(
+    prepared: Prepared, warn: Callable[[str], None] | None = None
+) -> list[tuple[str, HooksConfig]]:
+    """The hooks.json files (user, then a trusted project's), then inline `[hooks]`; `warn`
+    hears about a project file set aside (None when only checking the files)."""
+    from oiexec.config.loader import PROJECT_DIR, through_symlink
     from oiexec.extensions.hooks import HOOKS_FILE, read_hooks_file
 
     config = prepared.config
     files = [config.home / HOOKS_FILE]
-    if config.trusted:
-        files.append(config.project_root / PROJECT_DIR / HOOKS_FILE)
+    project = config.project_root / PROJECT_DIR / HOOKS_FILE
+    if config.trusted and through_symlink(config.project_root, project):
+        # As the project's config.toml (oiexec.config.loader): these commands run outside
+        # the sandbox, so they must come from a file commands could never have written.
+        if warn is not None and os.path.lexists(project):
+            warn(
+                f"ignored {project}: it is reached through a symbolic link, which the "
+                "sandbox cannot keep read-only; make .openinterpreter a real directory"
+            )
+    elif config.trusted:
+        files.append(project)
     sources: list[tuple[str, HooksConfig]] = []
     for path in files:
         loaded = read_hooks_file(path)

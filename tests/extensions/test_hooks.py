@@ -324,3 +324,22 @@ def test_system_message_is_shown_and_continue_false_stops_the_prompt(
     assert result.returncode == 1, result.stderr
     assert "maintenance window" in result.events[-1]["error"]["message"]
     assert model_server.bodies == []
+
+
+def test_project_hooks_reached_through_a_symlink_are_ignored(
+    model_server: ModelServer, repo: Path, oi_home: Path
+) -> None:
+    # The sandbox keeps .openinterpreter read-only, not where a link sends it; a command could
+    # swap such a link for a directory of its own, and hooks run outside the sandbox.
+    marker = repo.parent / "linked-hook-ran"
+    write_hooks(
+        repo / "elsewhere" / "hooks.json", {"SessionStart": [command_hook(f"touch {marker}")]}
+    )
+    (repo / ".openinterpreter").symlink_to("elsewhere")
+    trust(oi_home, repo)
+    model_server.enqueue(reply("ok"))
+    result = run_cli([*exec_args(model_server), "go"], cwd=repo)
+    assert result.returncode == 0, result.stderr
+    assert not marker.exists()
+    hooks_file = repo / ".openinterpreter" / "hooks.json"
+    assert f"ignored {hooks_file}: it is reached through a symbolic link" in result.stderr
