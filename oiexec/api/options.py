@@ -87,6 +87,9 @@ def build_request(
         "sandbox_workspace_write.network_access": options.network_access,
         "openai_base_url": options.base_url,
     }
+    _check_path("cwd", options.cwd)
+    for directory in options.additional_directories:
+        _check_path("additional_directories", directory, required=True)
     _check_positive("max_turns", turn.max_turns)
     _check_positive("timeout", turn.timeout)
     _check_positive("max_tokens", turn.max_tokens)
@@ -115,6 +118,11 @@ def build_request(
         max_attempts=turn.max_attempts,
         resume=ResumeTarget(session_id=resume_id) if resume_id else None,
     )
+
+
+def _check_path(name: str, value: object, *, required: bool = False) -> None:
+    if (required or value is not None) and not isinstance(value, str | os.PathLike):
+        raise UsageError(f"{name}: {value!r} is not a path", hint="Pass a str or a pathlib.Path.")
 
 
 def _check_positive(name: str, value: float | None) -> None:

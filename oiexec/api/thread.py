@@ -365,6 +365,14 @@ def _parts(input: Sequence[Mapping[str, object]], kind: str) -> list[Mapping[str
 def environment(options: ThreadOptions) -> dict[str, str]:
     """The run's environment: the agent's `env`, else this process's now (the fork server's
     is from when it started); the Codex SDK's `apiKey` becomes `CODEX_API_KEY`."""
+    for key, value in (options.env or {}).items():
+        # Checked here: a non-string would otherwise kill the run's process before it could
+        # say why.
+        if not isinstance(key, str) or not isinstance(value, str):
+            raise UsageError(
+                f"env[{key!r}] = {value!r}: environment variables and their values are strings",
+                hint="Convert the value with str(), or leave the variable out.",
+            )
     result = dict(options.env if options.env is not None else os.environ)
     if options.api_key:
         result["CODEX_API_KEY"] = options.api_key

@@ -73,6 +73,12 @@ def test_usage_errors_are_raised_before_anything_runs(
         make_agent().start_thread(sandbox_mode="read-only")
     with pytest.raises(ConfigError, match="cannot be a config value"):
         make_agent(config={"model": object()}).start_thread().run("x")
+    with pytest.raises(UsageError, match=r"env\['RETRIES'\] = 3: .* are strings"):
+        make_agent(env={"RETRIES": 3}).start_thread().run("x")
+    with pytest.raises(UsageError, match="cwd: 7 is not a path"):
+        make_agent(cwd=7).start_thread().run("x")
+    with pytest.raises(UsageError, match="additional_directories: None is not a path"):
+        make_agent(additional_directories=[None]).start_thread().run("x")
 
 
 def _review_answer(path: Path, line: int, priority: int) -> str:
