@@ -24,6 +24,9 @@ class Retry:
     #: What the event stream says about the rejection, when `message` is too long for a
     #: warning (a check's output is already in its own command item).
     notice: str | None = None
+    #: False when the rejection is not the answer's fault and not shown as an `error` item
+    #: (a Stop hook sending the model back, which Codex's stream does not show either).
+    shown: bool = True
 
 
 class FinalAnswerPolicy(Protocol):

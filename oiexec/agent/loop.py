@@ -174,6 +174,9 @@ class AgentLoop:
                 raise ProviderError("the model ended its turn without a message or a tool call")
             attempt += 1
             verdict = self.final.accept(text, attempt)
+            if isinstance(verdict, Retry) and not verdict.shown:
+                self._append(history, [Message(role="user", text=verdict.message)], own=True)
+                continue
             if isinstance(verdict, Retry):
                 self.ctx.items.completed(
                     ErrorItem(
