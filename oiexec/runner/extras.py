@@ -242,11 +242,13 @@ class _StopHookAnswer:
             return verdict
         self._continuations += 1
         self._answers = 0
-        return Retry(
-            reason,
-            notice=f"a Stop hook sent the model back ({self._continuations} of at most "
-            f"{MAX_STOP_CONTINUATIONS}): {reason.strip().splitlines()[0]}",
+        # No `error` item, as in Codex's stream (an SDK user's items match Codex's); the
+        # person reading stderr and the run log still learn why the turn went on.
+        self._session.warn(
+            f"a Stop hook sent the model back ({self._continuations} of at most "
+            f"{MAX_STOP_CONTINUATIONS}): {reason.strip().splitlines()[0]}"
         )
+        return Retry(reason, shown=False)
 
     def present(self, text: str, items: ItemEmitter) -> None:
         self._inner.present(text, items)

@@ -146,6 +146,9 @@ def test_stop_hook_makes_the_model_continue_once(
     assert "Run the tests before you stop." in json.dumps(model_server.bodies[1])
     messages = [item["text"] for item in result.items("agent_message")]
     assert messages[-1] == "Tests run; all done."
+    # As in Codex's stream: no `error` item for the continuation; stderr says why.
+    assert result.items("error") == []
+    assert "a Stop hook sent the model back (1 of at most 3): Run the tests" in result.stderr
 
 
 def test_project_hooks_run_only_in_a_trusted_project(
