@@ -25,7 +25,6 @@ from oiexec.core.types import (
     Message,
     ModelRequest,
     ModelResponse,
-    Reasoning,
     SamplingOptions,
     ThinkingOptions,
     ToolCall,
@@ -36,6 +35,7 @@ from oiexec.harness import actions
 from oiexec.harness.compaction import compaction_prompts
 from oiexec.harness.context import fill
 from oiexec.harness.data import load_tool_schemas, read_harness_file
+from oiexec.harness.history_rules import assistant_side, shape_calls, shape_reasoning
 from oiexec.harness.spec import HarnessSpec
 from oiexec.harness.styles import STYLES, style_for
 from oiexec.harness.styles.swe import swe_observation
@@ -211,8 +211,8 @@ class ManifestHarness:
         history = list(request.history)
         history = self._wrap_task(history)
         history = self._prune_corrections(history)
-        history = self._shape_calls(history)
-        history = self._reasoning(history)
+        history = shape_calls(history, self.spec.history)
+        history = shape_reasoning(history, self.spec.history)
         if self.spec.prompt.turn_meta:
             history = self._turn_meta(history)
         update: dict[str, object] = {"history": tuple(history), **self._sampling(request)}
@@ -331,68 +331,10 @@ class ManifestHarness:
                 continue  # not recovered yet
             keep[index] = False
             back = index - 1
-            while back >= 0 and _assistant_side(history[back]):
+            while back >= 0 and assistant_side(history[back]):
                 keep[back] = False
                 back -= 1
         return [item for item, kept in zip(history, keep, strict=True) if kept]
-
-    def _shape_calls(self, history: list[HistoryItem]) -> list[HistoryItem]:
-        rules = self.spec.history
-        shaping = rules.compact_tool_arguments or rules.tool_call_id_rewrite
-        if not shaping and not rules.drop_unanswered_calls:
-            return history
-        answered = {i.call_id for i in history if isinstance(i, ToolOutput)}
-        out: list[HistoryItem] = []
-        for item in history:
-            if isinstance(item, ToolCall):
-                if rules.drop_unanswered_calls and item.call_id not in answered:
-                    continue
-                update: dict[str, str] = {"call_id": self._rewrite_id(item.call_id)}
-                if rules.compact_tool_arguments and item.call_type == "function":
-                    update["arguments"] = _compact(item.arguments)
-                out.append(item.model_copy(update=update))
-            elif isinstance(item, ToolOutput):
-                out.append(item.model_copy(update={"call_id": self._rewrite_id(item.call_id)}))
-            else:
-                out.append(item)
-        return out
-
-    def _rewrite_id(self, call_id: str) -> str:
-        for char in self.spec.history.tool_call_id_rewrite:
-            call_id = call_id.replace(char, "_")
-        return call_id
-
-    def _reasoning(self, history: list[HistoryItem]) -> list[HistoryItem]:
-        policy = self.spec.history.reasoning_policy
-        if policy == "keep":
-            return history
-        if policy == "none":
-            return [item for item in history if not isinstance(item, Reasoning)]
-        placeholder = self.spec.history.reasoning_placeholder
-        out: list[HistoryItem] = []
-        turn: list[HistoryItem] = []
-
-        def flush() -> None:
-            if not turn:
-                return
-            has = any(isinstance(i, Reasoning) and i.content for i in turn)
-            calls = any(isinstance(i, ToolCall) for i in turn)
-            if not has and (policy == "every_assistant" or calls):
-                rest = [i for i in turn if not isinstance(i, Reasoning)]
-                out.append(Reasoning(content=placeholder))
-                out.extend(rest)
-            else:
-                out.extend(turn)
-            turn.clear()
-
-        for item in history:
-            if _assistant_side(item):
-                turn.append(item)
-            else:
-                flush()
-                out.append(item)
-        flush()
-        return out
 
     # --- DrivingHarness: responses -------------------------------------------------------
 
@@ -488,17 +430,3 @@ def _entry_style(render: str) -> Style:
     """A tool entry's `render`, validated when the manifest loaded: `default` (an entry that
     names none) is the plain wording."""
     return Style() if render == "default" else STYLES[render]()
-
-
-def _assistant_side(item: HistoryItem) -> bool:
-    return isinstance(item, Reasoning | ToolCall) or (
-        isinstance(item, Message) and item.role == "assistant"
-    )
-
-
-def _compact(arguments: str) -> str:
-    try:
-        value = json.loads(arguments)
-    except ValueError:
-        return arguments
-    return json.dumps(value, separators=(",", ":"), ensure_ascii=False)
