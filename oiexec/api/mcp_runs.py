@@ -226,6 +226,30 @@ class Runs:
         except OiexecError as exc:
             raise ToolError(exc.render()) from exc
 
+    def _options(
+        self,
+        *,
+        model: str | None,
+        cwd: str | None,
+        profile: str | None,
+        config: Mapping[str, Any] | None,
+        harness: str | None = None,
+        sandbox: SandboxMode | None = None,
+    ) -> dict[str, Any]:
+        """The Agent options of a call: what it asks for within the server's caps, the
+        server's defaults for the rest."""
+        defaults = self.defaults
+        check_config(defaults, config or {})
+        options: dict[str, Any] = {
+            "model": model or defaults.model,
+            "sandbox": sandbox,
+            "cwd": choose_cwd(defaults, cwd),
+            "harness": harness or defaults.harness,
+            "profile": choose_profile(defaults, profile),
+            "config": deep_merge(dict(defaults.config), dict(config or {})),
+        }
+        return {key: value for key, value in options.items() if value is not None}
+
     async def start(
         self,
         prompt: str,
@@ -239,17 +263,14 @@ class Runs:
         harness: str | None,
         config: Mapping[str, Any] | None,
     ) -> CallToolResult:
-        defaults = self.defaults
-        check_config(defaults, config or {})
-        options: dict[str, Any] = {
-            "model": model or defaults.model,
-            "sandbox": choose_sandbox(defaults, sandbox),
-            "cwd": choose_cwd(defaults, cwd),
-            "harness": harness or defaults.harness,
-            "profile": choose_profile(defaults, profile),
-            "config": deep_merge(dict(defaults.config), dict(config or {})),
-        }
-        options = {key: value for key, value in options.items() if value is not None}
+        options = self._options(
+            model=model,
+            cwd=cwd,
+            profile=profile,
+            config=config,
+            harness=harness,
+            sandbox=choose_sandbox(self.defaults, sandbox),
+        )
         thread_id, result = await _run_turn(self._agent(options), None, prompt, limits, ctx)
         if thread_id:
             self._threads[thread_id] = options
@@ -266,16 +287,8 @@ class Runs:
         config: Mapping[str, Any] | None,
         limits: Limits,
     ) -> CallToolResult:
-        defaults = self.defaults
-        check_config(defaults, config or {})
-        options: dict[str, Any] = {
-            "model": model or defaults.model,
-            "cwd": choose_cwd(defaults, cwd),
-            "harness": defaults.harness,
-            "profile": choose_profile(defaults, profile),
-            "config": deep_merge(dict(defaults.config), dict(config or {})),
-        }
-        agent = self._agent({key: value for key, value in options.items() if value is not None})
+        # Read-only whatever the sandbox, as `interpreter review`.
+        agent = self._agent(self._options(model=model, cwd=cwd, profile=profile, config=config))
         with _api_errors():
             result = await agent.areview(
                 **target,
