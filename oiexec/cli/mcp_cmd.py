@@ -3,10 +3,8 @@
 `add` and `remove` edit `[mcp_servers.<name>]` in the user config
 (`$OPENINTERPRETER_HOME/config.toml`) and nothing else in it: comments and order survive.
 `get` and `list` read the effective config, every layer a run reads (a trusted project's
-servers and `-c` overrides included), so they show what a run would start. Arguments,
-messages, tables and JSON fields are Codex's; `list` also starts each enabled server once and
-shows whether it came up and which tools it offers (`--no-probe` prints Codex's listing
-only), and its JSON gains a `probe` object per server, never losing one of Codex's fields.
+servers and `-c` overrides included), so they show what a run would start; what they print
+is built in runner/mcp_listing.py. Arguments, messages, tables and JSON fields are Codex's.
 
 `login`/`logout` (Codex's OAuth flow for HTTP servers) are not supported: they exit 2 and say
 how to pass a token instead.
@@ -14,17 +12,15 @@ how to pass a token instead.
 
 from __future__ import annotations
 
-import json
 import os
 import re
-from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import click
 
 if TYPE_CHECKING:
-    from oiexec.config.mcp import McpServerConfig
+    from oiexec.runner.mcp_listing import McpServers
 
 _NAME = re.compile(r"[A-Za-z0-9_-]+")
 _OVERRIDES = click.option(
@@ -163,119 +159,15 @@ def remove_command(name: str) -> None:
         click.echo(f"No MCP server named '{name}' found.")
 
 
-def _load_servers(overrides: tuple[str, ...]) -> tuple[dict[str, McpServerConfig], Path]:
-    from oiexec.config.loader import ConfigInputs, load_config
+def _servers(overrides: tuple[str, ...]) -> McpServers:
+    """The effective config's servers (group and command `-c` both apply), its warnings
+    printed on stderr."""
+    from oiexec.runner.mcp_listing import load_mcp_servers
 
-    cwd = Path(os.getcwd())
-    inputs = ConfigInputs(
-        cwd=cwd,
-        overrides=(*_group_overrides(), *overrides),
-    )
-    loaded = load_config(inputs)
-    for warning in loaded.warnings:
+    servers = load_mcp_servers(Path(os.getcwd()), (*_group_overrides(), *overrides))
+    for warning in servers.warnings:
         click.echo(f"warning: {warning}", err=True)
-    return dict(sorted(loaded.settings.mcp_servers.items())), cwd
-
-
-def _seconds(cfg: McpServerConfig, field: str) -> float | None:
-    """Codex prints null for a timeout no config set, so defaults are not shown as set."""
-    if field == "startup_timeout_sec" and cfg.startup_timeout_ms is not None:
-        return cfg.startup_timeout_ms / 1000
-    value: float = getattr(cfg, field)
-    return value if field in cfg.model_fields_set else None
-
-
-def _transport_json(cfg: McpServerConfig) -> dict[str, Any]:
-    if cfg.url is not None:
-        return {
-            "type": "streamable_http",
-            "url": cfg.url,
-            "bearer_token_env_var": cfg.bearer_token_env_var,
-            "http_headers": cfg.http_headers or None,
-            "env_http_headers": cfg.env_http_headers or None,
-        }
-    return {
-        "type": "stdio",
-        "command": cfg.command,
-        "args": cfg.args,
-        "env": cfg.env or None,
-        "env_vars": cfg.env_vars,
-        "cwd": cfg.cwd,
-    }
-
-
-def _auth_status(cfg: McpServerConfig) -> tuple[str, str]:
-    """(JSON value, table cell). Codex's OAuth states never occur: there is no login here."""
-    has_auth_header = any(key.lower() == "authorization" for key in cfg.http_headers)
-    if cfg.url is not None and (cfg.bearer_token_env_var or has_auth_header):
-        return "bearer_token", "Bearer token"
-    return "unsupported", "Unsupported"
-
-
-def _env_display(cfg: McpServerConfig) -> str:
-    """Values are masked: a listing is often pasted into a bug report."""
-    parts = [f"{key}=*****" for key in sorted(cfg.env)]
-    parts += [f"{var}=*****" for var in cfg.env_vars]
-    return ", ".join(parts) if parts else "-"
-
-
-def _server_json(name: str, cfg: McpServerConfig) -> dict[str, Any]:
-    return {
-        "name": name,
-        "enabled": cfg.enabled,
-        "disabled_reason": None,
-        "transport": _transport_json(cfg),
-        "startup_timeout_sec": _seconds(cfg, "startup_timeout_sec"),
-        "tool_timeout_sec": _seconds(cfg, "tool_timeout_sec"),
-        "auth_status": _auth_status(cfg)[0],
-    }
-
-
-def _table(header: list[str], rows: list[list[str]]) -> list[str]:
-    widths = [max(len(row[i]) for row in [header, *rows]) for i in range(len(header))]
-    return [
-        # Every cell padded, the last one too, as Codex prints its tables.
-        "  ".join(cell.ljust(widths[i]) for i, cell in enumerate(row))
-        for row in [header, *rows]
-    ]
-
-
-@dataclass(frozen=True)
-class _Probe:
-    """What starting a server once showed: `started` is None for a disabled server."""
-
-    started: bool | None
-    error: str | None = None
-    tools: list[tuple[str, str]] = field(default_factory=list)
-
-    def as_json(self) -> dict[str, Any]:
-        status = "disabled" if self.started is None else "started" if self.started else "failed"
-        tools = [{"name": name, "description": text} for name, text in self.tools]
-        return {"status": status, "error": self.error, "tools": tools}
-
-    def line(self, name: str) -> str:
-        if self.started is None:
-            return f"{name}: disabled, not started"
-        if not self.started:
-            return f"{name}: failed to start: {self.error}"
-        names = ", ".join(tool for tool, _ in self.tools) or "(none)"
-        count = f"{len(self.tools)} tool" + ("" if len(self.tools) == 1 else "s")
-        return f"{name}: started, {count}: {names}"
-
-
-def _probe(servers: dict[str, McpServerConfig], cwd: Path) -> dict[str, _Probe]:
-    """Starts every enabled server as a run would (same environment, timeouts, filters),
-    lists its tools and stops it."""
-    from oiexec.mcp.probe import probe_servers
-
-    results: dict[str, _Probe] = {}
-    for status in probe_servers(servers, cwd):
-        if not status.enabled:
-            results[status.name] = _Probe(started=None)
-            continue
-        tools = [(tool.name, tool.description) for tool in status.tools]
-        results[status.name] = _Probe(started=status.started, error=status.error, tools=tools)
-    return results
+    return servers
 
 
 @mcp_group.command("list")
@@ -288,47 +180,7 @@ def _probe(servers: dict[str, McpServerConfig], cwd: Path) -> dict[str, _Probe]:
 )
 def list_command(overrides: tuple[str, ...], as_json: bool, no_probe: bool) -> None:
     """List configured servers; each enabled one is started once to show its tools."""
-    servers, cwd = _load_servers(overrides)
-    probes = {} if no_probe or not servers else _probe(servers, cwd)
-    if as_json:
-        entries = []
-        for name, cfg in servers.items():
-            entry = _server_json(name, cfg)
-            if name in probes:
-                entry["probe"] = probes[name].as_json()
-            entries.append(entry)
-        click.echo(json.dumps(entries, indent=2))
-        return
-    if not servers:
-        click.echo(
-            "No MCP servers configured yet. Try `interpreter mcp add my-tool -- my-command`."
-        )
-        return
-    stdio_rows: list[list[str]] = []
-    http_rows: list[list[str]] = []
-    for name, cfg in servers.items():
-        status = "enabled" if cfg.enabled else "disabled"
-        auth = _auth_status(cfg)[1]
-        if cfg.url is not None:
-            http_rows.append([name, cfg.url, cfg.bearer_token_env_var or "-", status, auth])
-        else:
-            args = " ".join(cfg.args) if cfg.args else "-"
-            command = cfg.command or "-"
-            stdio_rows.append(
-                [name, command, args, _env_display(cfg), cfg.cwd or "-", status, auth]
-            )
-    lines: list[str] = []
-    if stdio_rows:
-        header = ["Name", "Command", "Args", "Env", "Cwd", "Status", "Auth"]
-        lines += _table(header, stdio_rows)
-    if stdio_rows and http_rows:
-        lines.append("")
-    if http_rows:
-        lines += _table(["Name", "Url", "Bearer Token Env Var", "Status", "Auth"], http_rows)
-    if probes:
-        lines.append("")
-        lines += [probes[name].line(name) for name in servers if name in probes]
-    click.echo("\n".join(lines))
+    click.echo(_servers(overrides).list_output(as_json=as_json, probe=not no_probe))
 
 
 @mcp_group.command("get")
@@ -337,61 +189,7 @@ def list_command(overrides: tuple[str, ...], as_json: bool, no_probe: bool) -> N
 @click.option("--json", "as_json", is_flag=True, help="Output the server configuration as JSON.")
 def get_command(overrides: tuple[str, ...], name: str, as_json: bool) -> None:
     """Show one configured server."""
-    from oiexec.core.errors import OiexecError
-
-    servers, _ = _load_servers(overrides)
-    cfg = servers.get(name)
-    if cfg is None:
-        raise OiexecError(f"No MCP server named '{name}' found.")
-    if as_json:
-        entry = _server_json(name, cfg)
-        del entry["auth_status"]
-        entry = {
-            **{k: entry[k] for k in ("name", "enabled", "disabled_reason", "transport")},
-            "enabled_tools": cfg.enabled_tools,
-            "disabled_tools": cfg.disabled_tools or None,
-            "startup_timeout_sec": entry["startup_timeout_sec"],
-            "tool_timeout_sec": entry["tool_timeout_sec"],
-        }
-        click.echo(json.dumps(entry, indent=2))
-        return
-    if not cfg.enabled:
-        click.echo(f"{name} (disabled)")
-        return
-    for line in _get_lines(name, cfg):
-        click.echo(line)
-
-
-def _get_lines(name: str, cfg: McpServerConfig) -> list[str]:
-    lines = [name, f"  enabled: {str(cfg.enabled).lower()}"]
-    if cfg.enabled_tools is not None:
-        lines.append(f"  enabled_tools: {', '.join(cfg.enabled_tools) or '[]'}")
-    if cfg.disabled_tools:
-        lines.append(f"  disabled_tools: {', '.join(cfg.disabled_tools)}")
-    if cfg.url is not None:
-        headers = ", ".join(f"{key}=*****" for key in sorted(cfg.http_headers)) or "-"
-        env_headers = ", ".join(f"{key}={var}" for key, var in sorted(cfg.env_http_headers.items()))
-        lines += [
-            "  transport: streamable_http",
-            f"  url: {cfg.url}",
-            f"  bearer_token_env_var: {cfg.bearer_token_env_var or '-'}",
-            f"  http_headers: {headers}",
-            f"  env_http_headers: {env_headers or '-'}",
-        ]
-    else:
-        lines += [
-            "  transport: stdio",
-            f"  command: {cfg.command}",
-            f"  args: {' '.join(cfg.args) if cfg.args else '-'}",
-            f"  cwd: {cfg.cwd or '-'}",
-            f"  env: {_env_display(cfg)}",
-        ]
-    for key in ("startup_timeout_sec", "tool_timeout_sec"):
-        seconds = _seconds(cfg, key)
-        if seconds is not None:
-            lines.append(f"  {key}: {seconds:g}")
-    lines.append(f"  remove: interpreter mcp remove {name}")
-    return lines
+    click.echo(_servers(overrides).get_output(name, as_json=as_json))
 
 
 _NO_OAUTH = (
