@@ -25,6 +25,7 @@ from oiexec.extensions.skills import Skill
 
 if TYPE_CHECKING:
     from oiexec.config.hooks import HooksConfig
+    from oiexec.config.loader import LoadedConfig
     from oiexec.extensions.hook_events import HookSession
     from oiexec.output.runlog import RunLogSink
     from oiexec.runner.prepare import Prepared
@@ -34,6 +35,7 @@ __all__ = [
     "Extras",
     "PromptBlocked",
     "check_hook_files",
+    "hook_sources",
     "open_extras",
 ]
 
@@ -146,7 +148,7 @@ def check_hook_files(prepared: Prepared) -> None:
     from oiexec.extensions.hooks import hooks_enabled
 
     if hooks_enabled(prepared.config.settings.features):
-        _hook_sources(prepared)
+        hook_sources(prepared.config)
 
 
 def _open_hooks(
@@ -161,7 +163,7 @@ def _open_hooks(
     settings = prepared.config.settings
     if not hooks_enabled(settings.features):
         return None
-    sources = _hook_sources(prepared, ctx.warn)
+    sources = hook_sources(prepared.config, ctx.warn)
     if not sources:
         return None
     from oiexec.extensions.hook_events import HookSession
@@ -188,15 +190,15 @@ def _open_hooks(
     )
 
 
-def _hook_sources(
-    prepared: Prepared, warn: Callable[[str], None] | None = None
+def hook_sources(
+    config: LoadedConfig, warn: Callable[[str], None] | None = None
 ) -> list[tuple[str, HooksConfig]]:
     """The hooks.json files (user, then a trusted project's), then inline `[hooks]`; `warn`
-    hears about a project file set aside (None when only checking the files)."""
+    hears about a project file set aside (None when only checking the files). Raises
+    `ConfigError` for a file that does not load."""
     from oiexec.config.loader import PROJECT_DIR, through_symlink
     from oiexec.extensions.hooks import HOOKS_FILE, read_hooks_file
 
-    config = prepared.config
     files = [config.home / HOOKS_FILE]
     project = config.project_root / PROJECT_DIR / HOOKS_FILE
     if config.trusted and through_symlink(config.project_root, project):

@@ -14,19 +14,15 @@ def unsandboxed_report(workdir: Path) -> dict[str, dict[str, Any]]:
     """`{"mcp": ..., "hooks": ..., "notify": ...}`, each with `outside_sandbox`, what is
     configured here and a one-line `note`."""
     from oiexec.config.hooks import HooksConfig
-    from oiexec.config.loader import PROJECT_DIR, ConfigInputs, load_config
+    from oiexec.config.loader import ConfigInputs, load_config
     from oiexec.core.errors import OiexecError
-    from oiexec.extensions.hooks import HOOKS_FILE, read_hooks_file
+    from oiexec.runner.extras import hook_sources
 
     try:
         loaded = load_config(ConfigInputs(cwd=workdir))
         settings = loaded.settings
         servers = sorted(n for n, c in settings.mcp_servers.items() if c.enabled)
-        files = [loaded.home / HOOKS_FILE]
-        if loaded.trusted:
-            files.append(loaded.project_root / PROJECT_DIR / HOOKS_FILE)
-        configs = [c for c in (read_hooks_file(f) for f in files) if c is not None]
-        configs.append(settings.hooks)
+        configs = [config for _, config in hook_sources(loaded)]
     except OiexecError as exc:
         unreadable = f"config unreadable: {exc}"
         return {
