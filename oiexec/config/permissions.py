@@ -348,6 +348,10 @@ def _absolute(text: str, rule: str) -> Path:
             f"`{text}` is not an absolute path",
             'Write it in full (or `~/...`), or put it under ":workspace_roots".',
         )
+    if ".." in path.parts:
+        # Dropping `dir/..` by name could name another file than the kernel reaches when
+        # `dir` is a symlink: a deny rule would hide the wrong path.
+        raise _refuse(rule, f"`{text}` goes up with `..`", "Write the path without `..`.")
     return Path(os.path.normpath(path))
 
 

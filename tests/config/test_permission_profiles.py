@@ -108,6 +108,11 @@ def test_tmpdir_deny_hides_the_variable_s_directory() -> None:
         ),
         ({"p": {"extends": ":danger-full-access"}}, "permissions.p.extends", "no sandbox"),
         (
+            {"p": {"extends": ":workspace", "filesystem": {"/srv/link/../secret": "deny"}}},
+            '"/srv/link/../secret"',
+            "goes up with `..`",
+        ),
+        (
             {"p": {"extends": ":read-only", "network": {"enabled": True}}},
             "network.enabled",
             "writes somewhere",
