@@ -139,7 +139,10 @@ def _output(item: ToolOutput) -> str | list[dict[str, Any]]:
     the Responses API takes in an output: the text, then each image."""
     if not item.images:
         return item.output
-    parts: list[dict[str, Any]] = [{"type": "input_text", "text": item.output}]
+    # An image-only result (a screenshot tool) has no text part: Codex sends none either.
+    parts: list[dict[str, Any]] = (
+        [{"type": "input_text", "text": item.output}] if item.output else []
+    )
     parts.extend({"type": "input_image", "image_url": image.data_url} for image in item.images)
     return parts
 

@@ -28,9 +28,11 @@ def test_responses_sends_text_and_images_as_output_parts() -> None:
         _request(
             ToolOutput(call_id="a", output="two pictures", images=(PNG, JPEG)),
             ToolOutput(call_id="b", output="plain"),
+            ToolOutput(call_id="c", output="", images=(PNG,)),
         )
     )
     outputs = {i["call_id"]: i["output"] for i in body["input"] if i["type"].endswith("output")}
+    assert outputs["c"] == [{"type": "input_image", "image_url": PNG.data_url}]
     assert outputs["a"] == [
         {"type": "input_text", "text": "two pictures"},
         {"type": "input_image", "image_url": PNG.data_url},
