@@ -29,6 +29,7 @@ __all__ = [
     "choose_cwd",
     "choose_profile",
     "choose_sandbox",
+    "server_defaults",
 ]
 
 
@@ -44,6 +45,40 @@ class ServerDefaults:
     config: Mapping[str, Any] = field(default_factory=dict)
     #: The default working directory and the tree a call's `cwd` must be inside.
     root: Path | None = None
+
+
+def server_defaults(
+    *,
+    model: str | None,
+    sandbox: SandboxMode | None,
+    root: str | None,
+    profile: str | None,
+    harness: str | None,
+    overrides: tuple[str, ...],
+) -> ServerDefaults:
+    """The defaults `interpreter mcp-server`'s flags give, checked now: a malformed `-c` is a
+    UsageError (exit 2), and a bad value, an unknown profile or a broken user config a
+    ConfigError (exit 3) at start rather than a failure of every call."""
+    from oiexec.config.layers import deep_merge
+    from oiexec.config.loader import ConfigInputs, load_config
+    from oiexec.config.overrides import nest, parse_override
+
+    config: dict[str, Any] = {}
+    for text in overrides:
+        path, value = parse_override(text)
+        config = deep_merge(config, nest(path, value))
+    where = Path(os.path.abspath(root)) if root else None
+    load_config(
+        ConfigInputs(
+            cwd=where or Path.cwd(),
+            profile=profile,
+            overrides=overrides,
+            flags={"model": model, "sandbox_mode": sandbox, "harness": harness},
+        )
+    )
+    return ServerDefaults(
+        model=model, sandbox=sandbox, profile=profile, harness=harness, config=config, root=where
+    )
 
 
 #: With a sandbox ceiling (`-s`), the config keys a caller may set: what shapes the model's

@@ -7,9 +7,7 @@ tree a call's cwd must be inside.
 
 from __future__ import annotations
 
-import os
 import sys
-from pathlib import Path
 from typing import Any
 
 import click
@@ -52,24 +50,16 @@ def mcp_server_command(
     overrides: tuple[str, ...],
 ) -> None:
     """Serve oiexec as an MCP server on stdio: tools run, reply, review (and codex, codex-reply)."""
-    from oiexec.api.mcp_server import ServerDefaults, serve
-    from oiexec.config.layers import deep_merge
-    from oiexec.config.loader import ConfigInputs, load_config
-    from oiexec.config.overrides import nest, parse_override
+    from oiexec.api.mcp_caps import server_defaults
+    from oiexec.api.mcp_server import serve
 
-    config: dict[str, Any] = {}
-    for text in overrides:
-        path, value = parse_override(text)  # a malformed one is a usage error, exit 2
-        config = deep_merge(config, nest(path, value))
-    # A bad -c value, an unknown profile or a broken user config would fail every call:
-    # say so now, with the config exit code, rather than once per tool call.
-    load_config(
-        ConfigInputs(
-            cwd=Path(os.path.abspath(root or os.getcwd())),
-            profile=profile,
-            overrides=overrides,
-            flags={"model": model, "sandbox_mode": sandbox_mode, "harness": harness},
-        )
+    defaults = server_defaults(
+        model=model,
+        sandbox=sandbox_mode,
+        root=root,
+        profile=profile,
+        harness=harness,
+        overrides=overrides,
     )
     if sys.stdin.isatty():
         # Someone typed the command to try it: the protocol would just sit there waiting.
@@ -80,13 +70,4 @@ def mcp_server_command(
             "in Codex's config. Waiting for a client; Ctrl-C to stop.",
             err=True,
         )
-    serve(
-        ServerDefaults(
-            model=model,
-            sandbox=sandbox_mode,
-            profile=profile,
-            harness=harness,
-            config=config,
-            root=Path(os.path.abspath(root)) if root else None,
-        )
-    )
+    serve(defaults)
