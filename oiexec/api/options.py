@@ -55,9 +55,10 @@ class ThreadOptions:
     ephemeral: bool = False
     strict_config: bool = False
     #: The whole environment of the run (as the Codex SDK's `env`); None: this process's.
-    env: Mapping[str, str] | None = None
+    #: Out of the repr, as `api_key`: it holds keys, and options end up in logs.
+    env: Mapping[str, str] | None = field(default=None, repr=False)
     #: The built-in `openai` provider's key and base URL (Codex SDK `apiKey`, `baseUrl`).
-    api_key: str | None = None
+    api_key: str | None = field(default=None, repr=False)
     base_url: str | None = None
 
 

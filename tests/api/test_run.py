@@ -185,6 +185,10 @@ def test_the_api_key_is_redacted_everywhere_the_caller_looks(
     assert isinstance(command, CommandExecutionItem) and command.aggregated_output.strip() == "0"
     assert turn.final_response == "I found the key [REDACTED] in my memory"
     assert all(SECRET not in event.model_dump_json() for event in events)
+    # Nor in the options a caller might log.
+    assert SECRET not in repr(agent.options) and SECRET not in repr(
+        make_agent(api_key=SECRET).options
+    )
 
 
 def test_input_parts_carry_text_and_local_images(
