@@ -137,31 +137,31 @@ class McpManager:
     def call(self, server: str, tool: str, arguments: dict[str, Any] | None, timeout: float) -> Any:
         """Calls `tool` and returns its `CallToolResult`; raises `McpCallError` with the
         reason when there is no result."""
-        entry = self._servers[server]
-        if entry.session is None:
-            reason = entry.dead or entry.error or "it is not running"
-            raise McpCallError(f"MCP server `{server}` is not available: {reason}")
-        future = self._submit(self._call(entry, tool, arguments, timeout))
-        try:
-            return future.result()
-        except BaseException:
-            future.cancel()  # interrupted (signal): the call must not run on unattended
-            raise
+
+        async def make(session: Any) -> Any:
+            return await session.call_tool(tool, arguments)
+
+        return self.run(server, make, timeout, method="tools/call")
 
     def run(
-        self, server: str, make: Callable[[Any], Coroutine[Any, Any, _T]], timeout: float
+        self,
+        server: str,
+        make: Callable[[Any], Coroutine[Any, Any, _T]],
+        timeout: float,
+        *,
+        method: str = "request",
     ) -> _T:
-        """Runs another request (resources) on `server`'s session, with the same error
-        handling as a tool call."""
+        """Runs one request (`make` on the server's session) within `timeout`; raises
+        `McpCallError` when there is no result, `method` naming the request in a timeout."""
         entry = self._servers[server]
         if entry.session is None:
             reason = entry.dead or entry.error or "it is not running"
             raise McpCallError(f"MCP server `{server}` is not available: {reason}")
-        future = self._submit(self._request(entry, make, timeout, "request"))
+        future = self._submit(self._request(entry, make, timeout, method))
         try:
             return future.result()
         except BaseException:
-            future.cancel()
+            future.cancel()  # interrupted (signal): the request must not run on unattended
             raise
 
     def close(self) -> None:
@@ -314,14 +314,6 @@ class McpManager:
                 streamable_http_client(config.url, http_client=client) as streams,
             ):
                 yield streams
-
-    async def _call(
-        self, server: _Server, tool: str, arguments: dict[str, Any] | None, timeout: float
-    ) -> Any:
-        async def make(session: Any) -> Any:
-            return await session.call_tool(tool, arguments)
-
-        return await self._request(server, make, timeout, "tools/call")
 
     async def _request(
         self,

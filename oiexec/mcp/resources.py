@@ -25,6 +25,11 @@ _REQUEST_TIMEOUT_S = 60.0
 
 _SERVER = {"type": "string", "description": "The MCP server's name; every server when omitted."}
 _CURSOR = {"type": "string", "description": "The cursor a previous page returned (needs `server`)."}
+_LISTING = {
+    "type": "object",
+    "properties": {"server": _SERVER, "cursor": _CURSOR},
+    "additionalProperties": False,
+}
 
 _SPECS = {
     "list_mcp_resources": ToolSpec(
@@ -33,22 +38,14 @@ _SPECS = {
             "List the resources (files, records, documents) the configured MCP servers make "
             "available. Read one with read_mcp_resource."
         ),
-        parameters={
-            "type": "object",
-            "properties": {"server": _SERVER, "cursor": _CURSOR},
-            "additionalProperties": False,
-        },
+        parameters=_LISTING,
     ),
     "list_mcp_resource_templates": ToolSpec(
         name="list_mcp_resource_templates",
         description=(
             "List the parameterised resource URIs (templates) the configured MCP servers accept."
         ),
-        parameters={
-            "type": "object",
-            "properties": {"server": _SERVER, "cursor": _CURSOR},
-            "additionalProperties": False,
-        },
+        parameters=_LISTING,
     ),
     "read_mcp_resource": ToolSpec(
         name="read_mcp_resource",
@@ -149,7 +146,7 @@ class McpResourceTool:
         self, server: str, make: Callable[[Any], Coroutine[Any, Any, Any]], method: str
     ) -> Any:
         try:
-            return self.manager.run(server, make, _REQUEST_TIMEOUT_S)
+            return self.manager.run(server, make, _REQUEST_TIMEOUT_S, method=method)
         except McpCallError as exc:
             raise McpCallError(f"{method} failed: {exc}") from None
 
