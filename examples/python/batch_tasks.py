@@ -60,11 +60,18 @@ async def run_all(tasks: list[dict[str, Any]], args: argparse.Namespace) -> list
     return await asyncio.gather(*(limited(task) for task in tasks))
 
 
+def positive(text: str) -> int:
+    # --jobs 0 would leave every task waiting for a slot forever.
+    if not text.isdigit() or int(text) < 1:
+        raise argparse.ArgumentTypeError(f"expected a whole number of at least 1, got {text!r}")
+    return int(text)
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("tasks", type=Path, help="JSONL file, one task a line")
     parser.add_argument("--out", type=Path, required=True, help="where to write summary.json")
-    parser.add_argument("--jobs", type=int, default=4, help="tasks running at once")
+    parser.add_argument("--jobs", type=positive, default=4, help="tasks running at once")
     parser.add_argument("--model")
     parser.add_argument("--sandbox", default="workspace-write")
     args = parser.parse_args()

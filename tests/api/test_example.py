@@ -78,6 +78,27 @@ def test_the_batch_example_runs_tasks_concurrently_and_writes_a_summary(
     assert proc.stderr == ""
 
 
+def test_the_batch_example_refuses_zero_jobs_instead_of_waiting_forever(tmp_path: Path) -> None:
+    tasks = tmp_path / "tasks.jsonl"
+    tasks.write_text(json.dumps({"id": "a", "prompt": "x", "cwd": str(tmp_path)}) + "\n")
+    proc = subprocess.run(
+        [
+            sys.executable,
+            str(EXAMPLE),
+            str(tasks),
+            "--out",
+            str(tmp_path / "s.json"),
+            "--jobs",
+            "0",
+        ],
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert proc.returncode == 2
+    assert "--jobs: expected a whole number of at least 1, got '0'" in proc.stderr
+
+
 def test_every_python_example_is_run_here() -> None:
     from tests.examples.sources import PYTHON_SCRIPTS
 
