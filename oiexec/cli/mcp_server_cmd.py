@@ -1,7 +1,8 @@
 """`interpreter mcp-server`: oiexec as an MCP server over stdio (see oiexec/api/mcp_server.py).
 
 Its flags set what every run gets unless the tool call says otherwise. `-s` is also the
-loosest sandbox a call may ask for (and closes the config keys that could undo it), `-C` the
+loosest sandbox a call may ask for (and closes what could undo it: most config keys, other
+profiles, the hook switches, threads started elsewhere; see oiexec/api/mcp_caps.py), `-C` the
 tree a call's cwd must be inside.
 """
 
@@ -22,7 +23,10 @@ from oiexec.core.policy import SANDBOX_MODES
     "--sandbox",
     "sandbox_mode",
     type=click.Choice(SANDBOX_MODES),
-    help="Default sandbox for runs, and the loosest one a tool call may ask for.",
+    help=(
+        "Default sandbox for runs, and the loosest one a tool call may ask for; callers then "
+        "keep to the server's profile and config, except keys that shape the model's work."
+    ),
 )
 @click.option(
     "-C",
