@@ -15,6 +15,7 @@ from typing import Any
 
 from oiexec.core.context import ToolContext
 from oiexec.core.events import McpToolCallError, McpToolCallItem, McpToolCallResult
+from oiexec.core.tokens import truncate_middle
 from oiexec.core.types import ToolCall, ToolOutput, ToolSpec
 from oiexec.mcp.manager import McpCallError, McpManager
 
@@ -63,8 +64,10 @@ _SPECS = {
 }
 
 
-def resource_tools(manager: McpManager, servers: Sequence[str]) -> list[McpResourceTool]:
-    return [McpResourceTool(manager, name, tuple(servers)) for name in _SPECS]
+def resource_tools(
+    manager: McpManager, servers: Sequence[str], output_tokens: int = 10_000
+) -> list[McpResourceTool]:
+    return [McpResourceTool(manager, name, tuple(servers), output_tokens) for name in _SPECS]
 
 
 def _dump(value: Any) -> Any:
@@ -76,6 +79,8 @@ class McpResourceTool:
     manager: McpManager
     name: str
     servers: tuple[str, ...]
+    #: Most tokens the model reads (`tool_output_token_limit`): a resource can be any size.
+    output_tokens: int = 10_000
 
     @property
     def spec(self) -> ToolSpec:
@@ -105,7 +110,7 @@ class McpResourceTool:
         text = json.dumps(payload, ensure_ascii=False)
         result = McpToolCallResult(content=[{"type": "text", "text": text}])
         ctx.items.completed(item.model_copy(update={"result": result, "status": "completed"}))
-        return ToolOutput(call_id=call.call_id, output=text)
+        return ToolOutput(call_id=call.call_id, output=truncate_middle(text, self.output_tokens))
 
     def _payload(self, server: str | None, args: dict[str, Any]) -> dict[str, Any]:
         cursor = str(args.get("cursor") or "").strip() or None

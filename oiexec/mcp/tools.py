@@ -17,6 +17,7 @@ from typing import Any
 from oiexec.config.mcp import ToolApprovalMode
 from oiexec.core.context import ToolContext
 from oiexec.core.events import McpToolCallError, McpToolCallItem, McpToolCallResult
+from oiexec.core.tokens import truncate_middle
 from oiexec.core.types import ImageInput, ToolCall, ToolOutput, ToolSpec
 from oiexec.mcp.approval import APPROVAL_REFUSED, needs_approval
 from oiexec.mcp.manager import McpCallError, McpManager, ServerTool
@@ -34,6 +35,9 @@ class McpTool:
     #: Approval `never` with the `danger-full-access` sandbox (or the bypass flag): Codex
     #: runs every MCP call then.
     full_access: bool
+    #: Most tokens of a result the model reads (`tool_output_token_limit`); the item keeps
+    #: the whole result, as Codex's does.
+    output_tokens: int = 10_000
 
     @property
     def server(self) -> str:
@@ -105,7 +109,7 @@ class McpTool:
         )
         ctx.items.completed(done)
         text, images = model_output(content, structured, label=f"{self.server}.{self.tool}")
-        return output(text, error=is_error, images=images)
+        return output(truncate_middle(text, self.output_tokens), error=is_error, images=images)
 
     @staticmethod
     def _failed(

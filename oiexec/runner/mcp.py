@@ -59,6 +59,8 @@ def start_mcp_servers(
     # Approval is always `never` in exec, so `danger-full-access` (or the bypass flag) is
     # Codex's full-access mode, in which every MCP call runs.
     full_access = prepared.policy.mode == "danger-full-access"
+    # No tool hands the model unbounded output: a server's result is cut as a command's is.
+    output_tokens = prepared.config.settings.tool_output_token_limit
     tools: list[Tool] = []
     for status in started:
         config = servers[status.name]
@@ -70,11 +72,12 @@ def start_mcp_servers(
                 timeout=config.tool_timeout_sec,
                 approval=approval_mode(config, tool.name),
                 full_access=full_access,
+                output_tokens=output_tokens,
             )
             for tool in status.tools
         )
     if started:
-        tools.extend(resource_tools(manager, [status.name for status in started]))
+        tools.extend(resource_tools(manager, [s.name for s in started], output_tokens))
     return tuple(tools)
 
 

@@ -17,12 +17,14 @@ def test_a_call_is_an_mcp_tool_call_item_and_its_result_reaches_the_model(
 ) -> None:
     model_server.enqueue(
         reply(tool_calls=[call("mcp__mini__echo", {"text": "hello"}, call_id="c1")]),
+        reply(tool_calls=[call("mcp__mini__big", {"size": 100_000}, call_id="c2")]),
         reply("done"),
     )
-    result = run_cli([*exec_args(model_server), *server_flags(), "say hello"], cwd=repo)
+    limit = ("-c", "tool_output_token_limit=500")
+    result = run_cli([*exec_args(model_server), *server_flags(), *limit, "say hello"], cwd=repo)
     assert result.returncode == 0, result.stderr
-    started = result.items("mcp_tool_call", "item.started")
-    completed = result.items("mcp_tool_call")
+    started = result.items("mcp_tool_call", "item.started")[:1]
+    completed, big = result.items("mcp_tool_call")
     assert started == [
         {
             "id": "item_0",
@@ -36,7 +38,7 @@ def test_a_call_is_an_mcp_tool_call_item_and_its_result_reaches_the_model(
         }
     ]
     # Codex's line, field for field (codex-exec.md §3.3).
-    assert completed == [
+    assert [completed] == [
         {
             "id": "item_0",
             "type": "mcp_tool_call",
@@ -52,6 +54,13 @@ def test_a_call_is_an_mcp_tool_call_item_and_its_result_reaches_the_model(
         }
     ]
     assert tool_outputs(model_server.bodies[1])["c1"] == "echo: hello"
+    # A huge result is cut for the model as a command's output is (head and tail kept);
+    # the item keeps all of it, as Codex's does.
+    whole = big["result"]["content"][0]["text"]
+    assert len(whole) == 100_000
+    read = tool_outputs(model_server.bodies[2])["c2"]
+    assert read.startswith(whole[:500]) and read.endswith(whole[-500:])
+    assert "tokens truncated" in read and len(read) < 2_100
 
 
 def test_images_structured_content_resources_and_elicitation(

@@ -2,11 +2,12 @@
 
     python -m tests.support.mcp_servers.mini [--pidfile FILE] [--envfile FILE]
 
-Tools: `echo` (text), `image` (a 1x1 PNG with a caption), `slow` (sleeps), `crash` (the
-process dies mid-call), `structured` (structured content), `fail` (an `isError` result),
-`spawn` (starts a grandchild that sleeps and writes its pid), `delete_all` (annotated
-destructive) and `lookup` (annotated read-only). Writes its pid to `--pidfile`, its
-environment as JSON to `--envfile`, and a line to stderr when it starts.
+Tools: `echo` (text), `big` (a long text), `image` (a 1x1 PNG with a caption), `slow`
+(sleeps), `crash` (the process dies mid-call), `structured` (structured content), `fail`
+(an `isError` result), `spawn` (starts a grandchild that sleeps and writes its pid),
+`delete_all` (annotated destructive) and `lookup` (annotated read-only). Writes its pid
+to `--pidfile`, its environment as JSON to `--envfile`, and a line to stderr when it
+starts.
 """
 
 from __future__ import annotations
@@ -40,6 +41,11 @@ def echo(text: str) -> str:
 @server.tool(description="A tiny picture.", structured_output=False)
 def image() -> list[object]:
     return ["a red dot", Image(data=PNG_1X1, format="png")]
+
+
+@server.tool(description="A long text of the given size.", structured_output=False)
+def big(size: int) -> str:
+    return "".join(f"line {i:06d}\n" for i in range(size // 12 + 1))[:size]
 
 
 @server.tool(description="Sleep for a while.", structured_output=False)
