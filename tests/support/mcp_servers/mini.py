@@ -43,15 +43,15 @@ def image() -> list[object]:
     return ["a red dot", Image(data=PNG_1X1, format="png")]
 
 
-@server.tool(description="A long text of the given size.", structured_output=False)
-def big(size: int) -> str:
-    return "".join(f"line {i:06d}\n" for i in range(size // 12 + 1))[:size]
-
-
 @server.tool(description="Sleep for a while.", structured_output=False)
 def slow(seconds: float) -> str:
     time.sleep(seconds)
     return "woke up"
+
+
+@server.tool(description="A long text of the given size.", structured_output=False)
+def big(size: int) -> str:
+    return "".join(f"line {i:06d}\n" for i in range(size // 12 + 1))[:size]
 
 
 @server.tool(description="Die mid-call.", structured_output=False)
