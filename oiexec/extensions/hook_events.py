@@ -62,6 +62,17 @@ class HookSession:
             "permission_mode": _PERMISSION_MODE,
         }
 
+    def tool_payload(
+        self, event: str, call: ToolCall, name: str, tool_input: Any
+    ) -> dict[str, Any]:
+        """What PreToolUse and PostToolUse both send, with the tool as `describe` names it."""
+        return {
+            **self.common(event),
+            "tool_name": name,
+            "tool_input": tool_input,
+            "tool_use_id": call.call_id,
+        }
+
     def report(self, runs: Sequence[HookRun]) -> None:
         """A hook that failed is said once on stderr; the run goes on."""
         for run in runs:
@@ -146,12 +157,7 @@ class HookGate:
         if not s.runner.has("PreToolUse"):
             return None
         name, aliases, tool_input = s.describe(call)
-        payload = {
-            **s.common("PreToolUse"),
-            "tool_name": name,
-            "tool_input": tool_input,
-            "tool_use_id": call.call_id,
-        }
+        payload = s.tool_payload("PreToolUse", call, name, tool_input)
         runs = s.runner.run("PreToolUse", payload, (name, *aliases))
         s.report(runs)
         for run in runs:
@@ -171,11 +177,8 @@ class HookGate:
             return output
         name, aliases, tool_input = s.describe(call)
         payload = {
-            **s.common("PostToolUse"),
-            "tool_name": name,
-            "tool_input": tool_input,
+            **s.tool_payload("PostToolUse", call, name, tool_input),
             "tool_response": output.output,
-            "tool_use_id": call.call_id,
         }
         runs = s.runner.run("PostToolUse", payload, (name, *aliases))
         s.report(runs)
