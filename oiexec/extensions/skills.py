@@ -15,6 +15,7 @@ Only the front matter is read here: the model opens the body when it uses the sk
 from __future__ import annotations
 
 import os
+import stat
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -99,10 +100,12 @@ def _read_skill(path: Path, warn: Callable[[str], None]) -> Skill | None:
         warn(f"skill {path} skipped: {why}")
 
     try:
-        with path.open("rb") as handle:
-            head = handle.read(MAX_HEADER_BYTES)
+        head = _read_head(path)
     except OSError as exc:
         skip(f"cannot be read ({exc.strerror or exc})")
+        return None
+    if head is None:
+        skip("it is not a regular file")
         return None
     text = head.decode("utf-8", errors="replace")
     header = _front_matter(text)
@@ -137,6 +140,20 @@ def _read_skill(path: Path, warn: Callable[[str], None]) -> Skill | None:
         skip(f"`description` is longer than {MAX_DESCRIPTION_CHARS} characters")
         return None
     return Skill(name=name, description=description, path=path.absolute())
+
+
+def _read_head(path: Path) -> bytes | None:
+    """The first MAX_HEADER_BYTES of a regular file; None for anything else. Opened without
+    blocking: a FIFO named SKILL.md must not stall the run's start waiting for a writer."""
+    fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC)
+    try:
+        if not stat.S_ISREG(os.fstat(fd).st_mode):
+            return None
+        os.set_blocking(fd, True)
+        with os.fdopen(fd, "rb", closefd=False) as handle:
+            return handle.read(MAX_HEADER_BYTES)
+    finally:
+        os.close(fd)
 
 
 def _front_matter(text: str) -> str | None:

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import os
+import threading
 from pathlib import Path
 
 from oiexec.extensions.skills import discover_skills, skill_roots
@@ -68,3 +70,23 @@ def test_roots_from_the_cwd_up_to_the_project_root_only_when_trusted(tmp_path: P
     untrusted = skill_roots(cwd, project, trusted=False, home=home, user_home=user)
     assert untrusted == [home / "skills", user / ".agents" / "skills"]
     assert discover_skills(untrusted, lambda _: None) == ()  # none of them exists
+
+
+def test_a_skill_file_that_is_not_a_regular_file_is_skipped_without_waiting(
+    tmp_path: Path,
+) -> None:
+    root = tmp_path / "skills"
+    (root / "pipe").mkdir(parents=True)
+    os.mkfifo(root / "pipe" / "SKILL.md")  # opening it for reading would wait for a writer
+    _skill(root, "real", "---\nname: real\ndescription: still found\n---\n")
+    warnings: list[str] = []
+    found: list[str] = []
+    worker = threading.Thread(
+        target=lambda: found.extend(s.name for s in discover_skills([root], warnings.append)),
+        daemon=True,
+    )
+    worker.start()
+    worker.join(60)  # a hang guard, not a timing check: the fixed code returns at once
+    assert not worker.is_alive(), "discovering skills waited on a FIFO"
+    assert found == ["real"]
+    assert warnings == [f"skill {root / 'pipe' / 'SKILL.md'} skipped: it is not a regular file"]
