@@ -8,9 +8,10 @@ Codex's message, never asked about. Codex's rule (codex-rs/core mcp_tool_call.rs
 - the mode is the tool's `tools.<name>.approval_mode`, else the server's
   `default_tools_approval_mode`, else `auto`;
 - `approve` runs the call; `prompt` always needs approval;
-- `auto` needs it only for a tool whose annotations say it is destructive
-  (`destructiveHint: true`), or writes to an open world (`readOnlyHint: false` with
-  `openWorldHint: true`); a tool without annotations runs.
+- `auto` runs a tool the server sent no annotations for; for an annotated one, a hint left
+  out takes MCP's default (not read-only, destructive, open world), so the call needs
+  approval unless the tool says it is read-only, or says it is neither destructive nor
+  open-world.
 """
 
 from __future__ import annotations
@@ -32,9 +33,12 @@ def approval_mode(config: McpServerConfig, tool: str) -> ToolApprovalMode:
 
 
 def _risky(annotations: dict[str, Any]) -> bool:
-    if annotations.get("destructiveHint") is True:
+    destructive = annotations.get("destructiveHint")
+    if destructive is True:
         return True
-    return annotations.get("readOnlyHint") is False and annotations.get("openWorldHint") is True
+    if annotations.get("readOnlyHint") is True:
+        return False
+    return destructive is not False or annotations.get("openWorldHint") is not False
 
 
 def needs_approval(

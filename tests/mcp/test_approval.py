@@ -21,6 +21,7 @@ def _call(server: str, tool: str) -> object:
 
 def _run(model_server: ModelServer, repo: Path, *flags: str) -> dict[str, dict[str, object]]:
     tools = [("mini", "delete_all"), ("mini", "lookup"), ("mini", "echo")]
+    tools += [("mini", "save_note"), ("mini", "tidy_cache")]
     tools += [("strict", "delete_all"), ("strict", "echo")]
     model_server.enqueue(
         reply(tool_calls=[_call(server, tool) for server, tool in tools]),  # type: ignore[misc]
@@ -49,6 +50,9 @@ def test_codex_rule_under_never(model_server: ModelServer, repo: Path) -> None:
     assert tool_outputs(model_server.bodies[1])["mini-delete_all"] == REFUSED
     assert items["mini.lookup"]["status"] == "completed"  # read-only
     assert items["mini.echo"]["status"] == "completed"  # no annotations: Codex runs it
+    # Annotated, with openWorldHint left out: MCP's default (open world) needs approval.
+    assert items["mini.save_note"]["error"] == {"message": REFUSED}
+    assert items["mini.tidy_cache"]["status"] == "completed"  # says: closed world
     assert items["strict.echo"]["error"] == {"message": REFUSED}  # the server's `prompt`
     assert items["strict.delete_all"]["status"] == "completed"  # its own `approve`
 

@@ -5,9 +5,10 @@
 Tools: `echo` (text), `big` (a long text), `image` (a 1x1 PNG with a caption), `slow`
 (sleeps), `crash` (the process dies mid-call), `structured` (structured content), `fail`
 (an `isError` result), `spawn` (starts a grandchild that sleeps and writes its pid),
-`delete_all` (annotated destructive) and `lookup` (annotated read-only). Writes its pid
-to `--pidfile`, its environment as JSON to `--envfile`, and a line to stderr when it
-starts.
+`delete_all` (annotated destructive), `lookup` (annotated read-only), `save_note` and
+`tidy_cache` (annotated writing, the first with the open world left to MCP's default).
+Writes its pid to `--pidfile`, its environment as JSON to `--envfile`, and a line to stderr
+when it starts.
 """
 
 from __future__ import annotations
@@ -107,6 +108,26 @@ def delete_all() -> str:
 )
 def lookup(key: str) -> str:
     return f"value of {key}"
+
+
+@server.tool(
+    description="Save a note somewhere (open world unless said otherwise, per MCP).",
+    annotations=ToolAnnotations(read_only_hint=False, destructive_hint=False),
+    structured_output=False,
+)
+def save_note() -> str:
+    return "note saved"
+
+
+@server.tool(
+    description="Tidy a local cache (a closed world).",
+    annotations=ToolAnnotations(
+        read_only_hint=False, destructive_hint=False, open_world_hint=False
+    ),
+    structured_output=False,
+)
+def tidy_cache() -> str:
+    return "cache tidied"
 
 
 class Confirmation(BaseModel):
