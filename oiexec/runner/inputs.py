@@ -36,10 +36,16 @@ def read_output_schema(path: Path) -> dict[str, Any]:
         raise UsageError(f"Failed to read output schema file {path}: {exc}") from exc
     if not isinstance(schema, dict):
         raise UsageError(f"Failed to read output schema file {path}: not a JSON object")
+    check_output_schema(schema, f"in {path}")
+    return schema
+
+
+def check_output_schema(schema: dict[str, Any], where: str) -> None:
+    """A `UsageError` naming `where` unless `schema` is a valid JSON Schema (the file's, or
+    one a Python caller passed)."""
     import jsonschema
 
     try:
         jsonschema.validators.validator_for(schema).check_schema(schema)
     except jsonschema.SchemaError as exc:
-        raise UsageError(f"Invalid output schema in {path}: {exc.message}") from exc
-    return schema
+        raise UsageError(f"Invalid output schema {where}: {exc.message}") from exc
