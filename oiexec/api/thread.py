@@ -27,6 +27,7 @@ from oiexec.api.process import RunProcess
 from oiexec.api.results import Collector, Turn, adrive, drive
 from oiexec.core.errors import UsageError
 from oiexec.core.events import ThreadEvent
+from oiexec.runner.inputs import check_output_schema
 
 if TYPE_CHECKING:
     from oiexec.runner.request import ExecRequest
@@ -316,6 +317,9 @@ def _turn_options(
         model, schema = output_schema, output_schema.model_json_schema()
     elif output_schema is None or isinstance(output_schema, dict):
         schema = output_schema
+        if schema is not None:
+            # Checked as exec checks --output-schema's file, before anything runs.
+            check_output_schema(schema, "(output_schema=)")
     else:
         raise UsageError(
             f"output_schema must be a JSON Schema dict or a pydantic model class, "

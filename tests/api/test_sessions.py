@@ -75,6 +75,8 @@ def test_usage_errors_are_raised_before_anything_runs(
         make_agent(config={"model": object()}).start_thread().run("x")
     with pytest.raises(UsageError, match=r"env\['RETRIES'\] = 3: .* are strings"):
         make_agent(env={"RETRIES": 3}).start_thread().run("x")
+    with pytest.raises(UsageError, match=r"Invalid output schema \(output_schema=\): 5 is not"):
+        make_agent().start_thread().run("x", output_schema={"type": 5})
     with pytest.raises(UsageError, match="cwd: 7 is not a path"):
         make_agent(cwd=7).start_thread().run("x")
     with pytest.raises(UsageError, match="additional_directories: None is not a path"):
