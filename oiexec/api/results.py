@@ -255,6 +255,7 @@ _API_WORDS = (
     ("--max-turns", "max_turns="),
     ("--max-cost", "max_cost="),
     ("--max-tokens", "max_tokens="),
+    ("--image ", "local_image "),
 )  # fmt: skip
 
 

@@ -9,7 +9,15 @@ from pathlib import Path
 
 import pytest
 
-from oiexec import Agent, ConfigError, ExitCode, SessionError, UsageError
+from oiexec import (
+    Agent,
+    ConfigError,
+    ExitCode,
+    LocalImageInput,
+    SessionError,
+    TextInput,
+    UsageError,
+)
 from oiexec.core.events import ReviewItem
 from tests.api.conftest import MakeAgent, provider_config
 from tests.conftest import git
@@ -77,6 +85,12 @@ def test_usage_errors_are_raised_before_anything_runs(
         make_agent(env={"RETRIES": 3}).start_thread().run("x")
     with pytest.raises(UsageError, match=r"Invalid output schema \(output_schema=\): 5 is not"):
         make_agent().start_thread().run("x", output_schema={"type": 5})
+    missing: list[TextInput | LocalImageInput] = [
+        {"type": "text", "text": "x"},
+        {"type": "local_image", "path": "/no/such.png"},
+    ]
+    with pytest.raises(UsageError, match=r"^local_image /no/such.png: No such file"):
+        make_agent().start_thread().run(missing)
     with pytest.raises(UsageError, match="cwd: 7 is not a path"):
         make_agent(cwd=7).start_thread().run("x")
     with pytest.raises(UsageError, match="additional_directories: None is not a path"):
