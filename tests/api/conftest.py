@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import time
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -59,3 +60,12 @@ def running_commands(marker: str) -> list[int]:
         if marker.encode() in cmdline and state != "Z":
             pids.append(int(entry))
     return pids
+
+
+def wait_for_command(marker: str, limit_s: float = 30) -> list[int]:
+    """`running_commands(marker)` once it finds any, or [] after `limit_s` seconds: generous,
+    since a loaded machine can take seconds between the item starting and the spawn."""
+    deadline = time.monotonic() + limit_s
+    while not (found := running_commands(marker)) and time.monotonic() < deadline:
+        time.sleep(0.05)
+    return found

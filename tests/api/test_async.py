@@ -16,7 +16,7 @@ import pytest
 
 from oiexec import ExitCode, Turn
 from oiexec.core.events import CommandExecutionItem, ItemStarted
-from tests.api.conftest import MakeAgent, running_commands
+from tests.api.conftest import MakeAgent, running_commands, wait_for_command
 from tests.conftest import git
 from tests.support.model_server import ModelServer, call, reply
 
@@ -45,11 +45,7 @@ def test_cancelling_the_task_kills_the_runs_processes(
         task = asyncio.create_task(consume())
         await asyncio.wait_for(started.wait(), timeout=30)
         # The command is running until the task is cancelled.
-        for _ in range(100):
-            seen = running_commands(marker)
-            if seen:
-                break
-            await asyncio.sleep(0.05)
+        seen = await asyncio.to_thread(wait_for_command, marker)
         task.cancel()
         with contextlib.suppress(asyncio.CancelledError):
             await task
@@ -130,10 +126,7 @@ def test_thread_cancel_from_another_thread_ends_the_turn(
     worker = threading.Thread(target=lambda: turns.append(thread.run("wait", on_event=on_event)))
     worker.start()
     assert started.wait(30), "the model's command never started"
-    for _ in range(100):
-        if running_commands(marker):
-            break
-        time.sleep(0.05)
+    assert wait_for_command(marker), "the model's command never started"
     thread.cancel()
     worker.join(30)
 
@@ -152,12 +145,8 @@ def test_leaving_the_event_loop_early_stops_the_run(
     streamed = thread.run_streamed("wait")
     for event in streamed:
         if isinstance(event, ItemStarted):
-            for _ in range(100):
-                if running_commands(marker):
-                    break
-                time.sleep(0.05)
+            assert wait_for_command(marker), "the model's command never started"
             break
-    assert running_commands(marker), "the model's command never started"
     streamed.close()  # the caller lost interest: the run is stopped with its commands
 
     assert running_commands(marker) == []
@@ -175,11 +164,7 @@ def test_a_callback_that_raises_stops_the_run(
 
     def on_event(event: object) -> None:
         if isinstance(event, ItemStarted):
-            for _ in range(100):
-                seen[:] = running_commands(marker)
-                if seen:
-                    break
-                time.sleep(0.05)
+            seen[:] = wait_for_command(marker)
             raise RuntimeError("the caller's callback failed")
 
     with pytest.raises(RuntimeError, match="callback failed"):
@@ -220,11 +205,7 @@ def test_a_caller_killed_outright_does_not_leave_its_run_going(
     ) as caller:
         try:
             assert caller.stdout is not None and caller.stdout.readline() == "started\n"
-            for _ in range(100):
-                if running_commands(marker):
-                    break
-                time.sleep(0.05)
-            assert running_commands(marker), "the model's command never started"
+            assert wait_for_command(marker), "the model's command never started"
         finally:
             caller.kill()  # SIGKILL: no clean-up of its own
     # The fork server exits with its caller, and the run with the fork server.
