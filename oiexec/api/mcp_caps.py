@@ -164,12 +164,12 @@ def choose_profile(defaults: ServerDefaults, asked: str | None) -> str | None:
     if asked is None or asked == defaults.profile:
         return defaults.profile
     if defaults.sandbox is not None:
-        own = f"`-p {defaults.profile}`" if defaults.profile else "none"
+        own = f"`-p {defaults.profile}`" if defaults.profile else "the one its config chooses"
         raise ToolError(
             f"profile {asked!r} cannot be chosen by a caller of this server: {_ceiling(defaults)}"
             f", and a profile can set what the ceiling keeps from callers (network access, "
             f"permission profiles, MCP servers, hooks). Leave `profile` out to run with the "
-            f"server's ({own})"
+            f"server's profile ({own})"
         )
     return asked
 
