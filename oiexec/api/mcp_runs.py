@@ -319,7 +319,7 @@ class Runs:
 
 
 Sandbox = Annotated[
-    Literal["read-only", "workspace-write", "danger-full-access"] | None,
+    SandboxMode | None,
     Field(description="Sandbox mode for the commands the agent runs."),
 ]
 Cwd = Annotated[

@@ -15,10 +15,11 @@ import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Literal, TypeAlias
+from typing import Any, TypeAlias
 
 from oiexec.config.settings import ReasoningEffort
 from oiexec.core.errors import ConfigError, UsageError
+from oiexec.core.policy import SandboxMode
 from oiexec.runner.request import ExecRequest, ResumeTarget, new_request
 
 __all__ = [
@@ -31,7 +32,6 @@ __all__ = [
     "config_overrides",
 ]
 
-SandboxMode: TypeAlias = Literal["read-only", "workspace-write", "danger-full-access"]
 PathLike: TypeAlias = "str | os.PathLike[str]"
 
 _BARE_KEY = re.compile(r"^[A-Za-z0-9_-]+$")
