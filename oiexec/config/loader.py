@@ -203,6 +203,7 @@ def load_config(
 
     settings = validate_settings(merged, layers)
     warnings.extend(unknown_features(settings, layers))
+    warnings.extend(_home_in_workspace(home, inputs.cwd, project_root, settings))
     return LoadedConfig(
         settings, origins, warnings, home, project_root, trusted, layers, ignored=ignored
     )
@@ -290,6 +291,23 @@ def through_symlink(root: Path, path: Path) -> bool:
         if current.is_symlink():
             return True
     return False
+
+
+def _home_in_workspace(home: Path, cwd: Path, project_root: Path, settings: Settings) -> list[str]:
+    """A warning when commands could write the home: its config.toml and hooks.json are read
+    by the next run, whose hooks, notify and MCP servers run outside the sandbox. Only a
+    `.openinterpreter` directly under a writable root is kept read-only by the sandbox."""
+    if settings.sandbox_mode != "workspace-write":
+        return []
+    real = Path(os.path.realpath(home))
+    for root in {Path(os.path.realpath(cwd)), Path(os.path.realpath(project_root))}:
+        if (root == real or root in real.parents) and real != root / PROJECT_DIR:
+            return [
+                f"the oiexec home {home} is inside the workspace {root}: commands can rewrite "
+                "its config.toml and hooks.json, which later runs read and act on outside the "
+                "sandbox; set OPENINTERPRETER_HOME to a directory outside the workspace"
+            ]
+    return []
 
 
 def _profile_layers(name: str, home: Path, user: Layer | None) -> list[Layer]:

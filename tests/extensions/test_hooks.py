@@ -5,6 +5,7 @@ hooks ignored in an untrusted project."""
 from __future__ import annotations
 
 import json
+import os
 import sys
 from pathlib import Path
 from typing import Any
@@ -346,3 +347,17 @@ def test_project_hooks_reached_through_a_symlink_are_ignored(
     assert not marker.exists()
     hooks_file = repo / ".openinterpreter" / "hooks.json"
     assert f"ignored {hooks_file}: it is reached through a symbolic link" in result.stderr
+
+
+def test_a_home_inside_the_workspace_is_warned_about(model_server: ModelServer, repo: Path) -> None:
+    # Commands in workspace-write could write its hooks.json, run by later runs unsandboxed.
+    home = repo / "ci-home"
+    home.mkdir()
+    model_server.enqueue(reply("ok"), reply("ok"))
+    env = {**os.environ, "OPENINTERPRETER_HOME": str(home)}
+    inside = run_cli([*exec_args(model_server), "-s", "workspace-write", "go"], cwd=repo, env=env)
+    assert inside.returncode == 0, inside.stderr
+    assert f"the oiexec home {home} is inside the workspace {repo}" in inside.stderr
+    elsewhere = run_cli([*exec_args(model_server), "-s", "workspace-write", "go"], cwd=repo)
+    assert elsewhere.returncode == 0, elsewhere.stderr
+    assert "is inside the workspace" not in elsewhere.stderr
