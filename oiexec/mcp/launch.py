@@ -101,6 +101,18 @@ def http_headers(config: McpServerConfig, environ: Mapping[str, str]) -> dict[st
     return headers
 
 
+def process_start(pid: int) -> str | None:
+    """The start time of process `pid` in clock ticks since boot (field 22 of
+    /proc/PID/stat); None when the process is gone or there is no /proc."""
+    try:
+        with open(f"/proc/{pid}/stat", "rb") as handle:
+            stat = handle.read()
+    except OSError:
+        return None
+    fields = stat.rsplit(b")", 1)[-1].split()
+    return fields[19].decode() if len(fields) > 19 else None
+
+
 @dataclass
 class StderrPump:
     """Reads a stdio server's stderr on its own thread: the wrapper's marks are kept, every
@@ -110,6 +122,9 @@ class StderrPump:
     #: What the wrapper's reports start with: random, so no server line can pass for one.
     mark: str = field(default_factory=lambda: f"oiexec-mcp-{secrets.token_hex(8)}")
     pid: int | None = None
+    #: When the process `pid` names started (Linux), so a later kill can tell it from a new
+    #: process that was given the same id after the server's group was gone.
+    leader_start: str | None = None
     exit_code: int | None = None
     tail: collections.deque[str] = field(
         default_factory=lambda: collections.deque(maxlen=_STDERR_TAIL)
@@ -163,9 +178,18 @@ class StderrPump:
             return
         if kind == "pid" and self.pid is None:
             self.pid = number
+            self.leader_start = process_start(number)
         elif kind == "exit":
             self.exit_code = number
             self.exited.set()
+
+    def group_is_ours(self) -> bool:
+        """Whether the process group `pid` still belongs to the server: false only when a
+        process of that id exists and started at another time (the id was reused)."""
+        if self.pid is None:
+            return False
+        now = process_start(self.pid)
+        return now is None or self.leader_start is None or now == self.leader_start
 
     def join(self, timeout: float) -> None:
         if self._thread is not None:

@@ -390,7 +390,9 @@ class McpManager:
     @staticmethod
     def _kill_group(server: _Server) -> None:
         pump = server.pump
-        if pump is None or pump.pid is None:
+        # A server that died early in a long run may have had its id handed to an unrelated
+        # process since: that process's group is never ours to kill.
+        if pump is None or pump.pid is None or not pump.group_is_ours():
             return
         with contextlib.suppress(ProcessLookupError, PermissionError):
             os.killpg(pump.pid, signal.SIGKILL)

@@ -4,10 +4,12 @@ parts of `[mcp_servers]` only Codex's config shape decides."""
 from __future__ import annotations
 
 import socket
+import subprocess
 import sys
 from pathlib import Path
 
 from oiexec.config.mcp import McpServerConfig
+from oiexec.mcp.manager import McpManager
 from oiexec.mcp.naming import MAX_TOOL_NAME_LENGTH, qualified_names
 from oiexec.mcp.probe import probe_servers
 from tests.mcp.conftest import MINI, REPO_ROOT, gone_soon, read_pid
@@ -106,3 +108,23 @@ def test_env_vars_take_codex_table_form() -> None:
         {"command": "srv", "env_vars": [{"name": "A"}, {"name": "B", "source": "local"}, "C"]}
     )
     assert config.env_vars == ["A", "B", "C"]
+
+
+def test_a_process_group_whose_id_was_reused_is_left_alone(tmp_path: Path) -> None:
+    """The run kills the server's group by its id when it ends; if the server died long
+    before and its id was handed to another process that leads a group of its own, that
+    group is not the run's to kill."""
+    manager = McpManager({"mini": _mini()}, cwd=tmp_path)
+    stranger = subprocess.Popen(["sleep", "30"], start_new_session=True)
+    try:
+        [status] = manager.start()
+        assert status.started, status.error
+        pump = manager._servers["mini"].pump  # what the run recorded about the server
+        assert pump is not None and pump.pid is not None
+        real_pid, pump.pid = pump.pid, stranger.pid  # the id now names the stranger
+        manager.close()
+        assert stranger.poll() is None  # not killed
+        assert real_pid is not None and gone_soon(real_pid)  # the server still stopped
+    finally:
+        stranger.kill()
+        stranger.wait()
