@@ -53,10 +53,12 @@ class McpTool:
 
     @property
     def spec(self) -> ToolSpec:
+        """The server's own description and schema; each harness offers them in its
+        product's shape (harness/mcp_tools.py), an object schema with `properties` included."""
         return ToolSpec(
             name=self.name,
             description=self.listed.description,
-            parameters=_object_schema(self.listed.input_schema),
+            parameters=self.listed.input_schema,
         )
 
     def run(self, call: ToolCall, ctx: ToolContext) -> ToolOutput:
@@ -123,17 +125,6 @@ class McpTool:
             item.model_copy(update={"error": McpToolCallError(message=message), "status": "failed"})
         )
         return output(message, error=True)
-
-
-def _object_schema(schema: dict[str, Any]) -> dict[str, Any]:
-    """The server's input schema as a function schema the model APIs accept: an object with
-    `properties` (some servers send `{}` or leave `properties` out for a tool without
-    arguments; the APIs reject both)."""
-    parameters = dict(schema)
-    parameters.setdefault("type", "object")
-    if parameters["type"] == "object":
-        parameters.setdefault("properties", {})
-    return parameters
 
 
 def model_output(
