@@ -9,6 +9,7 @@ import sys
 from pathlib import Path
 
 from oiexec.config.mcp import McpServerConfig
+from oiexec.mcp.launch import process_start
 from oiexec.mcp.manager import McpManager
 from oiexec.mcp.naming import MAX_TOOL_NAME_LENGTH, qualified_names
 from oiexec.mcp.probe import probe_servers
@@ -115,16 +116,23 @@ def test_a_process_group_whose_id_was_reused_is_left_alone(tmp_path: Path) -> No
     before and its id was handed to another process that leads a group of its own, that
     group is not the run's to kill."""
     manager = McpManager({"mini": _mini()}, cwd=tmp_path)
-    stranger = subprocess.Popen(["sleep", "30"], start_new_session=True)
+    strangers: list[subprocess.Popen[bytes]] = []
     try:
         [status] = manager.start()
         assert status.started, status.error
         pump = manager._servers["mini"].pump  # what the run recorded about the server
         assert pump is not None and pump.pid is not None
+        # Another session leader, started later than the server (a clock tick apart, as a
+        # reused id always is).
+        while not strangers or process_start(strangers[-1].pid) == pump.leader_start:
+            strangers.append(subprocess.Popen(["sleep", "30"], start_new_session=True))
+        stranger = strangers[-1]
         real_pid, pump.pid = pump.pid, stranger.pid  # the id now names the stranger
         manager.close()
         assert stranger.poll() is None  # not killed
-        assert real_pid is not None and gone_soon(real_pid)  # the server still stopped
+        assert gone_soon(real_pid)  # the server itself still stopped
     finally:
-        stranger.kill()
-        stranger.wait()
+        manager.close()
+        for process in strangers:
+            process.kill()
+            process.wait()
