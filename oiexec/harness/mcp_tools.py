@@ -129,7 +129,7 @@ def offer_mcp_tools(
     return offer.tools(advertised), offer
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, eq=False)  # compared and hashed by identity, as any tool
 class _Advertised:
     """An MCP tool under its product's spec; calls go to the tool itself."""
 
