@@ -121,6 +121,8 @@ class AgentLoop:
     #: The thread's usage so far, this run's requests included (also after a failure).
     usage: Usage = field(default_factory=Usage, init=False)
     _tools: dict[str, Tool] = field(init=False)
+    #: Names of the tools the last request offered (a harness may hold some back).
+    _offered: tuple[str, ...] = field(default=(), init=False)
     _budget: Budget = field(init=False)
     _compactor: Compactor | None = field(init=False)
     #: Texts of the user-role messages the loop added itself (corrections, observations).
@@ -214,7 +216,8 @@ class AgentLoop:
     def _request(self, history: Sequence[HistoryItem]) -> ModelRequest:
         request = self._base_request(history)
         if isinstance(self.harness, DrivingHarness):
-            return self.harness.prepare_request(request)
+            request = self.harness.prepare_request(request)
+        self._offered = tuple(spec.name for spec in request.tools)
         return request
 
     def _base_request(self, history: Sequence[HistoryItem]) -> ModelRequest:
@@ -346,7 +349,9 @@ class AgentLoop:
     def _call_tool(self, call: ToolCall) -> ToolOutput:
         tool = self._tools.get(call.name)
         if tool is None:
-            known = ", ".join(sorted(self._tools))
+            # What the model was offered, not every tool there is: naming tools deferred
+            # behind a search would undo the deferral.
+            known = ", ".join(sorted(self._offered or self._tools))
             return ToolOutput(
                 call_id=call.call_id,
                 call_type=call.call_type,

@@ -177,6 +177,18 @@ def test_tool_search_loads_deferred_tools_and_resume_keeps_them(
     assert "mcp__mini__crash" not in ms.tool_names(again)
 
 
+def test_an_unknown_tool_call_does_not_name_the_deferred_tools(
+    model_server: ModelServer, repo: Path
+) -> None:
+    model_server.enqueue(
+        ms.reply(tool_calls=[ms.call("no_such_tool", {}, call_id="u1")]), ms.reply("done")
+    )
+    _run(model_server, repo, "responses", "-c", "features.tool_search_always_defer_mcp_tools=true")
+    answer = ms.tool_outputs(model_server.bodies[1])["u1"]
+    assert "there is no tool named `no_such_tool`" in answer and "tool_search" in answer
+    assert "mcp__mini__" not in answer
+
+
 @pytest.mark.parametrize(
     ("setting", "live"),
     [
