@@ -54,7 +54,12 @@ __all__ = [
 
 Access = Literal["read", "write", "deny"]
 _STRENGTH: dict[Access, int] = {"read": 0, "write": 1, "deny": 2}
-_ACCESS_WORDS = {"read": "read", "write": "write", "deny": "deny", "none": "deny"}
+_ACCESS_WORDS: dict[str, Access] = {
+    "read": "read",
+    "write": "write",
+    "deny": "deny",
+    "none": "deny",
+}
 BUILTIN_PROFILES: dict[str, SandboxMode] = {
     ":read-only": "read-only",
     ":workspace": "workspace-write",
@@ -337,7 +342,7 @@ def _access(value: Any, rule: str) -> Access:
     word = _ACCESS_WORDS.get(value) if isinstance(value, str) else None
     if word is None:
         raise _refuse(rule, f"expected one of read, write, deny; got {value!r}", None)
-    return word  # type: ignore[return-value]
+    return word
 
 
 def _absolute(text: str, rule: str) -> Path:
