@@ -1,8 +1,8 @@
 """The pipe between a run's child process and the Python API that started it.
 
-The child shows its run through `PipeProcessor` (the runner's `EventProcessor` seam) and
-sends each event as its redacted JSONL line, exactly what `interpreter exec --json` prints,
-so the caller parses the same contract. Messages are small tuples, tagged by their first
+The child shows its run through the CLI's own `JsonlProcessor` writing into `ChannelText`
+streams, so each event goes over as the redacted JSONL line `interpreter exec --json` prints
+and the caller parses the same contract. Messages are small tuples, tagged by their first
 element:
 
     ("event", line)                      one JSONL event
@@ -19,15 +19,13 @@ import contextlib
 import io
 import queue
 import threading
-from collections.abc import Sequence
 from multiprocessing.connection import Connection
 from typing import Any
 
-from oiexec.core.context import ItemEmitter
-from oiexec.core.events import ErrorItem, ThreadEvent, to_json_line
 from oiexec.core.redact import redact
+from oiexec.output.jsonl import JsonlProcessor
 
-__all__ = ["Channel", "ChannelText", "PipeProcessor"]
+__all__ = ["Channel", "ChannelText", "pipe_processor"]
 
 
 class Channel:
@@ -58,43 +56,22 @@ class Channel:
                 self._conn.send(message)
 
 
-class PipeProcessor:
-    """The run as the caller sees it: events and warnings over the channel, nothing printed."""
-
-    def __init__(self, channel: Channel) -> None:
-        self._channel = channel
-
-    def header(self, title: str, fields: Sequence[tuple[str, str]]) -> None:
-        pass  # the settings are not events; `thread.started` opens the stream
-
-    def warning(self, text: str) -> None:
-        self._channel.send("warning", redact(text))
-
-    def startup_warning(self, text: str, items: ItemEmitter) -> None:
-        # As with --json: also an `error` item before `turn.started`.
-        self.warning(text)
-        items.completed(ErrorItem(id=items.next_id(), message=text))
-
-    def step(self, number: int) -> None:
-        pass
-
-    def final_output(self, message: str) -> None:
-        pass  # the answer already went out as the last `agent_message` item
-
-    def emit(self, event: ThreadEvent) -> None:
-        self._channel.send("event", redact(to_json_line(event)))
-
-    def close(self) -> None:
-        pass
+def pipe_processor(channel: Channel) -> JsonlProcessor:
+    """The run as the caller sees it: events and warnings over the channel, nothing printed
+    (`--json`'s processor, its stdout and stderr being the channel)."""
+    return JsonlProcessor(ChannelText(channel, "event"), ChannelText(channel))
 
 
 class ChannelText(io.TextIOBase):
-    """The child's stdout and stderr: whole lines become warnings for the caller (the runner
-    writes a few notes there directly, e.g. before a startup error), never the terminal."""
+    """A text stream whose whole lines become messages tagged `tag` for the caller, never the
+    terminal. As `warning` (the default) it is the child's stdout and stderr (the runner writes
+    a few notes there directly, e.g. before a startup error) and the JSONL processor's log; as
+    `event` it is that processor's stream, one JSONL event per line."""
 
-    def __init__(self, channel: Channel) -> None:
+    def __init__(self, channel: Channel, tag: str = "warning") -> None:
         super().__init__()
         self._channel = channel
+        self._tag = tag
         self._pending = ""
 
     def writable(self) -> bool:
@@ -115,4 +92,4 @@ class ChannelText(io.TextIOBase):
     def _send(self, line: str) -> None:
         line = line.rstrip()
         if line:
-            self._channel.send("warning", redact(line.removeprefix("warning: ")))
+            self._channel.send(self._tag, redact(line.removeprefix("warning: ")))

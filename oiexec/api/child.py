@@ -24,7 +24,7 @@ from multiprocessing.connection import Connection
 from pathlib import Path
 from typing import Any
 
-from oiexec.api.channel import Channel, ChannelText, PipeProcessor
+from oiexec.api.channel import Channel, ChannelText, pipe_processor
 from oiexec.core.errors import Interrupted, OiexecError
 from oiexec.core.redact import redact
 from oiexec.runner.forkserver import tie_to_caller
@@ -48,7 +48,7 @@ class ExecJob:
         with tempfile.TemporaryDirectory(prefix="oiexec-api-") as tmp:
             path = Path(tmp) / "change.patch"
             request = replace(self.request, diff=path) if self.diff else self.request
-            result = run_exec(request, processor=PipeProcessor(channel))
+            result = run_exec(request, processor=pipe_processor(channel))
             patch = path.read_text(encoding="utf-8", errors="replace") if path.exists() else None
         return {**_run_payload(result), "diff": patch}
 
@@ -63,7 +63,7 @@ class ReviewJob:
         result = run_review(
             self.request,
             lambda text: channel.send("warning", redact(text)),
-            processor=PipeProcessor(channel),
+            processor=pipe_processor(channel),
         )
         return {
             **_run_payload(result.run),

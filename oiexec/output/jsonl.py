@@ -4,15 +4,23 @@ into the stream. The event processor of a run with `--json`."""
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import TextIO
+from typing import Protocol
 
 from oiexec.core.context import ItemEmitter
 from oiexec.core.events import ErrorItem, ThreadEvent, to_json_line
 from oiexec.core.redact import redact
 
 
+class Lines(Protocol):
+    """Where the processor writes: stdout and stderr, or the Python API's pipe."""
+
+    def write(self, text: str, /) -> int: ...
+
+    def flush(self) -> None: ...
+
+
 class JsonlProcessor:
-    def __init__(self, stream: TextIO, log: TextIO) -> None:
+    def __init__(self, stream: Lines, log: Lines) -> None:
         self._stream = stream
         self._log = log
 
