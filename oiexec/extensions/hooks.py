@@ -30,6 +30,7 @@ from pydantic import ValidationError
 
 from oiexec.config.hooks import RUN_EVENTS, HooksConfig
 from oiexec.core.errors import ConfigError
+from oiexec.core.interrupts import uninterruptible
 
 __all__ = [
     "HOOKS_FILE",
@@ -209,16 +210,17 @@ class HookRunner:
         if not selected:
             return []
         stdin = json.dumps(payload, ensure_ascii=False)
-        if len(selected) == 1:
-            runs = [self._run_one(selected[0], stdin)]
-        else:
-            pool = ThreadPoolExecutor(max_workers=min(8, len(selected)))
-            try:
+        pool = ThreadPoolExecutor(max_workers=min(8, len(selected))) if len(selected) > 1 else None
+        try:
+            if pool is None:
+                runs = [self._run_one(selected[0], stdin)]
+            else:
                 runs = list(pool.map(lambda h: self._run_one(h, stdin), selected))
-            except BaseException:
-                self._kill_live()  # a signal: end every hook now, not at its timeout
-                raise
-            finally:
+        except BaseException:
+            self._kill_live()  # a signal: end every hook now, not at its timeout
+            raise
+        finally:
+            if pool is not None:
                 pool.shutdown(wait=True)
         for run in runs:
             self._record(run)
@@ -226,21 +228,23 @@ class HookRunner:
 
     def _run_one(self, handler: HookHandler, stdin: str) -> HookRun:
         started = time.monotonic()
-        try:
-            process = subprocess.Popen(
-                ["/bin/sh", "-c", handler.command],
-                cwd=self._cwd,
-                env=self._env,
-                stdin=subprocess.PIPE,
-                stdout=subprocess.PIPE,
-                stderr=subprocess.PIPE,
-                # Its own process group, so a timeout kills what it started too.
-                start_new_session=True,
-            )
-        except OSError as exc:
-            return HookRun(handler, None, "", "", 0.0, error=exc.strerror or str(exc))
-        with self._lock:
-            self._live.add(process)
+        # An interrupt between the start and the registration would leave the hook unkilled.
+        with uninterruptible():
+            try:
+                process = subprocess.Popen(
+                    ["/bin/sh", "-c", handler.command],
+                    cwd=self._cwd,
+                    env=self._env,
+                    stdin=subprocess.PIPE,
+                    stdout=subprocess.PIPE,
+                    stderr=subprocess.PIPE,
+                    # Its own process group, so a timeout kills what it started too.
+                    start_new_session=True,
+                )
+            except OSError as exc:
+                return HookRun(handler, None, "", "", 0.0, error=exc.strerror or str(exc))
+            with self._lock:
+                self._live.add(process)
         try:
             return self._wait(handler, process, stdin, started)
         finally:
