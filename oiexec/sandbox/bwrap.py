@@ -17,13 +17,13 @@ import glob
 import os
 import shutil
 import stat
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from oiexec.core.policy import PreparedCommand, SandboxPolicy
-from oiexec.sandbox import hooks, profiles, seccomp
+from oiexec.sandbox import hooks, landlock, profiles, seccomp
 from oiexec.sandbox.guards import Guards, plan, restore_links
 from oiexec.sandbox.limits import Limiter
 from oiexec.sandbox.paths import PROTECTED_NAMES, protected_gitdirs, real_writable_roots
@@ -220,6 +220,37 @@ def wrap(bwrap_path: str, args: list[str], status_fd: int) -> list[str]:
     return ["/bin/sh", "-c", script, bwrap_path, *args]
 
 
+#: Landlock ABI that scopes abstract Unix sockets (LANDLOCK_SCOPE_ABSTRACT_UNIX_SOCKET).
+SCOPE_ABI = 6
+
+
+def abstract_scope_gap(bwrap_path: str, abi: int) -> str | None:
+    """Why host abstract Unix sockets cannot be scoped under this bwrap (None: they are)."""
+    if abi == 0:
+        return "the kernel has no Landlock to scope them with"
+    if abi < SCOPE_ABI:
+        return f"Landlock ABI {abi} < {SCOPE_ABI} cannot scope them (Linux 6.12+ can)"
+    try:
+        setuid = bool(os.stat(bwrap_path).st_mode & stat.S_ISUID)
+    except OSError:
+        setuid = False
+    if setuid and os.geteuid() != 0:
+        # The scope needs no_new_privs, which would turn a setuid bwrap into a plain one.
+        return f"{bwrap_path} is setuid, and no_new_privs would stop it working"
+    return None
+
+
+def _chain(first: Callable[[], None], then: Callable[[], None] | None) -> Callable[[], None]:
+    if then is None:
+        return first
+
+    def both() -> None:
+        first()
+        then()
+
+    return both
+
+
 def sandbox_env(policy: SandboxPolicy, env: dict[str, str]) -> dict[str, str]:
     out = dict(env)
     out["OPENINTERPRETER_SANDBOX"] = policy.mode
@@ -235,7 +266,14 @@ class BwrapSandbox:
 
     backend = "bwrap"
 
-    def __init__(self, policy: SandboxPolicy, features: BwrapFeatures, report: dict[str, Any]):
+    def __init__(
+        self,
+        policy: SandboxPolicy,
+        features: BwrapFeatures,
+        report: dict[str, Any],
+        *,
+        landlock_abi: int = 0,
+    ):
         self._policy = policy
         self._features = features
         self._report = report
@@ -248,6 +286,11 @@ class BwrapSandbox:
         # (A process limit it cannot enforce is in the report already: diagnosis.py.)
         self._limiter = Limiter(policy.limits, nproc_overhead=3, cgroup_overhead=3)
         self._profile_paths = ProfilePaths(policy)
+        # Redundant with the network off (a network namespace of its own has its own abstract
+        # sockets) but applied whenever the kernel can: one syscall per command.
+        self._scope: landlock.AbstractSocketScope | None = None
+        if abstract_scope_gap(features.path, landlock_abi) is None:
+            self._scope = landlock.AbstractSocketScope(landlock_abi)
 
     @property
     def policy(self) -> SandboxPolicy:
@@ -287,7 +330,8 @@ class BwrapSandbox:
             env=sandbox_env(self._policy, env),
             cwd=cwd,
             pass_fds=(status_fd, seccomp_fd),
-            preexec_fn=limits.apply,
+            # The scope last: limits join a cgroup through a file opened in the parent.
+            preexec_fn=_chain(limits.apply, self._scope),
             after=after,
             setup_failure_exit_code=SETUP_FAILURE_EXIT_CODE,
         )
@@ -301,3 +345,6 @@ class BwrapSandbox:
         self._limiter.close()
         self._guards.close()
         self._tmp.close()
+        if self._scope is not None:
+            self._scope.close()
+            self._scope = None

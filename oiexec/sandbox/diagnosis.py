@@ -12,7 +12,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from oiexec.core.policy import SandboxPolicy
-from oiexec.sandbox import profiles, reaper, seccomp
+from oiexec.sandbox import bwrap, profiles, reaper, seccomp
 from oiexec.sandbox.limits import find_pids_cgroup
 from oiexec.sandbox.preflight import Preflight
 from oiexec.sandbox.privtmp import temp_roots
@@ -58,9 +58,9 @@ class Decision:
         (other parts add their own keys), each claim true only where it is tested to hold."""
         backend = self.backend
         sandboxed = backend in ("bwrap", "landlock", "seatbelt")
-        bwrap = self.preflight.bwrap if backend == "bwrap" else None
-        netns = bool(bwrap and bwrap.netns)
-        proc = bool(bwrap and bwrap.proc)
+        features = self.preflight.bwrap if backend == "bwrap" else None
+        netns = bool(features and features.netns)
+        proc = bool(features and features.proc)
         off = sandboxed and self.policy.network_disabled
         closed = _refused_families(self.policy, backend) if off and backend != "seatbelt" else {}
         # Seatbelt's deny-default profile refuses every socket when the network is off.
@@ -74,9 +74,13 @@ class Decision:
             # TCP/UDP *and* Unix sockets to anything outside the command are closed.
             "network": inet and unix,
             "unix_sockets": unix,
-            # docker, containerd, podman, D-Bus, systemd (policy.toml: masked_sockets); with
-            # the network off, Unix sockets are refused outright, which covers them too.
+            # Pathname sockets: docker, containerd, podman, D-Bus, systemd (policy.toml:
+            # masked_sockets); with the network off, Unix sockets are refused outright, which
+            # covers them too. Abstract sockets have no path to mask: the next key.
             "host_sockets_masked": backend == "bwrap" or unix,
+            # Abstract Unix sockets of the host (X11 `@/tmp/.X11-unix/X0`, D-Bus, container
+            # runtime shims) cannot be connected to.
+            "abstract_sockets_scoped": unix or _abstract_closed(self, netns and off),
             # No write to /proc/sys and the like: a root runner's uid 0 passes sysctl checks.
             "sysctl_readonly": sandboxed,
             # Only /dev/null, /dev/zero, ttys and the like: no disks, /dev/kmsg, /dev/kvm.
@@ -124,14 +128,20 @@ def _missing(decision: Decision, on: dict[str, bool]) -> list[str]:
         )
     if policy.network_disabled:
         if not on["unix_sockets"]:
-            where = "pathname" if on["own_loopback"] else "abstract and pathname"
+            scoped = on["own_loopback"] or on["abstract_sockets_scoped"]
+            where = "pathname" if scoped else "abstract and pathname"
             out.append(
                 f"Unix sockets are not refused: {where} sockets of host services are reachable"
             )
         if not on["own_loopback"]:
             out.append("no network namespace: TCP/UDP are refused by the seccomp filter alone")
-    elif not on["host_sockets_masked"]:
-        out.append("network on: host sockets (docker, containerd, D-Bus, systemd) are not masked")
+    else:
+        if not on["host_sockets_masked"]:
+            out.append(
+                "network on: host sockets (docker, containerd, D-Bus, systemd) are not masked"
+            )
+        if backend in ("bwrap", "landlock") and not on["abstract_sockets_scoped"]:
+            out.append("network on: " + abstract_socket_gap(decision))
     if not on["pid_isolation"]:
         pre = decision.preflight
         if backend == "bwrap":
@@ -153,6 +163,32 @@ def _missing(decision: Decision, on: dict[str, bool]) -> list[str]:
 
 
 _AF_UNIX, _AF_INET = 1, 2
+
+
+def _abstract_closed(decision: Decision, own_netns: bool) -> bool:
+    """Whether host abstract sockets are out of reach (the seccomp filter aside): a network
+    namespace of the command's own, or Landlock's abstract-socket scope (ABI >= 6; under
+    bwrap applied to bwrap itself, see `AbstractSocketScope`)."""
+    pre = decision.preflight
+    if decision.backend == "seatbelt":
+        return True  # macOS has no abstract socket namespace
+    if decision.backend == "landlock":
+        return pre.landlock_abi >= bwrap.SCOPE_ABI
+    if decision.backend != "bwrap" or pre.bwrap is None:
+        return False
+    return own_netns or bwrap.abstract_scope_gap(pre.bwrap.path, pre.landlock_abi) is None
+
+
+def abstract_socket_gap(decision: Decision) -> str:
+    """The sentence saying that host abstract sockets are reachable, and why."""
+    pre = decision.preflight
+    path = pre.bwrap.path if decision.backend == "bwrap" and pre.bwrap is not None else ""
+    why = bwrap.abstract_scope_gap(path, pre.landlock_abi) or "not scoped"
+    return (
+        "abstract Unix sockets of the host (X11 @/tmp/.X11-unix/X0, D-Bus, container runtime "
+        f"shims) are reachable: {why}; nothing else closes them while commands share the "
+        "host's network namespace, except turning the network off"
+    )
 
 
 @functools.lru_cache(maxsize=8)

@@ -178,6 +178,39 @@ class Ruleset:
         os.close(self.fd)
 
 
+class AbstractSocketScope:
+    """A ruleset that restricts nothing but abstract Unix sockets (ABI >= 6), for the bwrap
+    backend: with the network on, bwrap shares the host's network namespace and with it the
+    abstract socket namespace (X11's `@/tmp/.X11-unix/X0`, D-Bus, container runtime shims).
+    No file access is handled, so the domain does not stop bwrap's mounts either.
+
+    Calling it (in the wrapper's `preexec_fn`, before bwrap) puts the wrapper, bwrap and the
+    command in a domain that may connect only to abstract sockets made inside it. A runner
+    that is not root needs no_new_privs for that; root has CAP_SYS_ADMIN instead.
+    """
+
+    def __init__(self, abi: int) -> None:
+        if abi < 6:
+            raise LandlockError(0, f"Landlock ABI {abi} cannot scope abstract sockets (need 6)")
+        attr = _RulesetAttr(0, 0, SCOPE_ABSTRACT_UNIX_SOCKET)
+        fd = _libc.syscall(
+            _SYS_CREATE_RULESET, ctypes.byref(attr), ctypes.c_size_t(attr_size(abi)), 0
+        )
+        if fd < 0:
+            raise _error("landlock_create_ruleset(scope)")
+        self.fd = int(fd)
+        self._no_new_privs = os.geteuid() != 0
+
+    def __call__(self) -> None:
+        if self._no_new_privs and _libc.prctl(_PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) != 0:
+            raise _error("prctl(NO_NEW_PRIVS)")
+        if _libc.syscall(_SYS_RESTRICT_SELF, self.fd, 0) != 0:
+            raise _error("landlock_restrict_self(scope)")
+
+    def close(self) -> None:
+        os.close(self.fd)
+
+
 def _error(what: str) -> LandlockError:
     err = ctypes.get_errno()
     return LandlockError(err, f"{what}: {os.strerror(err)}")

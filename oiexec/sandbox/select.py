@@ -59,7 +59,12 @@ def get_sandbox(policy: SandboxPolicy) -> Sandbox:
         from oiexec.sandbox.bwrap import BwrapSandbox
 
         assert decision.preflight.bwrap is not None
-        return BwrapSandbox(policy, decision.preflight.bwrap, report)
+        return BwrapSandbox(
+            policy,
+            decision.preflight.bwrap,
+            report,
+            landlock_abi=decision.preflight.landlock_abi,
+        )
     if decision.backend == "landlock":
         from oiexec.sandbox.landlock_sandbox import LandlockSandbox
 
