@@ -5,18 +5,18 @@ in it: while any command ran, the host had an empty `/tmp/.git`, so every other 
 believed all of /tmp was inside a repository. Instead each sandbox owns one host directory
 (`oiexec-tmp-*`, mode 0700) whose subdirectories are bound over `/tmp` and `$TMPDIR` inside.
 Writes, guard directories and the mount points of workspaces under /tmp all stay in it, they
-persist across the commands of one run, and the directory is removed when the sandbox closes.
+persist across the commands of one run, and the directory is removed when the sandbox closes,
+or, when the runner was killed, when the next run starts (`oiexec.core.rundirs`).
 """
 
 from __future__ import annotations
 
 import os
-import shutil
-import tempfile
 import threading
 from dataclasses import dataclass
 from pathlib import Path
 
+from oiexec.core import rundirs
 from oiexec.core.policy import SandboxPolicy
 from oiexec.sandbox.paths import PROTECTED_NAMES
 
@@ -92,7 +92,7 @@ class PrivateTmp:
 
     def _make(self, real: Path, nested: bool) -> PrivateRoot:
         if self._base is None:
-            self._base = Path(tempfile.mkdtemp(prefix=PREFIX))
+            self._base = rundirs.make(PREFIX)
         if nested:
             parent = next(r for p, r in self._roots.items() if _within(real, p))
             host = parent.host / real.relative_to(parent.path)
@@ -109,10 +109,10 @@ class PrivateTmp:
         return PrivateRoot(path=real, host=host, bind=not nested)
 
     def close(self) -> None:
-        """Remove the private dirs (idempotent). rmtree walks by fd without following links;
-        anything a command made unremovable stays inside the 0700 `oiexec-tmp-*` dir."""
+        """Remove the private dirs (idempotent), by fd without following links; anything a
+        command made unremovable stays inside the 0700 `oiexec-tmp-*` dir."""
         with self._lock:
             base, self._base = self._base, None
             self._roots.clear()
         if base is not None:
-            shutil.rmtree(base, ignore_errors=True)
+            rundirs.remove(base)

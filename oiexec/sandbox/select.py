@@ -5,6 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
+from oiexec.core import rundirs
 from oiexec.core.errors import SandboxUnavailable
 from oiexec.core.policy import PreparedCommand, SandboxPolicy
 from oiexec.core.protocols import Sandbox
@@ -52,6 +53,9 @@ def decide_for(policy: SandboxPolicy) -> Decision:
 
 def get_sandbox(policy: SandboxPolicy) -> Sandbox:
     decision = decide_for(policy)
+    # Every run (and `interpreter sandbox`) starts here: the place to remove what runners
+    # that were killed left in the temp dir.
+    rundirs.sweep()
     report = decision.as_dict()
     if decision.backend == "none":
         return NoSandbox(policy)

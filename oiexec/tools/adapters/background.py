@@ -13,12 +13,12 @@ import contextlib
 import os
 import secrets
 import shutil
-import tempfile
 import threading
 import time
 from dataclasses import dataclass
 from pathlib import Path
 
+from oiexec.core import rundirs
 from oiexec.core.context import ToolContext
 from oiexec.core.errors import ToolInputError
 from oiexec.core.redact import redact
@@ -139,7 +139,7 @@ class BackgroundTasks:
 
     def _directory(self) -> Path:
         if self._dir is None:
-            self._dir = Path(tempfile.mkdtemp(prefix="oiexec-tasks-"))
+            self._dir = rundirs.make("oiexec-tasks-")
             # Held open: the directory sits in the shared /tmp, where a command of the same
             # user could swap it for a link; files are made through this fd, not the path.
             self._dir_fd = os.open(self._dir, os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW)

@@ -8,9 +8,9 @@ import contextlib
 import itertools
 import os
 import shutil
-import tempfile
 from pathlib import Path
 
+from oiexec.core import rundirs
 from oiexec.tools.framework import Runtime
 
 _KEY = "saved_outputs"
@@ -29,7 +29,7 @@ class SavedOutputs:
         then carries the cut output alone)."""
         try:
             if self._dir is None or self._dir_fd is None:
-                self._dir = Path(tempfile.mkdtemp(prefix="oiexec-output-"))
+                self._dir = rundirs.make("oiexec-output-")
                 # Files are made through this fd, without following links: the folder sits in
                 # the shared /tmp, where a command could try to plant a link in it.
                 self._dir_fd = os.open(self._dir, os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW)
