@@ -87,7 +87,13 @@ def stale(name: str) -> bool:
     prefix = next((p for p in PREFIXES if name.startswith(p)), None)
     if prefix is None:
         return False
-    found = _NAME.fullmatch(name[len(prefix) :])
+    return owner_gone(name[len(prefix) :])
+
+
+def owner_gone(stamped: str) -> bool:
+    """Whether `stamped` (`<owner_stamp()>-<anything>`) names a process of this host and PID
+    namespace that is no longer running. Unknown forms, and other namespaces, are not gone."""
+    found = _NAME.fullmatch(stamped)
     if found is None or found["tag"] != _tag():
         return False
     pid, start = int(found["pid"]), int(found["start"])

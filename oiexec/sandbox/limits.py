@@ -36,6 +36,7 @@ import time
 from collections.abc import Callable
 from pathlib import Path
 
+from oiexec.core import rundirs
 from oiexec.core.policy import SandboxLimits
 
 _CGROUP_PREFIX = "oiexec-"
@@ -201,14 +202,18 @@ def _empty_cgroup(cgroup: Path, timeout: float = 2.0) -> int:
 
 
 def _remove_stale(parent: Path) -> None:
-    """Empty command cgroups left by runners that died (named after their pid)."""
+    """Command cgroups left by runners that died (named after them: `rundirs.owner_stamp`).
+    What is still in them is killed first: a command of a runner that was SIGKILLed, which
+    nothing else ended (Landlock without signal scoping has no reaper to do it)."""
     with contextlib.suppress(OSError), os.scandir(parent) as entries:
         for entry in entries:
             if not entry.name.startswith(_CGROUP_PREFIX):
                 continue
-            owner = entry.name.removeprefix(_CGROUP_PREFIX).split("-")[0]
-            if not owner.isdigit() or _alive(int(owner)):
-                continue
+            owner = entry.name.removeprefix(_CGROUP_PREFIX)
+            if rundirs.owner_gone(owner):
+                _empty_cgroup(Path(entry.path))
+            elif not owner.split("-")[0].isdigit() or _alive(int(owner.split("-")[0])):
+                continue  # (a pid alone: named by an older version, removed only if empty)
             with contextlib.suppress(OSError):
                 os.rmdir(entry.path)  # fails while something is still in it: left alone
 
@@ -312,11 +317,11 @@ class Limiter:
 
     def _make_cgroup(self, parent: Path, max_processes: int | None) -> tuple[Path, int] | None:
         """A new cgroup with its `pids.max`, and the file joining it opened for the child."""
-        path = parent / f"{_CGROUP_PREFIX}{os.getpid()}-{next(_counter)}"
+        path = parent / f"{_CGROUP_PREFIX}{rundirs.owner_stamp()}-{next(_counter)}"
         try:
             path.mkdir()
         except FileExistsError:
-            pass  # left by an earlier runner that had our pid: reuse it
+            pass  # named after this very process: only it could have made it
         except OSError:
             return None
         try:

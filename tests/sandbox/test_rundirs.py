@@ -3,6 +3,7 @@ the mechanisms under test_runner_death.py, each on its own."""
 
 from __future__ import annotations
 
+import contextlib
 import os
 import subprocess
 import sys
@@ -13,7 +14,8 @@ from pathlib import Path
 import pytest
 
 from oiexec.core import rundirs
-from oiexec.core.policy import PreparedCommand
+from oiexec.core.policy import PreparedCommand, SandboxLimits
+from oiexec.sandbox.limits import Limiter, find_pids_cgroup
 from oiexec.tools.process import ProcessSession
 from tests.sandbox.support import alive
 
@@ -117,3 +119,36 @@ def test_a_command_outlives_the_thread_that_started_it() -> None:
         assert session.exit_code is None
     finally:
         session.close(grace=0.0)
+
+
+@pytest.mark.skipif(
+    os.geteuid() != 0 or find_pids_cgroup() is None, reason="needs root and a pids cgroup"
+)
+def test_a_dead_runners_command_cgroup_is_emptied_at_the_next_start() -> None:
+    """Landlock without signal scoping has no reaper: what a SIGKILLed root runner's command
+    left in its pids cgroup is killed by the next run's `Limiter`; a live runner's is not."""
+    parent = find_pids_cgroup()
+    assert parent is not None
+    pid, start = _dead_pid()
+    dead = parent / f"oiexec-{pid}.{start}.{rundirs._tag()}-0"
+    live = parent / f"oiexec-{rundirs.owner_stamp()}-999"
+    procs: list[subprocess.Popen[bytes]] = []
+    try:
+        for cgroup in (dead, live):
+            cgroup.mkdir()
+            proc = subprocess.Popen(["sleep", "60"])
+            procs.append(proc)
+            (cgroup / "cgroup.procs").write_text(str(proc.pid))
+        Limiter(SandboxLimits(max_processes=10), nproc_overhead=0, cgroup_overhead=0)
+        assert procs[0].wait(timeout=5) == -9
+        assert not dead.exists()
+        assert procs[1].poll() is None and live.is_dir()
+    finally:
+        for proc in procs:
+            proc.kill()
+            proc.wait()
+        for cgroup in (dead, live):
+            deadline = time.monotonic() + 5
+            while cgroup.exists() and time.monotonic() < deadline:
+                with contextlib.suppress(OSError):
+                    cgroup.rmdir()
