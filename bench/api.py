@@ -4,7 +4,7 @@
 
 Each turn is one scripted model answer with one command (`echo`), against the scripted model
 server on 127.0.0.1 with zero latency, in a temporary git repository, so what is measured is
-the runner and how a turn is started: the API forks each turn from a preloaded server (the
+the runner and how a turn is started: the API forks each turn from a preloaded zygote (the
 first turn pays for starting it), the CLI starts a fresh interpreter per turn. Also: the time
 `import oiexec` takes (the API must not make `interpreter --version` slower).
 """
@@ -80,7 +80,7 @@ def main() -> None:
                 )
                 cli.append(time.perf_counter() - began)
     print(f"loading the API + Agent():  {imported * 1000:.1f} ms")
-    print(f"API, first turn:             {api[0]:.2f} s (starts the fork server)")
+    print(f"API, first turn:             {api[0]:.2f} s (starts the zygote)")
     print(f"API, later turns (median):   {statistics.median(api[1:]):.2f} s")
     print(f"CLI subprocess (median):     {statistics.median(cli):.2f} s")
 

@@ -18,7 +18,7 @@ Measured for each run of the whole batch:
   from the machine; the peak sum of PSS (/proc/<pid>/smaps_rollup, shared pages divided
   among their users) is printed beside it;
 - CPU time of the tree: user + sys of every process seen in it (/proc/<pid>/stat, the last
-  sample of each; the task processes are forks of the batch's preloaded server, so rusage
+  sample of each; the task processes are forks of the batch's preloaded zygote, so rusage
   of reaped children would miss them; the last 20 ms of each process and the sandboxed
   commands' bwrap, reparented away, are not counted), and how busy the machine's cores
   were during the run (/proc/stat, everything running, other programs included): near 100%

@@ -2,8 +2,9 @@
 
 The child shows its run through the CLI's own `JsonlProcessor` writing into `ChannelText`
 streams, so each event goes over as the redacted JSONL line `interpreter exec --json` prints
-and the caller parses the same contract. Messages are small tuples, tagged by their first
-element:
+and the caller parses the same contract. Messages are small tuples of strings and numbers,
+tagged by their first element, each written as one JSON line (`wire.py`; never pickled: the
+caller reads them as data):
 
     ("event", line)                      one JSONL event
     ("warning", text)                    a warning (the CLI's `warning:` lines on stderr)
@@ -17,11 +18,12 @@ from __future__ import annotations
 
 import contextlib
 import io
+import os
 import queue
 import threading
-from multiprocessing.connection import Connection
 from typing import Any
 
+from oiexec.api.wire import encode_message
 from oiexec.core.redact import redact
 from oiexec.output.jsonl import JsonlProcessor
 
@@ -34,8 +36,9 @@ class Channel:
     between the two writes of a large message would leave the caller a torn frame. The main
     thread only puts messages on a queue (`SimpleQueue.put` is atomic and reentrant)."""
 
-    def __init__(self, conn: Connection) -> None:
-        self._conn = conn
+    def __init__(self, fd: int) -> None:
+        #: The write end of the pipe; the caller reads the other.
+        self._fd = fd
         self._queue: queue.SimpleQueue[tuple[Any, ...] | None] = queue.SimpleQueue()
         self._writer = threading.Thread(target=self._write, name="oiexec-api-channel", daemon=True)
         self._writer.start()
@@ -47,13 +50,16 @@ class Channel:
         """Writes what is queued, then closes the pipe (the caller's end of file)."""
         self._queue.put(None)
         self._writer.join()
-        self._conn.close()
+        with contextlib.suppress(OSError):
+            os.close(self._fd)
 
     def _write(self) -> None:
         while (message := self._queue.get()) is not None:
+            data = memoryview(encode_message(message))
             # The caller may have gone away; the run still finishes and writes its session.
             with contextlib.suppress(OSError):
-                self._conn.send(message)
+                while data:
+                    data = data[os.write(self._fd, data) :]
 
 
 def pipe_processor(channel: Channel) -> JsonlProcessor:

@@ -1,11 +1,12 @@
-"""What runs in a turn's child process (a fork of the preloaded server): the runner itself,
-exactly as `interpreter exec` runs it, shown to the caller over a pipe.
+"""What runs in a turn's child process (a fork of the zygote, `runner/zygote.py`): the runner
+itself, exactly as `interpreter exec` runs it, shown to the caller over a pipe.
 
 The child is its own session and process group (the caller cancels a run by signalling the
 group), has the caller's environment and working directory as they were when the run was
-asked for, reads nothing and prints nothing: fds 0-2 are /dev/null and Python's stdout and
-stderr become warnings on the channel. SIGINT and SIGTERM end the run as they end the CLI's:
-`turn.failed`, every process the model started killed, the session written.
+asked for (the zygote set them up), reads nothing and prints nothing: fds 0-2 are /dev/null
+and Python's stdout and stderr become warnings on the channel. SIGINT and SIGTERM end the run
+as they end the CLI's: `turn.failed`, every process the model started killed, the session
+written.
 """
 
 from __future__ import annotations
@@ -20,19 +21,17 @@ import tempfile
 import time
 import traceback
 from dataclasses import dataclass, replace
-from multiprocessing.connection import Connection
 from pathlib import Path
 from typing import Any
 
 from oiexec.api.channel import Channel, ChannelText, pipe_processor
 from oiexec.core.errors import Interrupted, OiexecError
 from oiexec.core.redact import redact
-from oiexec.runner.forkserver import tie_to_caller
 from oiexec.runner.request import ExecRequest
 from oiexec.runner.result import RunResult
 from oiexec.runner.review import ReviewRequest
 
-__all__ = ["ExecJob", "ReviewJob", "child_main"]
+__all__ = ["ExecJob", "ReviewJob", "run_main"]
 
 
 @dataclass(frozen=True)
@@ -87,32 +86,38 @@ def _run_payload(result: RunResult) -> dict[str, Any]:
     }
 
 
-def child_main(job: ExecJob | ReviewJob, conn: Connection, env: dict[str, str], cwd: str) -> None:
-    """The child's whole life; never returns (`os._exit`, so nothing of the server's runs)."""
-    code = 0
+def run_main(args: dict[str, Any], fds: list[int]) -> int:
+    """The child's whole life (the zygote's `api-run`): `args["job"]` is the encoded job,
+    `fds` the write end of the message pipe. Returns the exit code; the zygote exits with it
+    (`os._exit`, so nothing of the zygote's runs)."""
+    code = 1
     channel: Channel | None = None
     try:
-        _isolate(env, cwd)
-        channel = Channel(conn)
+        (fd,) = fds
+        _isolate()
+        channel = Channel(fd)
         sys.stdout = sys.stderr = ChannelText(channel)
-        code = _run(job, channel)
-    except BaseException:  # a child must never fall back into the server's code
+        code = _run(args.get("job"), channel)
+    except BaseException:  # a child must never fall back into the zygote's code
         code = 1
     finally:
         with contextlib.suppress(BaseException):
             if channel is not None:
                 channel.close()  # everything sent before the caller sees the end of file
-            conn.close()
         with contextlib.suppress(BaseException):
             _kill_descendants()
-        os._exit(code)
+    return code
 
 
-def _run(job: ExecJob | ReviewJob, channel: Channel) -> int:
+def _run(encoded: Any, channel: Channel) -> int:
+    from oiexec.api.wire import decode_job
     from oiexec.runner.signals import interrupt_signals
 
     with interrupt_signals():
         try:
+            job = decode_job(encoded)
+            if not isinstance(job, ExecJob | ReviewJob):
+                raise ValueError(f"not a job: {type(job).__name__}")
             # Redacted as a whole, as the JSONL lines are: the review's texts included.
             channel.send("done", redact(json.dumps(job.run(channel))))
         except OiexecError as exc:
@@ -127,20 +132,14 @@ def _run(job: ExecJob | ReviewJob, channel: Channel) -> int:
     return 0
 
 
-def _isolate(env: dict[str, str], cwd: str) -> None:
-    # Its own session and process group: the caller signals the run with everything it
-    # started, and a terminal's Ctrl-C reaches only the caller, which decides.
-    os.setsid()
-    tie_to_caller()
+def _isolate() -> None:
+    # Session, parent-death signal, directory and environment: set by the zygote.
     _become_subreaper()
     null = os.open(os.devnull, os.O_RDWR)
     for fd in (0, 1, 2):
         os.dup2(null, fd)
     os.close(null)
     sys.stdin = open(os.devnull, encoding="utf-8")  # noqa: SIM115 - lives as long as the process
-    os.chdir(cwd)
-    os.environ.clear()
-    os.environ.update(env)
 
 
 def _kill_descendants() -> None:

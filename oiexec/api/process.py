@@ -1,10 +1,12 @@
 """The caller's side of a run's child process: start it, read its messages (blocking or on
 the event loop), cancel it.
 
-Each run is a fork of the preloaded server (runner/forkserver.py), in its own process group.
-Cancelling sends SIGTERM to that group, which the runner handles as the CLI does (the turn
-ends, every command the model started is killed, the session is written); a run still alive
-after `CANCEL_GRACE_S` gets SIGKILL.
+Each run is a fork of the preloaded zygote (runner/zygote.py, reached only through a
+socketpair), in its own process group; its messages come back as JSON lines over a pipe
+(`wire.py`). Cancelling sends SIGTERM to that group, which the runner handles as the CLI does
+(the turn ends, every command the model started is killed, the session is written); a run
+still alive after `CANCEL_GRACE_S` gets SIGKILL. A zygote that dies under a run stops it, and
+closing the run then raises `LaunchError` saying so.
 """
 
 from __future__ import annotations
@@ -17,8 +19,9 @@ import time
 from collections.abc import AsyncIterator, Iterator, Mapping
 from typing import Any
 
-from oiexec.api.child import ExecJob, ReviewJob, child_main
-from oiexec.runner.forkserver import preloaded_context, start_without_main
+from oiexec.api.child import ExecJob, ReviewJob
+from oiexec.api.wire import LineReader, encode_job
+from oiexec.runner.launch import LaunchError, spawn
 
 __all__ = ["CANCEL_GRACE_S", "Message", "RunProcess"]
 
@@ -27,48 +30,55 @@ CANCEL_GRACE_S = 10.0
 
 Message = tuple[Any, ...]
 
+_CHUNK = 1 << 16
+
 
 class RunProcess:
     """One started run. Not thread-safe except `cancel`, which any thread may call."""
 
     def __init__(self, job: ExecJob | ReviewJob, env: Mapping[str, str], cwd: str) -> None:
-        context = preloaded_context()
-        reader, writer = context.Pipe(duplex=False)
-        self._process = context.Process(
-            target=child_main, args=(job, writer, dict(env), cwd), daemon=False
-        )
-        start_without_main(self._process)
-        writer.close()  # the child holds the only writer: its exit is our end of file
-        self._conn = reader
-        pid = self._process.pid
-        assert pid is not None  # set by start()
-        self.pid: int = pid
+        encoded = encode_job(job)
+        reader, writer = os.pipe()
+        try:
+            self._child = spawn("api-run", {"job": encoded}, env=env, cwd=cwd, fds=[writer])
+        except BaseException:
+            os.close(reader)
+            raise
+        finally:
+            os.close(writer)  # the child holds the only writer: its exit is our end of file
+        self._fd = reader
+        self._lines = LineReader()
+        self.pid: int = self._child.pid
         self.cancelled = False
+        self._exitcode: int | None = None
 
     # -- reading ----------------------------------------------------------------------------
 
     def messages(self) -> Iterator[Message]:
         """The child's messages until it closes the pipe (blocking)."""
-        while True:
-            try:
-                message: Message = self._conn.recv()
-            except (EOFError, OSError):
-                return
-            yield message
+        while data := self._read():
+            yield from self._lines.feed(data)
 
     async def amessages(self) -> AsyncIterator[Message]:
         """The same, read when the pipe is readable: the event loop is never blocked."""
         loop = asyncio.get_running_loop()
         queue: asyncio.Queue[Message | None] = asyncio.Queue()
-        fd = self._conn.fileno()
+        fd = self._fd
+        os.set_blocking(fd, False)
 
         def readable() -> None:
             try:
-                while self._conn.poll():
-                    queue.put_nowait(self._conn.recv())
-            except (EOFError, OSError):
+                data = os.read(fd, _CHUNK)
+            except BlockingIOError:
+                return
+            except OSError:
+                data = b""
+            if not data:
                 loop.remove_reader(fd)
                 queue.put_nowait(None)
+                return
+            for message in self._lines.feed(data):
+                queue.put_nowait(message)
 
         loop.add_reader(fd, readable)
         try:
@@ -77,11 +87,21 @@ class RunProcess:
         finally:
             loop.remove_reader(fd)
 
+    def _read(self) -> bytes:
+        try:
+            return os.read(self._fd, _CHUNK)
+        except OSError:
+            return b""
+
     # -- ending -----------------------------------------------------------------------------
 
     @property
     def exitcode(self) -> int | None:
-        return self._process.exitcode
+        """The exit status once the child has ended (and `close` has seen it)."""
+        if self._exitcode is None:
+            with contextlib.suppress(LaunchError):
+                self._exitcode = self._child.poll()
+        return self._exitcode
 
     def cancel(self) -> None:
         """SIGTERM to the run's process group (no wait)."""
@@ -90,35 +110,45 @@ class RunProcess:
 
     def close(self) -> None:
         """Waits for the child to exit (it does once its result is sent); kills it when it
-        does not within the grace period."""
-        self._process.join(CANCEL_GRACE_S)
-        if self._process.exitcode is None:
-            self._signal(signal.SIGKILL)
-            self._process.join()
-        self._conn.close()
+        does not within the grace period. `LaunchError` when the zygote died under it."""
+        try:
+            self._exitcode = self._child.wait(CANCEL_GRACE_S)
+            if self._exitcode is None:
+                self._signal(signal.SIGKILL)
+                self._exitcode = self._child.wait()
+        finally:
+            self._close_pipe()
 
     def stop(self) -> None:
         """Cancels and waits, blocking: SIGTERM, then SIGKILL after the grace period."""
-        if self._process.exitcode is None:
+        if self.exitcode is None:
             self.cancel()
         self.close()
 
     async def astop(self) -> None:
         """`stop` without blocking the event loop."""
-        if self._process.exitcode is None:
+        if self.exitcode is None:
             self.cancel()
         await self.aclose()
 
     async def aclose(self) -> None:
-        deadline = time.monotonic() + CANCEL_GRACE_S
-        while self._process.exitcode is None and time.monotonic() < deadline:
-            await asyncio.sleep(0.02)
-        if self._process.exitcode is None:
-            self._signal(signal.SIGKILL)
-            while self._process.exitcode is None:
+        try:
+            deadline = time.monotonic() + CANCEL_GRACE_S
+            while (code := self._child.poll()) is None and time.monotonic() < deadline:
                 await asyncio.sleep(0.02)
-        self._process.join()
-        self._conn.close()
+            if code is None:
+                self._signal(signal.SIGKILL)
+                while (code := self._child.poll()) is None:
+                    await asyncio.sleep(0.02)
+            self._exitcode = code
+        finally:
+            self._close_pipe()
+
+    def _close_pipe(self) -> None:
+        fd, self._fd = self._fd, -1
+        if fd >= 0:
+            with contextlib.suppress(OSError):
+                os.close(fd)
 
     def _signal(self, signum: int) -> None:
         try:

@@ -277,7 +277,7 @@ class Thread:
             input, output_schema, max_turns, timeout, check, max_attempts, max_tokens, max_cost
         )
         request = build_request(self._options, _prompt(input), turn, resume_id=self._id)
-        # Starting may start the fork server (about a second, once): off the loop. A start
+        # Starting may start the zygote (about a second, once): off the loop. A start
         # that is under way when the task is cancelled is finished, then stopped.
         started = asyncio.get_running_loop().run_in_executor(None, self._start, request)
         try:
@@ -367,7 +367,7 @@ def _parts(input: Sequence[Mapping[str, object]], kind: str) -> list[Mapping[str
 
 
 def environment(options: ThreadOptions) -> dict[str, str]:
-    """The run's environment: the agent's `env`, else this process's now (the fork server's
+    """The run's environment: the agent's `env`, else this process's now (the zygote's
     is from when it started); the Codex SDK's `apiKey` becomes `CODEX_API_KEY`."""
     for key, value in (options.env or {}).items():
         # Checked here: a non-string would otherwise kill the run's process before it could

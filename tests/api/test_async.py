@@ -208,7 +208,7 @@ def test_a_caller_killed_outright_does_not_leave_its_run_going(
             assert wait_for_command(marker), "the model's command never started"
         finally:
             caller.kill()  # SIGKILL: no clean-up of its own
-    # The fork server exits with its caller, and the run with the fork server.
+    # The zygote exits with its caller, and the run with the zygote.
     for _ in range(200):
         if not running_commands(marker):
             break

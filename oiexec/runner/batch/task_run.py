@@ -3,7 +3,7 @@ record of what came of it.
 
 Each task is its own process because a run's timeout (SIGALRM), signal handlers and secret
 registry are process-global: threads could not keep tasks apart. The processes are forks of a
-preloaded server (`launcher`), which spares each the interpreter's start-up. The prompt goes to
+preloaded zygote (`launcher`), which spares each the interpreter's start-up. The prompt goes to
 the child's stdin, never onto a command line or into a shell.
 """
 
@@ -22,8 +22,8 @@ from typing import Any
 
 from oiexec.core.errors import ExitCode
 from oiexec.git import GitError
-from oiexec.output.reportfile import write_report
-from oiexec.runner.batch.launcher import Launcher, TaskProcess
+from oiexec.output.reportfile import ReportDir
+from oiexec.runner.batch.launcher import Launcher, LaunchError, TaskProcess
 from oiexec.runner.batch.plan import Action
 from oiexec.runner.batch.record import (
     RECORD_FILE,
@@ -77,6 +77,7 @@ class Children:
 
 @dataclass
 class BatchContext:
+    #: The output directory (absolute); opened once here, before any task runs (`out_dir`).
     out: Path
     #: Exec options every task gets (already validated), in command-line form.
     options: Sequence[str]
@@ -86,6 +87,12 @@ class BatchContext:
     launcher: Launcher = field(default_factory=Launcher)
     env: dict[str, str] = field(default_factory=lambda: dict(os.environ))
     kill_grace_s: float = KILL_GRACE_S
+    #: `out`, held open: the batch writes its files beneath it with no symlink followed, so
+    #: a task (whose sandbox may reach DIR, e.g. a shared /tmp) cannot redirect them.
+    out_dir: ReportDir = field(init=False)
+
+    def __post_init__(self) -> None:
+        self.out_dir = ReportDir.open(self.out)
 
 
 def run_task(
@@ -100,7 +107,7 @@ def run_task(
     """Runs `task` to its end and returns its record; the record is also written to
     `DIR/<id>/result.json` when the task finished (not when the batch was interrupted)."""
     task_dir = ctx.out / task.id
-    task_dir.mkdir(parents=True, exist_ok=True)
+    ctx.out_dir.makedirs(task.id)
     record = TaskRecord(
         index=task.index,
         id=task.id,
@@ -120,27 +127,32 @@ def run_task(
             base = _base_of(task_dir)
             cwd = task_dir / WORKTREE_DIR / source.subdir
         else:
-            _clear(task_dir)
+            _clear(ctx.out_dir, task.id)
             cwd, base = prepare(source, task_dir)
-            _write_base(task_dir, base)
+            ctx.out_dir.write(f"{task.id}/.base", base + "\n")
     except GitError as exc:
         record.message = f"could not prepare the workspace: {exc}"
         record.attempts += 1
-        write_record(task_dir / RECORD_FILE, record)
+        write_record(ctx.out_dir, record)
         return record
     record.attempts += 1
     argv = _argv(task, ctx, cwd, task_dir, previous.session_id if resume and previous else None)
     prompt = _retry_prompt(task, previous) if resume and previous else task.prompt
     timeout = task.timeout if task.timeout is not None else ctx.timeout_s
-    code, killed = run_child(
-        ("oiexec", argv), prompt, ctx, task_dir, timeout=timeout, append=resume
-    )
+    lost = None
+    try:
+        code, killed = run_child(argv, prompt, ctx, task_dir, timeout=timeout, append=resume)
+    except LaunchError as exc:
+        # Not started, or its zygote died under it: said in the record, never a silent fail.
+        code, killed, lost = -1, None, exc.message
     _read_events(task_dir / PATHS["events"], record)
     earlier_turns = previous.turns if resume and previous else 0
     _read_junit(task_dir / PATHS["junit"], record, earlier_turns)
     earlier = previous.duration_s if resume and previous else 0.0
     record.duration_s = round(earlier + time.monotonic() - started, 3)
-    if killed is not None:
+    if lost is not None:
+        record.exit_code, record.status, record.message = None, "failed", lost
+    elif killed is not None:
         record.exit_code, record.status, record.message = int(ExitCode.TIMEOUT), "timeout", killed
     elif code < 0:
         record.exit_code, record.status = code, "failed"
@@ -149,13 +161,15 @@ def run_task(
         record.exit_code, record.status = code, status_for_exit(code)
     if record.status == "success":
         record.message = None
-    if record.status == "interrupted" or (ctx.children.stopping.is_set() and code < 0):
+    if record.status == "interrupted" or (
+        ctx.children.stopping.is_set() and code < 0 and lost is None
+    ):
         record.status = "interrupted"
         return record  # not finished: a rerun starts it again
     worktree = task_dir / WORKTREE_DIR
     if resume and worktree.is_dir():
         try:
-            write_report(task_dir / PATHS["diff"], full_diff(worktree, base))
+            ctx.out_dir.write(f"{task.id}/{PATHS['diff']}", full_diff(worktree, base))
         except (GitError, OSError) as exc:
             note(f"{task.id}: could not write diff.patch: {exc}")
     if record.status == "success":
@@ -165,7 +179,10 @@ def run_task(
             note(f"{task.id}: could not remove its worktree: {exc}")
     if worktree.exists():
         record.worktree = f"{task.id}/{WORKTREE_DIR}"
-    write_record(task_dir / RECORD_FILE, record)
+    try:
+        write_record(ctx.out_dir, record)
+    except OSError as exc:  # e.g. its directory swapped for a link: in the summary instead
+        record.status, record.message = "failed", f"could not write its result: {exc.strerror}"
     return record
 
 
@@ -210,7 +227,7 @@ def _retry_prompt(task: Task, previous: TaskRecord) -> str:
 
 
 def run_child(
-    command: tuple[str, list[str]],
+    argv: Sequence[str],
     prompt: str,
     ctx: BatchContext,
     task_dir: Path,
@@ -218,15 +235,14 @@ def run_child(
     timeout: float | None,
     append: bool,
 ) -> tuple[int, str | None]:
-    """Runs one task process (`command` is the module run as `python -m` and its arguments),
-    the prompt on its stdin, stdout to events.jsonl and stderr to stderr.log (appended to for a
-    resumed run). Returns (exit status, why it was killed from outside, or None): a child still
-    running `kill_grace_s` after its own `timeout` has its whole process group killed."""
+    """Runs one task process (`interpreter ARGV...`), the prompt on its stdin, stdout to
+    events.jsonl and stderr to stderr.log (appended to for a resumed run). Returns (exit
+    status, why it was killed from outside, or None): a child still running `kill_grace_s`
+    after its own `timeout` has its whole process group killed. `LaunchError` when it could
+    not be started, or (once it has ended) when the zygote that started it died."""
     deadline = None if timeout is None else time.monotonic() + timeout + ctx.kill_grace_s
-    module, args = command
     proc = ctx.launcher.start(
-        module,
-        args,
+        argv,
         env=ctx.env,
         stdin=prompt,
         stdout=task_dir / PATHS["events"],
@@ -315,16 +331,12 @@ def _read_junit(path: Path, record: TaskRecord, earlier_turns: int) -> None:
         )
 
 
-def _clear(task_dir: Path) -> None:
+def _clear(out: ReportDir, task_id: str) -> None:
     """A fresh start: nothing of an earlier, different or unfinished run may be mistaken for
     this one's."""
     for name in (*PATHS.values(), RECORD_FILE, ".base", ".resume.patch"):
         with contextlib.suppress(FileNotFoundError):
-            (task_dir / name).unlink()
-
-
-def _write_base(task_dir: Path, commit: str) -> None:
-    write_report(task_dir / ".base", commit + "\n")
+            out.unlink(f"{task_id}/{name}")
 
 
 def _base_of(task_dir: Path) -> str:

