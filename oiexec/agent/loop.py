@@ -47,6 +47,7 @@ from oiexec.core.protocols import (
     Tool,
     ToolGate,
 )
+from oiexec.core.redact import redact
 from oiexec.core.types import (
     HistoryItem,
     Message,
@@ -174,6 +175,9 @@ class AgentLoop:
                     continue
             if text is None:
                 raise ProviderError("the model ended its turn without a message or a tool call")
+            # The one place the answer is redacted: every policy, hook, item, report, session
+            # record and API result below takes this text (the model may echo a secret).
+            text = redact(text)
             attempt += 1
             verdict = self.final.accept(text, attempt)
             if isinstance(verdict, Retry) and not verdict.shown:

@@ -10,6 +10,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from oiexec.core.events import ItemCompleted, ItemStarted, ItemUpdated, ThreadEvent, ThreadItem
+from oiexec.core.redact import redact_value
 
 if TYPE_CHECKING:
     from oiexec.core.protocols import Sandbox
@@ -17,7 +18,11 @@ if TYPE_CHECKING:
 
 class ItemEmitter:
     """Hands out `item_N` ids (restarting at 0 each invocation, as Codex does) and emits the
-    lifecycle events of items."""
+    lifecycle events of items.
+
+    Every item is redacted here, once, before any sink sees it: model text (messages,
+    reasoning, plans) may echo a secret it saw, and the JSONL stream, the transcript, the
+    session, the run log and the reports all take their items from this one place."""
 
     def __init__(self, emit: Callable[[ThreadEvent], None]) -> None:
         self._emit = emit
@@ -29,13 +34,13 @@ class ItemEmitter:
         return item_id
 
     def started(self, item: ThreadItem) -> None:
-        self._emit(ItemStarted(item=item))
+        self._emit(ItemStarted(item=redact_value(item)))
 
     def updated(self, item: ThreadItem) -> None:
-        self._emit(ItemUpdated(item=item))
+        self._emit(ItemUpdated(item=redact_value(item)))
 
     def completed(self, item: ThreadItem) -> None:
-        self._emit(ItemCompleted(item=item))
+        self._emit(ItemCompleted(item=redact_value(item)))
 
 
 @dataclass

@@ -1,49 +1,112 @@
 """Keeps secrets out of everything the runner writes (events, sessions, logs, reports).
 
 Secret values are registered once (API keys, bearer tokens, secret-looking env vars) and every
-sink passes its text through `redact` before writing.
+sink passes its text through `redact` before writing. Text is redacted *before* it is cut to
+a length (`redact` first, then slice): a cut through a secret would leave a fragment that no
+longer matches.
 """
 
 from __future__ import annotations
 
+import base64
 import threading
 from collections.abc import Iterable
 from fnmatch import fnmatchcase
+from typing import Any
+
+from pydantic import BaseModel
 
 #: Names of environment variables that look like they hold credentials (case-insensitive).
 SECRET_NAME_GLOBS: tuple[str, ...] = ("*KEY*", "*SECRET*", "*TOKEN*", "*PASSWORD*")
 
 _MIN_SECRET_LEN = 6
-_MASK = "[REDACTED]"
+MASK = "[REDACTED]"
 _lock = threading.Lock()
 _secrets: set[str] = set()
+#: Every registered form, longest first (a form inside a longer one must not be masked first
+#: and leave the rest of the longer one behind). Rebuilt on register, read without the lock.
+_ordered: tuple[str, ...] = ()
+_URLSAFE = str.maketrans("+/", "-_")
+
+
+def encoded_forms(value: str) -> set[str]:
+    """The forms a secret is masked in besides itself: reversed, hex (lower and upper case)
+    and base64 (standard and URL-safe alphabets, padded or not).
+
+    Inside a longer base64 stream a secret starts at one of three bit alignments (the bytes
+    before it, modulo 3), and each alignment encodes it to different characters. For each,
+    the characters that depend on the secret's bytes alone are a stable substring, whatever
+    surrounds it; those three substrings are what is matched. At most the two characters at
+    either end, which mix in the neighbouring bytes, stay unmasked: too few to carry more
+    than a byte or two of the secret."""
+    raw = value.encode()
+    forms = {value[::-1], raw.hex(), raw.hex().upper()}
+    for offset in range(3):
+        encoded = base64.b64encode(bytes(offset) + raw).decode("ascii")
+        first = -(-8 * offset // 6)  # the first character with no bit of the leading bytes
+        end = 8 * (offset + len(raw)) // 6  # past the last character with only secret bits
+        stable = encoded[first:end]
+        forms.add(stable)
+        forms.add(stable.translate(_URLSAFE))
+    return {form for form in forms if len(form) >= _MIN_SECRET_LEN}
 
 
 def register_secret(value: str | None) -> None:
     """Remember a value that must never be written out. Short values are ignored: masking
-    them would garble ordinary text. Simple disguises (reversed, hex) are masked too; this is
+    them would garble ordinary text. Encoded forms are masked too (`encoded_forms`); this is
     a last line only: commands cannot read the runner's secrets in the first place."""
-    if value and len(value) >= _MIN_SECRET_LEN:
-        raw = value.encode()
-        with _lock:
-            _secrets.update({value, value[::-1], raw.hex(), raw.hex().upper()})
+    global _ordered
+    if not value or len(value) < _MIN_SECRET_LEN:
+        return
+    forms = {value, *encoded_forms(value)}
+    with _lock:
+        if forms <= _secrets:
+            return
+        _secrets.update(forms)
+        _ordered = tuple(sorted(_secrets, key=len, reverse=True))
 
 
 def redact(text: str) -> str:
-    if not _secrets:
-        return text
-    with _lock:
-        secrets = sorted(_secrets, key=len, reverse=True)
-    for secret in secrets:
+    """`text` with every registered secret, in every registered form, replaced by the mask.
+
+    It runs on every chunk of command output, so it stays a handful of substring searches
+    (`in` is a vectorised scan; a compiled alternation of the same forms measured ~9x slower
+    on 1 MiB): the replace only happens for forms that occur."""
+    for secret in _ordered:
         if secret in text:
-            text = text.replace(secret, _MASK)
+            text = text.replace(secret, MASK)
     return text
+
+
+def redact_value(value: Any) -> Any:
+    """`value` with `redact` applied to every string in it: through dicts (values only),
+    lists, tuples and pydantic models (a copy; the original is left as it was)."""
+    if not _ordered:
+        return value
+    if isinstance(value, str):
+        return redact(value)
+    if isinstance(value, dict):
+        return {key: redact_value(item) for key, item in value.items()}
+    if isinstance(value, list):
+        return [redact_value(item) for item in value]
+    if type(value) is tuple:
+        return tuple(redact_value(item) for item in value)
+    if isinstance(value, BaseModel):
+        changed = {
+            name: new
+            for name in type(value).model_fields
+            if (new := redact_value(old := getattr(value, name))) != old
+        }
+        return value.model_copy(update=changed) if changed else value
+    return value
 
 
 def clear_secrets() -> None:
     """For tests that run several configurations in one process."""
+    global _ordered
     with _lock:
         _secrets.clear()
+        _ordered = ()
 
 
 def matches_any(name: str, globs: Iterable[str]) -> bool:

@@ -7,6 +7,8 @@ loop may import nothing else, and the tool caps and the compaction must agree on
 
 from __future__ import annotations
 
+from oiexec.core.redact import redact
+
 __all__ = ["BYTES_PER_TOKEN", "approx_tokens", "truncate_middle"]
 
 BYTES_PER_TOKEN = 4
@@ -20,9 +22,14 @@ def approx_tokens(text: str) -> int:
 def truncate_middle(text: str, max_tokens: int) -> str:
     """`text` unchanged if it fits in `max_tokens`, else its head and tail around a marker
     `…N tokens truncated…`. The head and tail split the budget evenly; cuts never split a
-    character."""
+    character. A text that is cut is redacted first: a cut through a secret would leave a
+    fragment that no longer matches."""
     data = text.encode("utf-8")
     budget = max(0, max_tokens) * BYTES_PER_TOKEN
+    if len(data) <= budget:
+        return text
+    text = redact(text)
+    data = text.encode("utf-8")
     if len(data) <= budget:
         return text
     head_len = budget // 2

@@ -114,7 +114,7 @@ class HumanProcessor:
 
     def final_output(self, message: str) -> None:
         # stdout carries the answer alone, so `$(interpreter exec ...)` captures just that.
-        self._answer.write(message + "\n")
+        self._answer.write(redact(message) + "\n")
         self._answer.flush()
 
     def step(self, number: int) -> None:
@@ -217,6 +217,7 @@ class HumanProcessor:
 def _mcp_call(item: McpToolCallItem) -> str:
     """`server.tool(arguments)` with the arguments as compact JSON, cut to one short line."""
     arguments = "" if item.arguments is None else json.dumps(item.arguments, ensure_ascii=False)
+    arguments = redact(arguments)  # before the cut, which could leave part of a secret
     if len(arguments) > _MCP_ARGS_CHARS:
         arguments = arguments[: _MCP_ARGS_CHARS - 1] + "…"
     return f"{item.server}.{item.tool}({arguments})"

@@ -5,7 +5,7 @@ limit is a `<failure>` whose `type` is the limit name (`max_turns`, `timeout`),
 `check_failed` (exit 8), `interrupted` (SIGINT or SIGTERM) or `failed`; a run that failed
 before it started (usage or config error) is a `failed` case naming the exit code. The
 commands the agent ran go to `<system-out>`; thread id, model, exit code and token counts
-are suite properties. Every string is redacted.
+are suite properties. Every string is redacted, before any cut to a length.
 
 With `--check`, a second test case (classname `oiexec.check`, named after the command) says
 whether the check passed in the end; its `<system-out>` lists every attempt with its exit
@@ -78,14 +78,16 @@ class RunReport:
 
 
 def case_name(prompt: str) -> str:
-    """The first non-empty line of the prompt, shortened."""
-    line = next((ln.strip() for ln in prompt.splitlines() if ln.strip()), "")
+    """The first non-empty line of the prompt, shortened (redacted first: a cut secret would
+    leave a fragment that no longer matches)."""
+    line = next((ln.strip() for ln in redact(prompt).splitlines() if ln.strip()), "")
     if not line:
         return "exec"
     return line if len(line) <= _NAME_MAX else line[: _NAME_MAX - 1] + "…"
 
 
 def _tail(output: str) -> str:
+    output = redact(output)  # before the cut, as everywhere
     lines = output.rstrip("\n").splitlines()
     kept = "\n".join(lines[-_TAIL_LINES:])
     if len(kept) > _TAIL_CHARS:
@@ -144,7 +146,7 @@ def _check_case(report: RunReport, command: str) -> TestCase:
 
 
 def _shorten(text: str) -> str:
-    line = " ".join(text.split())
+    line = " ".join(redact(text).split())
     return line if len(line) <= _NAME_MAX else line[: _NAME_MAX - 1] + "…"
 
 

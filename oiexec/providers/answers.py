@@ -9,10 +9,12 @@ rule to an error that arrives inside a 200 stream.
 from __future__ import annotations
 
 import json
+from collections.abc import Callable
 from typing import Any
 
 from oiexec.config.settings import ProviderConfig
 from oiexec.core.errors import ContextWindowExceeded
+from oiexec.core.redact import redact
 
 __all__ = [
     "RETRYABLE_STATUS",
@@ -47,20 +49,23 @@ _CONTEXT_PHRASES = (
 )
 
 
-def server_error_message(body: bytes) -> tuple[str, str | None]:
+def server_error_message(
+    body: bytes, clean: Callable[[str], str] = redact
+) -> tuple[str, str | None]:
     """The server's own error message (and code) from an OpenAI-style, Anthropic-style or
-    plain body, cut to a length fit for one line of a log."""
+    plain body, passed through `clean` (secrets masked) and then cut to a length fit for one
+    line of a log: cut first, a secret the server echoed would leave a fragment unmasked."""
     text = body.decode("utf-8", errors="replace").strip()
     try:
         data: Any = json.loads(text)
     except ValueError:
-        return (text[:_MAX_BODY_IN_MESSAGE] or "(empty body)"), None
+        return (clean(text)[:_MAX_BODY_IN_MESSAGE] or "(empty body)"), None
     error = data.get("error", data) if isinstance(data, dict) else data
     if isinstance(error, dict):
         message = error.get("message") or error.get("detail") or json.dumps(error)
         code = error.get("code") or error.get("type")
-        return str(message)[:_MAX_BODY_IN_MESSAGE], (str(code) if code else None)
-    return str(error)[:_MAX_BODY_IN_MESSAGE], None
+        return clean(str(message))[:_MAX_BODY_IN_MESSAGE], (clean(str(code)) if code else None)
+    return clean(str(error))[:_MAX_BODY_IN_MESSAGE], None
 
 
 def is_context_overflow(status: int | None, code: str | None, message: str) -> bool:

@@ -155,6 +155,7 @@ def json_event(data: str) -> Any:
     try:
         return json.loads(data)
     except ValueError:
+        data = redact(data)  # before the cut, which could leave part of a secret
         cut = data[:_MAX_EVENT_IN_MESSAGE] + ("…" if len(data) > _MAX_EVENT_IN_MESSAGE else "")
         raise StreamInterrupted(f"the server sent an event that is not JSON: {cut!r}") from None
 
@@ -370,10 +371,11 @@ class ProviderHttp:
                 return response
             raw = response.read()
             response.close()
+            shown, _code = server_error_message(raw, self._clean)
             raise ProviderError(
                 self._clean(
                     f"{self.label} ({url}) answered {response.headers.get('content-type')!r} "
-                    f"instead of an event stream: {sentence(server_error_message(raw)[0])} Check "
+                    f"instead of an event stream: {sentence(shown)} Check "
                     f"model_providers.{self.provider_id}.base_url: it must be the API root "
                     "(usually ending in /v1), not a web page or a proxy's login page"
                 )
@@ -389,7 +391,7 @@ class ProviderHttp:
 
     def _raise_for_status(self, response: httpx.Response, raw: bytes, url: str) -> None:
         status = response.status_code
-        server_message, code = server_error_message(raw)
+        server_message, code = server_error_message(raw, self._clean)
         message = self._clean(
             f"unexpected status {status} {response.reason_phrase} from {self.label} "
             f"({url}): {server_message}"

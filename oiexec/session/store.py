@@ -20,7 +20,7 @@ from pathlib import Path
 from typing import IO, Any
 
 from oiexec.core.errors import SessionError
-from oiexec.core.redact import redact
+from oiexec.core.redact import redact_value
 from oiexec.git import QUICK_TIMEOUT, GitError, run_git_text
 from oiexec.session.index import load_rollout, sessions_dir
 
@@ -59,16 +59,6 @@ def new_thread_id() -> str:
 def _utc_timestamp() -> str:
     now = datetime.now(UTC)
     return now.strftime("%Y-%m-%dT%H:%M:%S.") + f"{now.microsecond // 1000:03d}Z"
-
-
-def _redact_value(value: Any) -> Any:
-    if isinstance(value, str):
-        return redact(value)
-    if isinstance(value, dict):
-        return {key: _redact_value(item) for key, item in value.items()}
-    if isinstance(value, list | tuple):
-        return [_redact_value(item) for item in value]
-    return value
 
 
 def _git_info(cwd: Path) -> dict[str, str] | None:
@@ -166,7 +156,7 @@ class RolloutStore:
                 "timestamp": _utc_timestamp(),
                 "ordinal": self._ordinal,
                 "type": record_type,
-                "payload": _redact_value(payload),
+                "payload": redact_value(payload),
             }
             line = json.dumps(record, ensure_ascii=False, separators=(",", ":"), default=str)
             try:
