@@ -19,7 +19,8 @@ BWRAP = "OI_SANDBOX_BWRAP"
 FAULTS = "OI_SANDBOX_FAULTS"
 #: Read by earlier versions; now replaced by `sandbox_backend`.
 RETIRED_BACKEND = "OI_SANDBOX_BACKEND"
-KNOWN_FAULTS = frozenset({"no-userns", "no-proc", "no-netns", "no-landlock"})
+#: `landlock-abi-5`: the kernel's Landlock ABI seen as at most 5 (no scoping), as on Linux < 6.12.
+KNOWN_FAULTS = frozenset({"no-userns", "no-proc", "no-netns", "no-landlock", "landlock-abi-5"})
 
 
 def enabled() -> bool:

@@ -84,9 +84,12 @@ class LandlockError(OSError):
 
 def abi_version() -> int:
     """The kernel's Landlock ABI, or 0 when Landlock is missing or disabled."""
-    if "no-landlock" in hooks.faults():
+    faults = hooks.faults()
+    if "no-landlock" in faults:
         return 0
     version = _libc.syscall(_SYS_CREATE_RULESET, None, ctypes.c_size_t(0), _CREATE_RULESET_VERSION)
+    if "landlock-abi-5" in faults:
+        version = min(version, 5)
     return max(int(version), 0)
 
 

@@ -2,8 +2,9 @@
 
 Used when bwrap cannot create namespaces (Docker, AppArmor's userns restriction). Protected
 names are not locked, only repaired after the fact (`tripwire.py`), and host processes stay
-visible. With Landlock ABI >= 6 a sentinel per command (`reaper.py`) kills everything the
-command started when it ends, whatever session it moved to; resource limits: `limits.py`.
+visible. A sentinel per command (`reaper.py`) kills what the command started when it ends or
+the runner dies: with Landlock ABI >= 6 everything, whatever session it moved to; below, its
+process group. Resource limits: `limits.py`.
 
 `after()` of a command: reaper, then the command's cgroup (if any), then the tripwire, so the
 repair runs once nothing of the command can write any more.
@@ -46,14 +47,11 @@ class LandlockSandbox:
         program = seccomp.filter_for(policy, backend=self.backend)
         self._restrict = ChildRestrictor(self._ruleset, program)
         self._tripwire = Tripwire(policy)
-        self._reap = abi >= reaper.SCOPED_SIGNALS_ABI
+        self._scoped = abi >= reaper.SCOPED_SIGNALS_ABI
         # The sentinel counts towards RLIMIT_NPROC but is spawned before the child joins the
-        # command's cgroup.
+        # command's cgroup. Without scoping a root runner's cgroup is the only full list.
         self._limiter = Limiter(
-            policy.limits,
-            nproc_overhead=1 if self._reap else 0,
-            cgroup_overhead=0,
-            reap=not self._reap,
+            policy.limits, nproc_overhead=1, cgroup_overhead=0, reap=not self._scoped
         )
 
     @property
@@ -61,10 +59,10 @@ class LandlockSandbox:
         return self._policy
 
     def prepare(self, argv: list[str], *, cwd: Path, env: dict[str, str]) -> PreparedCommand:
-        control = reaper.Control(sentinel=self._reap)
+        control = reaper.Control(sentinel=True, scoped=self._scoped)
         limits = self._limiter.prepare()
         restrict = self._restrict.bind(
-            sentinel=control.start_sentinel if self._reap else None,
+            sentinel=control.start_sentinel,
             limits=limits.apply,
             started=control.report_started,
         )

@@ -22,8 +22,14 @@ the process group the runner signals. So each command gets a **sentinel**:
   the sentinel cannot fork either. When the runner knows nothing is left (the command's pids
   cgroup is empty), `Control.dismiss` sends `done` and the sentinel exits without the scan.
 
+Without signal scoping (ABI < 6) `kill -1` is out of the question, and the sentinel is a
+smaller one, `GROUP_SCRIPT`: it kills the command's process group (its parent's pid: the child
+made its own session before spawning it) when told to, or when the runner dies. Processes the
+command moved to another session then outlive it; a root runner's per-command pids cgroup
+lists them, and the next run kills what a dead runner's cgroups still hold (`limits.py`).
+
 The child also reports its pid on the same socket once it is ready to exec, so that without a
-sentinel (ABI < 6, or one that died) the runner can still kill the command's process group.
+sentinel (one that died) the runner can still kill the command's process group.
 """
 
 from __future__ import annotations
@@ -69,6 +75,16 @@ while :; do
 done
 """
 
+# Without signal scoping: only the command's process group, whose id is the sentinel's parent
+# (the command's first process, a session leader since before the spawn). `$PPID` is fixed at
+# the shell's start, so it still names the group after that process has exited.
+GROUP_SCRIPT = r"""trap '' HUP INT QUIT PIPE TERM ALRM USR1 USR2 TSTP TTIN TTOU
+read -r cmd || :
+[ "$cmd" = done ] && exit 0
+kill -9 -"$PPID"
+echo ok >&0
+"""
+
 _SPAWN_SETSIGDEF = 0x04
 _SPAWN_SETSIGMASK = 0x08
 _SPAWN_SETSID = 0x80  # glibc >= 2.26, musl >= 1.1.24
@@ -87,10 +103,10 @@ def _sigset(*, full: bool) -> ctypes.Array[ctypes.c_char]:
 class _Template:
     """What every sentinel spawn shares, allocated once in the parent."""
 
-    def __init__(self) -> None:
+    def __init__(self, script: str) -> None:
         self.path = ctypes.c_char_p(b"/bin/sh")
         self.argv = (ctypes.c_char_p * 5)(
-            b"/bin/sh", b"-c", SCRIPT.encode(), b"oiexec-sentinel", None
+            b"/bin/sh", b"-c", script.encode(), b"oiexec-sentinel", None
         )
         self.envp = (ctypes.c_char_p * 1)(None)
         self.devnull = ctypes.c_char_p(b"/dev/null")
@@ -107,30 +123,31 @@ class _Template:
         _libc.posix_spawnattr_setsigdefault(self.attr, self._all)
 
 
-_template: _Template | None = None
+_templates: dict[bool, _Template] = {}
 
 
-def _shared_template() -> _Template:
-    global _template
-    if _template is None:
-        _template = _Template()
-    return _template
+def _shared_template(scoped: bool) -> _Template:
+    if scoped not in _templates:
+        _templates[scoped] = _Template(SCRIPT if scoped else GROUP_SCRIPT)
+    return _templates[scoped]
 
 
 class Control:
     """One command's link to its sentinel (when `sentinel`) and its child's pid report.
 
     Made in the parent by the backend's `prepare`; `start_sentinel` and `report_started` run
-    in the forked child; `finish` runs once in the runner when the command is over.
+    in the forked child; `finish` runs once in the runner when the command is over. `scoped`:
+    Landlock scopes signals, so the sentinel may kill the whole domain (`SCRIPT`); otherwise
+    it kills the process group only (`GROUP_SCRIPT`).
     """
 
-    def __init__(self, *, sentinel: bool) -> None:
+    def __init__(self, *, sentinel: bool, scoped: bool = True) -> None:
         self.sentinel = sentinel
         self._ours, self._theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_STREAM)
         self._fd = self._theirs.fileno()
         self._pid = ctypes.c_int(0)
         self._finished = False
-        self._template = _shared_template() if sentinel else None
+        self._template = _shared_template(scoped) if sentinel else None
         self._actions = ctypes.create_string_buffer(_OPAQUE_BYTES)
         if self._template is not None:
             self._build_actions(self._template)
@@ -269,6 +286,7 @@ def degraded(abi: int) -> list[str]:
     if abi >= SCOPED_SIGNALS_ABI:
         return []
     return [
-        f"Landlock ABI {abi} < {SCOPED_SIGNALS_ABI}: no reaper; only a command's process group "
-        "is killed when it ends, so processes it moves to a new session (setsid) outlive it"
+        f"Landlock ABI {abi} < {SCOPED_SIGNALS_ABI}: only a command's process group is killed "
+        "when it ends or the runner dies, so processes it moves to a new session (setsid) "
+        "outlive it"
     ]

@@ -6,6 +6,8 @@ by the next run, while those of a run still going are kept.
 
 from __future__ import annotations
 
+import contextlib
+import json
 import os
 import shutil
 import signal
@@ -18,6 +20,7 @@ from pathlib import Path
 import pytest
 
 from oiexec.core import rundirs
+from oiexec.sandbox.limits import find_pids_cgroup
 from tests.sandbox.conftest import BACKENDS, RUNNER_PYTHON, Box, exec_backend_args
 from tests.sandbox.support import alive
 from tests.support.model_server import ModelServer, call, reply
@@ -41,7 +44,9 @@ def _script(mark: str) -> str:
     )
 
 
-def _start(box: Box, server: ModelServer, backend: str, prompt: str) -> subprocess.Popen[str]:
+def _start(
+    box: Box, server: ModelServer, backend: str, prompt: str, faults: str = ""
+) -> subprocess.Popen[str]:
     """`interpreter exec --json` in the background (setpriv execs: its pid is the runner's)."""
     argv = box.as_me(
         [RUNNER_PYTHON, "-m", "oiexec", "exec", "--json", "-s", "workspace-write",
@@ -50,7 +55,10 @@ def _start(box: Box, server: ModelServer, backend: str, prompt: str) -> subproce
     return subprocess.Popen(
         argv,
         cwd=box.ws,
-        env=box.env(OPENINTERPRETER_HOME=str(box.root / "home")),
+        env=box.env(
+            OPENINTERPRETER_HOME=str(box.root / "home"),
+            **({"OI_SANDBOX_FAULTS": faults} if faults else {}),
+        ),
         stdin=subprocess.DEVNULL,
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
@@ -71,7 +79,12 @@ def _wait_for(what: Callable[[], bool], timeout: float, proc: subprocess.Popen[s
 
 def _processes() -> dict[int, tuple[int, bytes]]:
     """pid -> (ppid, environ) of every live process."""
-    out: dict[int, tuple[int, bytes]] = {}
+    return {pid: (ppid, env) for pid, (ppid, _, env) in _table().items()}
+
+
+def _table() -> dict[int, tuple[int, int, bytes]]:
+    """pid -> (ppid, process group, environ) of every live process."""
+    out: dict[int, tuple[int, int, bytes]] = {}
     for entry in os.listdir("/proc"):
         if not entry.isdigit():
             continue
@@ -82,7 +95,7 @@ def _processes() -> dict[int, tuple[int, bytes]]:
             continue
         fields = stat.rsplit(b")", 1)[1].split()
         if fields[0] not in (b"Z", b"X"):
-            out[int(entry)] = (int(fields[1]), environ)
+            out[int(entry)] = (int(fields[1]), int(fields[2]), environ)
     return out
 
 
@@ -136,21 +149,25 @@ def _reap(proc: subprocess.Popen[str]) -> None:
             stream.close()
 
 
-def _kill_and_check(proc: subprocess.Popen[str], mark: str) -> None:
+def _kill_runner(proc: subprocess.Popen[str], mark: str) -> tuple[set[int], set[int]]:
+    """SIGKILL the runner; (the processes that should die with it, those still alive after
+    `DEADLINE_S`)."""
     tree = _descendants(proc.pid)
     marked = _marked(mark)
-    # The command's shell, `sleep &`, `setsid sleep`, the daemon's shell and sleep, and the
-    # final sleep: unless they are all there, the test would prove nothing.
+    # `sleep &`, `setsid sleep`, the daemon's shell and sleep, and the final sleep: unless
+    # they are all there, the test would prove nothing.
     assert len(marked) >= 5, (marked, tree)
     everyone = tree | marked
-    started = time.monotonic()
     os.kill(proc.pid, signal.SIGKILL)
     _reap(proc)
-    left = _all_dead(everyone, DEADLINE_S)
-    took = time.monotonic() - started
+    return everyone, _all_dead(everyone, DEADLINE_S)
+
+
+def _kill_and_check(proc: subprocess.Popen[str], mark: str) -> None:
+    _, left = _kill_runner(proc, mark)
     for pid in left:  # never leave them running for the next test
         os.kill(pid, signal.SIGKILL)
-    assert not left, f"still running {took:.1f}s after the runner died: {sorted(left)}"
+    assert not left, f"still running {DEADLINE_S}s after the runner died: {sorted(left)}"
 
 
 @pytest.mark.parametrize("backend", BACKENDS)
@@ -193,3 +210,52 @@ def test_a_killed_runner_takes_its_commands_along(
     finally:
         going.kill()
         _reap(going)
+
+
+def test_without_signal_scoping_the_process_group_ends_with_the_runner(
+    box: Box, model_server: ModelServer
+) -> None:
+    """Landlock ABI < 6 (simulated): the reaper may only kill the command's process group,
+    which dies with the runner; what the command moved to other sessions outlives it, as
+    doctor says, except under a root runner with a pids cgroup, where the next run kills it."""
+    faults = "landlock-abi-5"
+    tag = uuid.uuid4().hex[:8]
+    killed, later = f"killed-{tag}", f"later-{tag}"
+    step = {"cmd": _script(f"a-{tag}"), "yield_time_ms": 30000}
+    model_server.route(killed, reply(tool_calls=[call("exec_command", step)]))
+    model_server.route(later, reply("done"))
+    runner = _start(box, model_server, "landlock", killed, faults)
+    _wait_for(lambda: (box.ws / "ready").exists() and len(_marked(f"a-{tag}")) >= 5, 60, runner)
+    table = _table()
+    group = next(table[pid][1] for pid in _marked(f"a-{tag}") if b"sleep" in _cmdline(pid))
+    everyone, left = _kill_runner(runner, f"a-{tag}")
+    try:
+        in_group = {pid for pid in everyone if table.get(pid, (0, 0, b""))[1] == group}
+        # The command's first process (the shell, or the final sleep it became) and `sleep &`.
+        assert len(in_group) >= 2, in_group
+        assert not (left & in_group), f"its process group outlived the runner: {left & in_group}"
+        assert left, "setsid'd children died too: the test no longer shows the gap"
+        report = box.cli(
+            ["doctor", "--json"], backend="landlock", env={"OI_SANDBOX_FAULTS": faults}
+        )
+        degraded = json.loads(report.stdout)["degraded"]
+        cgroup = box.who == "root" and find_pids_cgroup() is not None
+        if not cgroup:
+            assert any("outlive it" in d for d in degraded), degraded
+            return
+        done = _start(box, model_server, "landlock", later, faults)
+        _, err = done.communicate(timeout=120)
+        assert done.returncode == 0, err
+        assert not _all_dead(left, DEADLINE_S), "the next run did not end what its cgroup held"
+        left = set()
+    finally:
+        for pid in left:
+            with contextlib.suppress(ProcessLookupError):
+                os.kill(pid, signal.SIGKILL)
+
+
+def _cmdline(pid: int) -> bytes:
+    try:
+        return Path(f"/proc/{pid}/cmdline").read_bytes()
+    except OSError:
+        return b""
