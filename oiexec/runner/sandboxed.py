@@ -29,6 +29,7 @@ from oiexec.core.protocols import Sandbox
 from oiexec.runner.sandboxing import command_env
 from oiexec.sandbox import get_sandbox
 from oiexec.sandbox.selfguard import protect_runner
+from oiexec.tools.process import tied_to_runner
 
 Say = Callable[[str], None]
 
@@ -120,7 +121,8 @@ def _run_in(sandbox: Sandbox, command: list[str], cwd: Path, env: dict[str, str]
             cwd=prepared.cwd,
             env=prepared.env,
             pass_fds=prepared.pass_fds,
-            preexec_fn=prepared.preexec_fn,
+            # Dies with this process, as exec's commands do (tools/process.py).
+            preexec_fn=tied_to_runner(prepared.preexec_fn),
         )
         rc = proc.wait()
     except OSError as exc:

@@ -314,7 +314,7 @@ _PR_SET_PDEATHSIG = 1
 _libc = ctypes.CDLL(None, use_errno=True) if sys.platform == "linux" else None
 
 
-def _tied_to_runner(inner: Callable[[], object] | None) -> Callable[[], object] | None:
+def tied_to_runner(inner: Callable[[], object] | None) -> Callable[[], object] | None:
     """`inner` (the sandbox's preexec_fn), preceded in the child by PR_SET_PDEATHSIG=SIGKILL.
 
     A runner that died between fork and prctl would never send the signal: the child then
@@ -389,7 +389,7 @@ def _popen_pipes(prepared: PreparedCommand) -> subprocess.Popen[bytes]:
         bufsize=0,
         start_new_session=True,
         pass_fds=prepared.pass_fds,
-        preexec_fn=_tied_to_runner(prepared.preexec_fn),
+        preexec_fn=tied_to_runner(prepared.preexec_fn),
     )
 
 
@@ -416,7 +416,7 @@ def _spawn_pty(prepared: PreparedCommand) -> tuple[subprocess.Popen[bytes], int]
                 bufsize=0,
                 start_new_session=True,
                 pass_fds=prepared.pass_fds,
-                preexec_fn=_tied_to_runner(own_terminal),
+                preexec_fn=tied_to_runner(own_terminal),
             )
         )
     except BaseException:

@@ -21,7 +21,7 @@ import pytest
 
 from oiexec.core import rundirs
 from oiexec.sandbox.limits import find_pids_cgroup
-from tests.sandbox.conftest import BACKENDS, RUNNER_PYTHON, Box, exec_backend_args
+from tests.sandbox.conftest import BACKENDS, RUNNER_PYTHON, Box, backend_args, exec_backend_args
 from tests.sandbox.support import alive
 from tests.support.model_server import ModelServer, call, reply
 
@@ -259,3 +259,19 @@ def _cmdline(pid: int) -> bytes:
         return Path(f"/proc/{pid}/cmdline").read_bytes()
     except OSError:
         return b""
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_a_killed_sandbox_command_line_takes_its_command_along(box: Box, backend: str) -> None:
+    """`interpreter sandbox -- CMD` too: its command and descendants die with it."""
+    mark = f"s-{uuid.uuid4().hex[:8]}"
+    argv = box.as_me(
+        [RUNNER_PYTHON, "-m", "oiexec.cli.sandbox_cmd", *backend_args(backend),
+         "-s", "workspace-write", "-C", str(box.ws), "--", "/bin/sh", "-c", _script(mark)]
+    )  # fmt: skip
+    runner = subprocess.Popen(
+        argv, cwd=box.ws, env=box.env(), stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE, text=True,
+    )  # fmt: skip
+    _wait_for(lambda: (box.ws / "ready").exists() and len(_marked(mark)) >= 5, 60, runner)
+    _kill_and_check(runner, mark)
