@@ -186,8 +186,11 @@ class Zygote:
                 with self._send_lock:
                     send_message(self._sock, message, [*fds, life_w])
             except OSError as exc:
-                self._forget(request_id)
                 raise LaunchError(f"cannot reach the runner's process launcher: {exc}") from None
+        except BaseException:
+            self._forget(request_id)
+            child.close()
+            raise
         finally:
             os.close(life_w)  # the child holds the only write end
         with child._cond:
@@ -225,21 +228,21 @@ class Zygote:
         self._died()
 
     def _take(self, message: dict[str, Any]) -> None:
-        op = message.get("op")
+        op, request_id, pid = message.get("op"), message.get("id"), message.get("pid")
         with self.lock:
-            if op == "started":
-                child = self._pending.pop(message.get("id"), None)  # type: ignore[arg-type]
+            if op == "started" and type(request_id) is int and type(pid) is int:
+                child = self._pending.pop(request_id, None)
                 if child is not None:
-                    self._running[int(message["pid"])] = child
-                    child._started(int(message["pid"]))
-            elif op == "refused":
-                child = self._pending.pop(message.get("id"), None)  # type: ignore[arg-type]
+                    self._running[pid] = child
+                    child._started(pid)
+            elif op == "refused" and type(request_id) is int:
+                child = self._pending.pop(request_id, None)
                 if child is not None:
                     child._fail(refused=f"the launcher refused the run: {message.get('error')}")
-            elif op == "exit":
-                child = self._running.pop(int(message["pid"]), None)
+            elif op == "exit" and type(pid) is int and type(message.get("status")) is int:
+                child = self._running.pop(pid, None)
                 if child is not None:
-                    child._exited(int(message["status"]))
+                    child._exited(message["status"])
 
     def _died(self) -> None:
         with contextlib.suppress(OSError):

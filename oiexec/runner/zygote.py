@@ -250,14 +250,14 @@ class _Zygote:
         if received is None:
             return False
         message, fds = received
-        request_id = message.get("id")
+        request_id = message.get("id") if type(message.get("id")) is int else None
         try:
             request = _Request.parse(message, fds)
-        except ValueError as exc:
+            pid = os.fork()
+        except (ValueError, OSError) as exc:  # a bad request, or no process to be had
             _close_all(fds)
             self._reply({"op": "refused", "id": request_id, "error": str(exc)})
             return True
-        pid = os.fork()
         if pid == 0:
             self._child(request)  # never returns
         _close_all(fds)
