@@ -2,7 +2,9 @@
 
 `batch` is a group whose default is the run, as `exec` is: a first argument that is not
 `merge` (or `run`) is the tasks file. The exec options given here apply to every task (a
-task's own keys win); they are passed on to each task's `interpreter exec` as written.
+task's own keys win, except that a task's `sandbox` or `profile` may only tighten the sandbox
+they give: runner/batch/ceiling.py); they are passed on to each task's `interpreter exec` as
+written.
 """
 
 from __future__ import annotations
@@ -100,11 +102,14 @@ def run_command(
     DIR/junit.xml and DIR/<id>/{events.jsonl,diff.patch,last-message.txt,junit.xml}.
 
     Task keys: id and prompt (required); repo, ref, check, model, harness, sandbox,
-    max_turns, timeout, profile. The exec options below apply to every task.
+    max_turns, timeout, profile. The exec options below apply to every task; they are
+    also the ceiling of its sandbox: a task's `sandbox` or `profile` may only tighten it.
     """
     from pathlib import Path
 
+    from oiexec.cli.request import build_request
     from oiexec.core.errors import UsageError
+    from oiexec.runner.batch.ceiling import Ceiling
     from oiexec.runner.batch.plan import parse_shard, shard_from_env
     from oiexec.runner.batch.pool import BatchOptions, run_batch
 
@@ -115,6 +120,8 @@ def run_command(
             hint="Remove it; every task gets its own.",
         )
     tasks_path = Path(tasks_file)
+    # The sandbox these options give is the most any task may have (see runner.batch.ceiling).
+    ceiling = Ceiling(build_request(params, ""))
     options = BatchOptions(
         tasks_file=tasks_path,
         out=Path(out_dir),
@@ -124,6 +131,7 @@ def run_command(
         retry_failed=retry_failed,
         exec_options=_exec_argv(ctx),
         timeout_s=params.get("timeout_s"),
+        limit=ceiling.problems,
     )
     ctx.exit(run_batch(options))
 

@@ -147,3 +147,41 @@ class PreparedCommand:
     after: Callable[[], list[str]] = field(default=lambda: [])
     #: Exit status a launcher uses for "could not set up the sandbox" (not the command's).
     setup_failure_exit_code: int | None = None
+
+
+#: Sandbox modes from tightest to loosest.
+MODE_ORDER: dict[str, int] = {mode: rank for rank, mode in enumerate(SANDBOX_MODES)}
+
+
+def loosenings(ceiling: SandboxPolicy, policy: SandboxPolicy) -> list[str]:
+    """How `policy` lets commands do more than `ceiling` does, one phrase each (empty when it
+    is as tight or tighter): a looser mode, network access, a writable root or a path the
+    ceiling keeps read-only or hidden, a degraded backend, a higher resource limit."""
+    if MODE_ORDER[policy.mode] > MODE_ORDER[ceiling.mode]:
+        return [f"sandbox mode {policy.mode} is looser than {ceiling.mode}"]
+    if policy.mode == "danger-full-access":
+        return []  # both unconfined: nothing below applies
+    found: list[str] = []
+    if ceiling.network_disabled and not policy.network_disabled:
+        found.append("network access is on, and off in the ceiling")
+    allowed = ceiling.writable_roots()
+    for root in policy.writable_roots():
+        if not any(root == top or root.is_relative_to(top) for top in allowed):
+            found.append(f"{root} is writable, and not in the ceiling")
+    for path in ceiling.read_only_paths:
+        kept = any(path.is_relative_to(p) for p in (*policy.read_only_paths, *policy.deny_paths))
+        writable = any(path.is_relative_to(root) for root in policy.writable_roots())
+        if writable and not kept:
+            found.append(f"{path} is writable, and read-only in the ceiling")
+    for path in ceiling.deny_paths:
+        if not any(path.is_relative_to(p) for p in policy.deny_paths):
+            found.append(f"{path} is not denied, and denied in the ceiling")
+    if ceiling.require == "full" and policy.require == "any":
+        found.append("a degraded sandbox is accepted (sandbox_require), not in the ceiling")
+    if policy.backend == "landlock" and ceiling.backend != "landlock":
+        found.append("the Landlock backend is chosen (it confines less than bwrap)")
+    for name in ("max_processes", "max_file_size", "max_cpu_seconds"):
+        top, value = getattr(ceiling.limits, name), getattr(policy.limits, name)
+        if top is not None and (value is None or value > top):
+            found.append(f"sandbox limit {name} is {value or 'unlimited'}, above {top}")
+    return found

@@ -14,7 +14,7 @@ import os
 import signal
 import sys
 import time
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
 from contextlib import contextmanager
 from dataclasses import dataclass, field, replace
@@ -50,6 +50,9 @@ class BatchOptions:
     #: Exec options for every task, in command-line form (they count in the input hash).
     exec_options: Sequence[str] = ()
     timeout_s: float | None = None
+    #: What is wrong with a task beyond its keys (a sandbox looser than the command line's,
+    #: `ceiling.Ceiling.problems`): reported with the tasks file's problems, before any run.
+    limit: Callable[[Task], list[str]] | None = None
     cwd: Path = field(default_factory=Path.cwd)
     stop_grace_s: float = STOP_GRACE_S
 
@@ -60,7 +63,7 @@ def run_batch(options: BatchOptions, stream: TextIO = sys.stderr) -> int:
     # Absolute from here on: worktrees are added by git running in the task's repository, where
     # a relative `--out` would land inside the source checkout.
     options = replace(options, out=Path(os.path.abspath(options.cwd / options.out)))
-    every = load_tasks(options.tasks_file)
+    every = load_tasks(options.tasks_file, options.limit)
     tasks = select(every, options.shard)
     sources = _resolve_sources(tasks, options.cwd)
     out = options.out

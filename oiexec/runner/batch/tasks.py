@@ -10,6 +10,7 @@ from __future__ import annotations
 import json
 import re
 import tomllib
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -62,8 +63,10 @@ class Task:
         return {key: getattr(self, key) for key in KNOWN_KEYS if getattr(self, key) is not None}
 
 
-def load_tasks(path: Path) -> list[Task]:
-    """Every task in `path`, or a `UsageError` listing every problem found."""
+def load_tasks(path: Path, limit: Callable[[Task], list[str]] | None = None) -> list[Task]:
+    """Every task in `path`, or a `UsageError` listing every problem found. `limit` says
+    what is wrong with a valid task beyond its own keys (a sandbox looser than the command
+    line's: see `ceiling`); its problems are named by line and id like the others."""
     try:
         raw = path.read_bytes()
     except OSError as exc:
@@ -89,6 +92,8 @@ def load_tasks(path: Path) -> list[Task]:
             )
             continue
         first_line[task.id] = where
+        if limit is not None:
+            problems += [f"{where}: task {task.id!r}: {problem}" for problem in limit(task)]
         tasks.append(task)
     if not problems and not tasks:
         problems.append(f"{path}: no tasks found")
