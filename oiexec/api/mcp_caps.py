@@ -134,9 +134,29 @@ def _features_named(path: list[str], value: Any) -> set[str]:
     return {str(name) for name in value} if isinstance(value, Mapping) else set()
 
 
+def _check_fallback_names(config: Mapping[str, Any]) -> None:
+    """`project_doc_fallback_filenames` holds plain file names, whoever the caller: the
+    runner reads them itself, outside the sandbox (an absolute name would read any file of
+    the server's, its own environment included)."""
+    from oiexec.config.settings import plain_filename
+
+    for key, value in config.items():
+        if key != "project_doc_fallback_filenames":
+            continue
+        names = value if isinstance(value, list) else [value]
+        bad = [name for name in names if not isinstance(name, str) or not plain_filename(name)]
+        if bad:
+            raise ToolError(
+                f"config.project_doc_fallback_filenames: {bad[0]!r} is not a plain file name; "
+                "give names looked up in the project's directories (such as `CLAUDE.md`), "
+                "without `/`, `..` or an absolute path"
+            )
+
+
 def check_config(defaults: ServerDefaults, config: Mapping[str, Any]) -> None:
     from oiexec.config.overrides import split_dotted_key
 
+    _check_fallback_names(config)
     if defaults.sandbox is None:
         return
     refused: set[str] = set()

@@ -30,6 +30,12 @@ class _Table(BaseModel):
     model_config = ConfigDict(extra="forbid", strict=True)
 
 
+def plain_filename(name: str) -> bool:
+    """Whether `name` is a plain file name: not empty, not `.` or `..`, no `/` (so neither
+    absolute nor reaching another directory) and no NUL."""
+    return bool(name) and name not in (".", "..") and "/" not in name and "\0" not in name
+
+
 def _http_url(value: str | None) -> str | None:
     """A base URL given explicitly must be one: blank would send requests nowhere useful."""
     if value is None:
@@ -190,6 +196,18 @@ class Settings(BaseSettings):
     @classmethod
     def _openai_base_url_is_a_url(cls, value: str | None) -> str | None:
         return _http_url(value)
+
+    @field_validator("project_doc_fallback_filenames")
+    @classmethod
+    def _fallbacks_are_plain_names(cls, value: list[str]) -> list[str]:
+        bad = [name for name in value if not plain_filename(name)]
+        if bad:
+            raise ValueError(
+                f"{bad[0]!r} is not a plain file name: each entry is a name looked up in the "
+                "project's directories (such as `CLAUDE.md`), without `/`, `..` or an "
+                "absolute path"
+            )
+        return value
 
     @field_validator("check")
     @classmethod

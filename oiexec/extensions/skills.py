@@ -15,7 +15,6 @@ Only the front matter is read here: the model opens the body when it uses the sk
 from __future__ import annotations
 
 import os
-import stat
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -143,17 +142,19 @@ def _read_skill(path: Path, warn: Callable[[str], None]) -> Skill | None:
 
 
 def _read_head(path: Path) -> bytes | None:
-    """The first MAX_HEADER_BYTES of a regular file; None for anything else. Opened without
-    blocking: a FIFO named SKILL.md must not stall the run's start waiting for a writer."""
-    fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC)
+    """The first MAX_HEADER_BYTES of a regular file; None for anything else (a FIFO named
+    SKILL.md must not stall the run's start, nor a link to /proc hand the model the runner's
+    environment). Read through the runner's one reader; skill folders linked in from
+    elsewhere are common, so links are followed (the roots are the user's or a trusted
+    project's)."""
+    from oiexec.sandbox.reader import ReadRefused, ReadScope, read_file
+
     try:
-        if not stat.S_ISREG(os.fstat(fd).st_mode):
+        return read_file(ReadScope(), path, max_bytes=MAX_HEADER_BYTES, truncate=True).data
+    except ReadRefused as exc:
+        if exc.kind in ("special", "is_directory"):
             return None
-        os.set_blocking(fd, True)
-        with os.fdopen(fd, "rb", closefd=False) as handle:
-            return handle.read(MAX_HEADER_BYTES)
-    finally:
-        os.close(fd)
+        raise
 
 
 def _front_matter(text: str) -> str | None:

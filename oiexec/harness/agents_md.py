@@ -15,8 +15,10 @@ from datetime import datetime
 from pathlib import Path
 from xml.sax.saxutils import escape
 
+from oiexec.config.settings import plain_filename
 from oiexec.core.policy import SandboxPolicy
 from oiexec.git import find_project_root
+from oiexec.sandbox.reader import ReadRefused, ReadScope, judge, read_file
 
 __all__ = [
     "DEFAULT_FILENAME",
@@ -36,23 +38,46 @@ DEFAULT_MAX_BYTES = 32 * 1024
 PROJECT_DOC_SEPARATOR = "\n\n--- project-doc ---\n\n"
 
 
-def _read_text(path: Path, limit: int | None = None) -> str | None:
-    """The file's text, stripped, or None when missing, unreadable or blank."""
+#: The global doc is not counted against `project_doc_max_bytes`; it is still read bounded.
+GLOBAL_MAX_BYTES = 1024 * 1024
+
+
+def _read_text(scope: ReadScope, path: Path, limit: int) -> str | None:
+    """At most `limit` bytes of the file, as stripped text; None when it is missing, not a
+    regular file, outside `scope`, unreadable or blank."""
     try:
-        with open(path, "rb") as file:
-            data = file.read() if limit is None else file.read(limit)
+        data = read_file(scope, path, max_bytes=limit, truncate=True).data
     except OSError:
         return None
     text = data.decode("utf-8", "replace").strip()
     return text or None
 
 
+def _is_doc(scope: ReadScope, path: Path) -> bool:
+    """Whether `path` is a regular file the scope lets the runner read: a repository's
+    `AGENTS.md -> /proc/1/environ` (or a FIFO, or a link out of the repository) is not a doc."""
+    try:
+        real = judge(scope, path)
+        return os.path.isfile(real) and not os.path.islink(real)
+    except (ReadRefused, OSError):
+        return False
+
+
 def read_global_doc(home: Path) -> str | None:
+    # The user's own home: no tree to stay in, but still a regular file read bounded.
+    scope = ReadScope()
     for name in (OVERRIDE_FILENAME, DEFAULT_FILENAME):
         path = home / name
-        if path.is_file():
-            return _read_text(path)
+        if _is_doc(scope, path):
+            return _read_text(scope, path, GLOBAL_MAX_BYTES)
     return None
+
+
+def _doc_scope(cwd: Path, root_markers: Sequence[str], deny: Sequence[Path]) -> ReadScope:
+    """The project's files, nothing they link to outside it: the repository may be untrusted
+    (a reviewed pull request) and its docs go to the model."""
+    root = find_project_root(cwd.resolve(), root_markers)
+    return ReadScope.confined(root if root is not None else cwd.resolve(), deny=deny)
 
 
 def project_doc_paths(
@@ -60,18 +85,23 @@ def project_doc_paths(
     *,
     fallback_filenames: Sequence[str] = (),
     root_markers: Sequence[str] = (".git",),
+    deny: Sequence[Path] = (),
 ) -> list[Path]:
     """The project docs that apply to `cwd`, root first."""
     cwd = cwd.resolve()
     root = find_project_root(cwd, root_markers)
+    scope = _doc_scope(cwd, root_markers, deny)
     directories = [cwd]
     if root is not None:
         directories = [*(root / p for p in reversed(cwd.relative_to(root).parents)), cwd]
-    names = [OVERRIDE_FILENAME, DEFAULT_FILENAME, *fallback_filenames]
+    # Settings and MCP callers check fallback names; a name with a directory part is never
+    # looked up here either.
+    fallbacks = [name for name in fallback_filenames if plain_filename(name)]
+    names = [OVERRIDE_FILENAME, DEFAULT_FILENAME, *fallbacks]
     found: list[Path] = []
     for directory in directories:
         for name in dict.fromkeys(names):  # a fallback repeating a default counts once
-            if (directory / name).is_file():
+            if _is_doc(scope, directory / name):
                 found.append(directory / name)
                 break
     return found
@@ -93,20 +123,22 @@ def read_project_docs(
     max_bytes: int = DEFAULT_MAX_BYTES,
     fallback_filenames: Sequence[str] = (),
     root_markers: Sequence[str] = (".git",),
+    deny: Sequence[Path] = (),
 ) -> str | None:
     """The project docs joined root to leaf; the files' bytes are capped at `max_bytes` in
-    total (0 disables project docs)."""
+    total (0 disables project docs). Each is read through `oiexec.sandbox.reader`: beneath
+    the project, regular files only, deny rules applied."""
     remaining = max_bytes
     texts: list[str] = []
+    scope = _doc_scope(cwd, root_markers, deny)
     for path in project_doc_paths(
-        cwd, fallback_filenames=fallback_filenames, root_markers=root_markers
+        cwd, fallback_filenames=fallback_filenames, root_markers=root_markers, deny=deny
     ):
         if remaining <= 0:
             break
         try:
-            with open(path, "rb") as file:
-                # One byte more than allowed tells us where a UTF-8 character was cut.
-                data = file.read(remaining + 1)
+            # One byte more than allowed tells us where a UTF-8 character was cut.
+            data = read_file(scope, path, max_bytes=remaining + 1, truncate=True).data
         except OSError:
             continue
         data = _utf8_prefix(data, remaining)
@@ -135,6 +167,7 @@ def discover_user_instructions(
     max_bytes: int = DEFAULT_MAX_BYTES,
     fallback_filenames: Sequence[str] = (),
     root_markers: Sequence[str] = (".git",),
+    deny: Sequence[Path] = (),
 ) -> str | None:
     """Global and project docs for `cwd`, rendered; None when there are none."""
     return render_user_instructions(
@@ -145,6 +178,7 @@ def discover_user_instructions(
             max_bytes=max_bytes,
             fallback_filenames=fallback_filenames,
             root_markers=root_markers,
+            deny=deny,
         ),
     )
 

@@ -55,6 +55,7 @@ def build_harness(inputs: HarnessInputs) -> Harness:
         home=inputs.home,
         max_bytes=settings.project_doc_max_bytes,
         fallback_filenames=settings.project_doc_fallback_filenames,
+        deny=policy.deny_paths,
     )
     env_context = policy_environment_context(inputs.cwd, policy)
     setup = HarnessSetup(
@@ -93,6 +94,7 @@ class _PromptVariables(Mapping[str, str]):
                 inputs.cwd,
                 max_bytes=settings.project_doc_max_bytes,
                 fallback_filenames=settings.project_doc_fallback_filenames,
+                deny=inputs.policy.deny_paths,
             )
             self._values = prompt_variables(inputs.cwd, shell="/bin/bash", agents_md=agents_md)
         return self._values

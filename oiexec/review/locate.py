@@ -19,11 +19,21 @@ __all__ = ["FileReader", "git_revision_reader", "locate_findings", "working_tree
 FileReader = Callable[[str], bytes | None]
 
 
+#: More than any source file a finding points into; only its line count matters here.
+_MAX_READ_BYTES = 16 * 1024 * 1024
+
+
 def working_tree_reader(root: Path) -> FileReader:
+    """Files of the repository under review, read through the one in-process reader: beneath
+    `root` with no link out followed, regular files only, bounded (the repository may be
+    hostile: `src/x.py -> /dev/zero` must not hang or grow the runner)."""
+    from oiexec.sandbox.reader import ReadScope, read_file
+
+    scope = ReadScope.confined(root)
+
     def read(relative: str) -> bytes | None:
-        path = root / relative
         try:
-            return path.read_bytes() if path.is_file() else None
+            return read_file(scope, root / relative, max_bytes=_MAX_READ_BYTES, truncate=True).data
         except OSError:
             return None
 

@@ -154,7 +154,7 @@ def changed_lines(repo: Path, target: ReviewTarget) -> dict[str, set[int]] | Non
         base = _git(root, "rev-parse", "--verify", "-q", "HEAD", check=False).strip()
         lines = parse_zero_context_diff(_git(root, *_DIFF_FLAGS, base or _empty_tree(root)))
         for path in _untracked(root):
-            lines[path] = _untracked_lines(root / path)
+            lines[path] = _untracked_lines(root, root / path)
         return lines
     if isinstance(target, BaseBranchTarget):
         return parse_zero_context_diff(_git(root, *_DIFF_FLAGS, _merge_base(root, target.branch)))
@@ -215,13 +215,16 @@ def _unquote(path: str) -> str:
     return raw.encode("latin-1").decode("utf-8", "replace")
 
 
-def _untracked_lines(path: Path) -> set[int]:
+def _untracked_lines(root: Path, path: Path) -> set[int]:
+    from oiexec.sandbox.reader import ReadScope, read_file
+
+    # Through the one reader: the repository is under review and may be hostile (a FIFO, a
+    # link to /dev/zero or out of the repository is no file of the change).
     try:
-        if path.stat().st_size > _MAX_UNTRACKED_BYTES:
-            return set()  # a data dump, not code anyone will comment on line by line
-        return _all_lines(path.read_bytes())
+        data = read_file(ReadScope.confined(root), path, max_bytes=_MAX_UNTRACKED_BYTES).data
     except OSError:
-        return set()
+        return set()  # missing, not a file, or a data dump nobody comments on line by line
+    return _all_lines(data)
 
 
 def _all_lines(content: bytes) -> set[int]:

@@ -82,7 +82,9 @@ def changed_under_us(exc: OSError) -> bool:
 def _raw_openat2(dirfd: int, path: bytes, flags: int, mode: int) -> int:
     assert _libc is not None
     # openat2 refuses a mode without O_CREAT/O_TMPFILE (EINVAL), where open(2) ignores it.
-    creating = flags & (os.O_CREAT | getattr(os, "O_TMPFILE", 0))
+    # O_TMPFILE includes O_DIRECTORY's bit: only all of its bits mean a temp file.
+    tmpfile = getattr(os, "O_TMPFILE", 0)
+    creating = flags & os.O_CREAT or (tmpfile and flags & tmpfile == tmpfile)
     how = _OpenHow(flags, mode if creating else 0, _RESOLVE)
     for _ in range(8):
         fd = int(

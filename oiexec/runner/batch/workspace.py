@@ -103,31 +103,19 @@ def full_diff(workspace_root: Path, base_commit: str) -> bytes:
         run_git(["read-tree", base_commit], cwd=workspace_root, extra_env=env, check=True)
         run_git(["add", "--all", "--ignore-errors", "--", "."], cwd=workspace_root, extra_env=env)
         tree = run_git(["write-tree"], cwd=workspace_root, extra_env=env, check=True)
-        done = run_git(
-            [
-                "-c",
-                "core.quotepath=false",
-                "-c",
-                "diff.noprefix=false",
-                "-c",
-                "diff.mnemonicPrefix=false",
-                "-c",
-                "diff.relative=false",
-                "diff",
-                "--binary",
-                "--full-index",
-                "--find-renames",
-                "--no-color",
-                "--src-prefix=a/",
-                "--dst-prefix=b/",
-                base_commit,
-                tree.stdout.decode().strip(),
-            ],
-            cwd=workspace_root,
-            extra_env=env,
-            check=True,
+        # Bounded as `--diff` is: a file too big for the patch is listed, not inlined.
+        from oiexec.output.diff import bounded_diff
+
+        config = ("core.quotepath=false", "diff.noprefix=false", "diff.mnemonicPrefix=false")
+        prefix = [part for item in (*config, "diff.relative=false") for part in ("-c", item)]
+        patch, _omitted = bounded_diff(
+            workspace_root,
+            prefix,
+            base_commit,
+            tree.stdout.decode().strip(),
+            scratch=Path(tmp),
         )
-    return _redact_lines(done.stdout)
+    return _redact_lines(patch)
 
 
 def _redact_lines(data: bytes) -> bytes:

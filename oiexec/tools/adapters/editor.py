@@ -8,6 +8,7 @@ from pathlib import Path
 
 from oiexec.core.errors import ToolInputError
 from oiexec.git import run_git_text
+from oiexec.tools.adapters.files import read_scope
 from oiexec.tools.framework import Invocation, register
 from oiexec.tools.fs import (
     Edit,
@@ -103,14 +104,16 @@ def str_replace_editor(inv: Invocation) -> Result:
 
 def _view(inv: Invocation, path: Path) -> Result:
     if path.is_dir():
-        return Result(inv.style.listed(list_directory(path, depth=2)))
+        return Result(inv.style.listed(list_directory(path, depth=2, scope=read_scope(inv))))
     window = inv.args.get("view_range")
     offset = limit = None
     if isinstance(window, list) and len(window) == 2:
         first, last = int(window[0]), int(window[1])
         offset = first
         limit = None if last == -1 else max(1, last - first + 1)
-    result = read_window(path, offset=offset, limit=limit, default_limit=10**9)
+    result = read_window(
+        path, offset=offset, limit=limit, default_limit=10**9, scope=read_scope(inv)
+    )
     inv.rt.files.record_read(path)
     return Result(inv.style.read(result))
 

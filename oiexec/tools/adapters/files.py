@@ -10,6 +10,7 @@ from pathlib import Path
 from typing import Any, Literal
 
 from oiexec.core.errors import ToolInputError
+from oiexec.sandbox.reader import ReadScope
 from oiexec.tools.framework import Invocation, register
 from oiexec.tools.fs import (
     Edit,
@@ -26,6 +27,13 @@ from oiexec.tools.fs import (
 from oiexec.tools.results import Result
 
 # --- read -------------------------------------------------------------------------------
+
+
+def read_scope(inv: Invocation) -> ReadScope:
+    """Where this run's tools may read in the runner's process: the workspace and writable
+    roots without links out of them, elsewhere what commands may read, never a denied path
+    (`oiexec.sandbox.reader`)."""
+    return ReadScope.for_policy(inv.ctx.sandbox.policy, inv.ctx.cwd)
 
 
 @register("fs_read")
@@ -60,6 +68,7 @@ def _read(inv: Invocation, path: Path, offset: int | None, limit: int | None) ->
         max_bytes=inv.option("max_bytes"),
         max_file_bytes=inv.option("max_file_bytes"),
         max_tail=int(max_tail) if max_tail is not None else None,
+        scope=read_scope(inv),
     )
 
 
@@ -167,6 +176,7 @@ def glob_tool(inv: Invocation) -> Result:
         # (a path glob, as Qwen Code's).
         basename_anywhere=bool(inv.option("basename_anywhere", True)),
         include_dirs=inv.boolean("include_dirs", bool(inv.option("include_dirs", False))),
+        scope=read_scope(inv),
     )
     return Result(inv.style.globbed(result, pattern=pattern, root=root))
 
@@ -201,6 +211,7 @@ def grep_tool(inv: Invocation) -> Result:
         include_ignored=inv.boolean("include_ignored"),
         head_limit=_head_limit(inv),
         offset=inv.integer("offset", 0) or 0,
+        scope=read_scope(inv),
     )
     result = grep(query)
     return Result(inv.style.grepped(result, line_numbers=inv.boolean("line_numbers", True)))
@@ -221,6 +232,10 @@ def list_tool(inv: Invocation) -> Result:
     if not isinstance(ignore, list):
         raise ToolInputError("ignore must be a list of glob patterns.")
     listing = list_directory(
-        root, depth=int(inv.option("depth", 1)), ignore=[str(i) for i in ignore], limit=1000
+        root,
+        depth=int(inv.option("depth", 1)),
+        ignore=[str(i) for i in ignore],
+        limit=1000,
+        scope=read_scope(inv),
     )
     return Result(inv.style.listed(listing))

@@ -5,23 +5,51 @@ from __future__ import annotations
 from collections.abc import Callable
 from pathlib import Path
 
-from oiexec.core.errors import ToolInputError
+from oiexec.core.errors import ErrorKind, ToolInputError
+from oiexec.sandbox.reader import ReadRefused, ReadScope, read_file
 from oiexec.sandbox.writer import FileWriter, PathChanged, WriteDenied, WriteGuard, as_writer
 
 #: How much of a file is sniffed for NUL bytes to call it binary.
 BINARY_SNIFF_BYTES = 8192
 
 
-def check_existing_file(path: Path) -> None:
-    """Raise a model-actionable error unless `path` is an existing regular file."""
-    if not path.exists():
-        raise ToolInputError(f"File does not exist: {path}", kind="missing", path=path)
-    if path.is_dir():
-        raise ToolInputError(
+#: Without a run's scope (tests, the prompt's directory overview) reads still take regular
+#: files only, bounded, never /proc or /sys; the tools pass `ReadScope.for_policy`.
+_UNSCOPED = ReadScope()
+#: How each refusal of the reader reaches a harness's wording.
+_KINDS: dict[str, ErrorKind] = {
+    "missing": "missing",
+    "is_directory": "is_directory",
+    "not_a_directory": "not_a_directory",
+    "too_big": "invalid",
+    "changed": "changed",
+}
+
+
+def refused(exc: ReadRefused, path: Path) -> ToolInputError:
+    """The tool error for a read the reader refused."""
+    if exc.kind == "missing":
+        return ToolInputError(f"File does not exist: {path}", kind="missing", path=path)
+    if exc.kind == "is_directory":
+        return ToolInputError(
             f"{path} is a directory, not a file; list it or glob inside it instead.",
             kind="is_directory",
             path=path,
         )
+    return ToolInputError(exc.reason, kind=_KINDS.get(exc.kind, "denied"), path=path)
+
+
+def read_bytes(path: Path, scope: ReadScope | None = None) -> bytes:
+    """The file's bytes through the one in-process reader (`oiexec.sandbox.reader`): a
+    regular file the scope allows, at most its byte cap; otherwise a model-actionable error."""
+    try:
+        return read_file(scope or _UNSCOPED, path).data
+    except ReadRefused as exc:
+        raise refused(exc, path) from None
+    except OSError as exc:
+        raise ToolInputError(
+            f"{path} cannot be read: {exc.strerror or exc}", kind="denied", path=path
+        ) from None
 
 
 def is_binary(data: bytes) -> bool:
@@ -29,10 +57,9 @@ def is_binary(data: bytes) -> bool:
     return b"\x00" in data[:BINARY_SNIFF_BYTES]
 
 
-def load_text(path: Path) -> str:
+def load_text(path: Path, scope: ReadScope | None = None) -> str:
     """The file's text, exactly (no newline translation); refuses directories and binaries."""
-    check_existing_file(path)
-    data = path.read_bytes()
+    data = read_bytes(path, scope)
     if is_binary(data):
         raise ToolInputError(
             f"{path} is a binary file; this tool only handles text files.",

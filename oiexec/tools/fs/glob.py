@@ -9,8 +9,9 @@ from pathlib import Path
 from typing import Literal
 
 from oiexec.core.errors import ToolInputError
+from oiexec.sandbox.reader import ReadScope
 from oiexec.tools.fs.globbing import glob_match
-from oiexec.tools.fs.walk import walk
+from oiexec.tools.fs.walk import walk, walk_root
 
 GlobSort = Literal["mtime_desc", "mtime_asc", "path", "recent_first"]
 #: `recent_first` (Gemini CLI and Qwen Code): files changed within this many seconds come
@@ -48,6 +49,7 @@ def glob_files(
     include_hidden: bool = False,
     respect_gitignore: bool = True,
     basename_anywhere: bool = True,
+    scope: ReadScope | None = None,
 ) -> GlobResult:
     """Paths under `root` matching `pattern` (see `globbing.glob_match`).
 
@@ -58,6 +60,7 @@ def glob_files(
         raise ToolInputError(f"Directory does not exist: {root}", kind="missing", path=root)
     if not root.is_dir():
         raise ToolInputError(f"{root} is not a directory.", kind="not_a_directory", path=root)
+    walk_root(root, scope)
     if not pattern:
         raise ToolInputError("pattern must not be empty.")
     if os.path.isabs(pattern):
@@ -70,7 +73,9 @@ def glob_files(
             ) from None
     hits = [
         entry.path
-        for entry in walk(root, include_hidden=include_hidden, respect_gitignore=respect_gitignore)
+        for entry in walk(
+            root, include_hidden=include_hidden, respect_gitignore=respect_gitignore, scope=scope
+        )
         if (include_dirs or not entry.is_dir)
         and glob_match(pattern, entry.rel, basename_anywhere=basename_anywhere)
     ]

@@ -19,9 +19,14 @@ from pathlib import Path
 from typing import Any, Literal
 
 from oiexec.core.errors import ToolInputError
-from oiexec.tools.fs._text import is_binary
+from oiexec.sandbox.reader import DEFAULT_MAX_BYTES, ReadRefused, ReadScope, open_directory
+from oiexec.tools.fs._text import is_binary, read_bytes
 from oiexec.tools.fs.globbing import glob_match
-from oiexec.tools.fs.walk import walk
+from oiexec.tools.fs.walk import walk, walk_root
+
+#: Most bytes of ripgrep's JSON output one search takes in: the results are paged anyway,
+#: and a pattern matching every line of a big tree must not grow the runner without end.
+MAX_RG_OUTPUT_BYTES = 64 * 1024 * 1024
 
 OutputMode = Literal["content", "files_with_matches", "count"]
 
@@ -69,6 +74,8 @@ class GrepQuery:
     offset: int = 0
     sort: Literal["path", "mtime_desc"] = "path"
     timeout: float = 60.0
+    #: Where the runner may read (`oiexec.sandbox.reader`); None: regular files, bounded.
+    scope: ReadScope | None = None
 
 
 @dataclass(frozen=True)
@@ -121,7 +128,12 @@ def grep(query: GrepQuery, *, use_rg: bool | None = None) -> GrepResult:
         raise ToolInputError(f"Path does not exist: {query.path}", kind="missing", path=query.path)
     if not query.pattern:
         raise ToolInputError("pattern must not be empty.")
+    single_file = not query.path.is_dir()
+    if not single_file:
+        walk_root(query.path, query.scope)
     rg = rg_available() if use_rg is None else use_rg
+    # One file is searched here, through the reader: ripgrep would follow a link in its name.
+    rg = rg and not single_file
     if not rg and query.file_type is not None and query.file_type not in FILE_TYPES:
         raise ToolInputError(f"Unrecognized file type: {query.file_type}")
     hits = _run_rg(query) if rg else _run_python(query)
@@ -183,10 +195,11 @@ def _rg_args(query: GrepQuery) -> list[str]:
         args += [f"--glob={g}" for g in _split_globs(query.glob)]
     if query.file_type:
         args.append(f"--type={query.file_type}")
+    # Bounded as the in-process reads are; bigger files are skipped, as the fallback does.
+    args.append(f"--max-filesize={DEFAULT_MAX_BYTES}")
     # Globs containing "/" are matched against the path as ripgrep prints it, so search from
     # the directory itself ("./...") to anchor them at the search root, as the fallback does.
-    target = str(query.path) if query.path.is_file() else "."
-    return [*args, "--regexp", query.pattern, "--", target]
+    return [*args, "--regexp", query.pattern, "--", "."]
 
 
 def _split_globs(raw: str) -> list[str]:
@@ -196,24 +209,71 @@ def _split_globs(raw: str) -> list[str]:
 
 def _run_rg(query: GrepQuery) -> dict[Path, _FileHits]:
     try:
-        proc = subprocess.run(
-            _rg_args(query),
-            cwd=query.path if query.path.is_dir() else None,
-            capture_output=True,
-            timeout=query.timeout,
-            check=False,
-        )
-    except subprocess.TimeoutExpired:
-        raise ToolInputError(
-            f"The search took longer than {query.timeout:g}s; narrow the path or the pattern."
-        ) from None
+        # ripgrep starts in the directory the reader opened (its fd, through /proc/self/fd):
+        # a link swapped in for a component of the name after the check is never followed.
+        with open_directory(query.scope or ReadScope(), query.path) as fd:
+            lines, returncode, stderr = _rg_output(query, f"/proc/self/fd/{fd}", fd)
+    except ReadRefused as exc:
+        raise ToolInputError(exc.reason, kind="denied", path=query.path) from None
     hits: dict[Path, _FileHits] = {}
-    for raw in proc.stdout.splitlines():
-        _absorb(json.loads(raw), hits, query.path if query.path.is_dir() else None)
-    if proc.returncode == 2 and not hits:
-        message = proc.stderr.decode("utf-8", errors="replace").strip()
-        raise ToolInputError(f"grep failed: {message}")
+    for raw in lines:
+        _absorb(json.loads(raw), hits, query.path)
+    if returncode == 2 and not hits:
+        raise ToolInputError(f"grep failed: {stderr}")
     return hits
+
+
+def _rg_output(query: GrepQuery, cwd: str, fd: int) -> tuple[list[bytes], int, str]:
+    """ripgrep's JSON lines (at most MAX_RG_OUTPUT_BYTES of them), exit status and the start
+    of its stderr. Read as it comes: the output is never held past the cap."""
+    import tempfile
+    import threading
+
+    with tempfile.TemporaryFile() as errors:
+        proc = subprocess.Popen(
+            _rg_args(query),
+            cwd=cwd,
+            pass_fds=(fd,),
+            stdin=subprocess.DEVNULL,
+            stdout=subprocess.PIPE,
+            stderr=errors,
+        )
+        # A kill ends the read below too: ripgrep silent for long (a huge tree) is stopped.
+        fired = threading.Event()
+
+        def stop() -> None:
+            fired.set()
+            proc.kill()
+
+        timer = threading.Timer(query.timeout, stop)
+        timer.start()
+        lines: list[bytes] = []
+        taken = 0
+        try:
+            assert proc.stdout is not None
+            for raw in proc.stdout:
+                taken += len(raw)
+                if taken > MAX_RG_OUTPUT_BYTES:
+                    raise ToolInputError(
+                        f"The search matched more than {MAX_RG_OUTPUT_BYTES} bytes of text; "
+                        "narrow the path or the pattern."
+                    )
+                lines.append(raw)
+            returncode = proc.wait()
+        finally:
+            timer.cancel()
+            if proc.poll() is None:
+                proc.kill()
+                proc.wait()
+            if proc.stdout is not None:
+                proc.stdout.close()
+        if fired.is_set():
+            raise ToolInputError(
+                f"The search took longer than {query.timeout:g}s; narrow the path or the pattern."
+            )
+        errors.seek(0)
+        stderr = errors.read(4096).decode("utf-8", errors="replace").strip()
+    return lines, returncode, stderr
 
 
 def _text(field_value: dict[str, str]) -> str:
@@ -260,7 +320,7 @@ def _compile(query: GrepQuery) -> re.Pattern[str]:
 
 
 def _candidates(query: GrepQuery) -> Iterator[Path]:
-    if query.path.is_file():
+    if not query.path.is_dir():
         yield query.path
         return
     globs = _split_globs(query.glob) if query.glob else []
@@ -271,6 +331,7 @@ def _candidates(query: GrepQuery) -> Iterator[Path]:
         query.path,
         include_hidden=query.include_hidden,
         respect_gitignore=not query.include_ignored,
+        scope=query.scope,
     ):
         if entry.is_dir:
             continue
@@ -287,11 +348,14 @@ def _run_python(query: GrepQuery) -> dict[Path, _FileHits]:
     regex = _compile(query)
     before, after = _context(query)
     hits: dict[Path, _FileHits] = {}
+    single_file = not query.path.is_dir()
     for path in _candidates(query):
         try:
-            data = path.read_bytes()
-        except OSError:
-            continue
+            data = read_bytes(path, query.scope)
+        except ToolInputError:
+            if single_file:
+                raise  # the model named it: say why it cannot be searched
+            continue  # skipped, as ripgrep skips what it cannot (or may not) read
         if is_binary(data):
             continue
         found = _search_text(path, data.decode("utf-8", errors="replace"), regex, query)

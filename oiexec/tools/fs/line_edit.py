@@ -9,7 +9,13 @@ from typing import Literal
 
 from oiexec.core.errors import ToolInputError
 from oiexec.sandbox.writer import WriteGuard
-from oiexec.tools.fs._text import load_text, save_text, split_keepends, uses_crlf
+from oiexec.tools.fs._text import (
+    guard_write,
+    load_text,
+    save_text,
+    split_keepends,
+    uses_crlf,
+)
 
 
 @dataclass(frozen=True)
@@ -79,6 +85,7 @@ def edit_lines(
     base: Literal[0, 1] = 1,
 ) -> LineEditResult:
     """Replace lines `start..end` of `path` with `text` (see `replace_lines`)."""
+    guard_write(can_write, path)  # before reading, as `replace_in_file` does
     before = load_text(path)
     try:
         after = replace_lines(before, start, end, text, base=base)
@@ -93,6 +100,7 @@ def insert_lines(
     path: Path, line: int, text: str, *, can_write: WriteGuard, base: Literal[0, 1] = 1
 ) -> LineEditResult:
     """Insert `text` after line `line` of `path` (see `insert_after`)."""
+    guard_write(can_write, path)  # before reading, as `replace_in_file` does
     before = load_text(path)
     try:
         after = insert_after(before, line, text, base=base)

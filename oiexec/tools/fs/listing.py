@@ -8,8 +8,9 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from oiexec.core.errors import ToolInputError
+from oiexec.sandbox.reader import ReadScope
 from oiexec.tools.fs.globbing import glob_match
-from oiexec.tools.fs.walk import WalkEntry, walk
+from oiexec.tools.fs.walk import WalkEntry, walk, walk_root
 
 
 @dataclass(frozen=True)
@@ -34,6 +35,7 @@ def list_directory(
     respect_gitignore: bool = True,
     include_hidden: bool = False,
     limit: int | None = None,
+    scope: ReadScope | None = None,
 ) -> Listing:
     """List `root`. `ignore` globs drop matching entries (and what is under a dropped
     directory); a glob without `/` is matched against entry names."""
@@ -45,12 +47,17 @@ def list_directory(
             kind="not_a_directory",
             path=root,
         )
+    walk_root(root, scope)
     if depth < 1:
         raise ToolInputError(f"depth must be at least 1, got {depth}.")
     kept: list[WalkEntry] = []
     dropped: list[str] = []
     for entry in walk(
-        root, include_hidden=include_hidden, respect_gitignore=respect_gitignore, max_depth=depth
+        root,
+        include_hidden=include_hidden,
+        respect_gitignore=respect_gitignore,
+        max_depth=depth,
+        scope=scope,
     ):
         if any(entry.rel.startswith(prefix + "/") for prefix in dropped):
             continue

@@ -12,7 +12,8 @@ from pathlib import Path
 from typing import Literal
 
 from oiexec.core.errors import ToolInputError
-from oiexec.tools.fs._text import check_existing_file, is_binary, split_lines
+from oiexec.sandbox.reader import ReadScope
+from oiexec.tools.fs._text import is_binary, read_bytes, split_lines
 
 StopReason = Literal["eof", "limit", "max_lines", "max_bytes"]
 
@@ -69,6 +70,7 @@ def read_window(
     max_bytes: int | None = None,
     max_file_bytes: int | None = None,
     max_tail: int | None = None,
+    scope: ReadScope | None = None,
 ) -> ReadResult:
     """Read a window of `path`.
 
@@ -77,9 +79,10 @@ def read_window(
     `limit` (default `default_limit`) is capped by `max_lines`. Lines longer than
     `max_line_chars` are cut and `line_cut_suffix` appended. `max_bytes` caps the UTF-8 size
     of the window (a line and its newline count in full; the first line is always given).
-    `max_file_bytes` refuses whole-file reads of bigger files.
+    `max_file_bytes` refuses whole-file reads of bigger files. The file is read through the
+    runner's one reader (`oiexec.sandbox.reader`) within `scope`, so never more than its cap.
     """
-    text, size = _load(path)
+    text, size = _load(path, scope)
     if limit is not None and limit <= 0:
         raise ToolInputError(f"limit must be a positive number of lines, got {limit}.")
     if max_file_bytes is not None and offset is None and limit is None and size > max_file_bytes:
@@ -114,9 +117,8 @@ def read_window(
     )
 
 
-def _load(path: Path) -> tuple[str, int]:
-    check_existing_file(path)
-    data = path.read_bytes()
+def _load(path: Path, scope: ReadScope | None) -> tuple[str, int]:
+    data = read_bytes(path, scope)
     if is_binary(data):
         raise ToolInputError(
             f"{path} appears to be a binary file and cannot be read as text.",

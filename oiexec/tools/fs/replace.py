@@ -10,7 +10,7 @@ from pathlib import Path
 
 from oiexec.core.errors import ToolInputError
 from oiexec.sandbox.writer import WriteGuard
-from oiexec.tools.fs._text import load_text, save_text, uses_crlf
+from oiexec.tools.fs._text import guard_write, load_text, save_text, uses_crlf
 
 
 @dataclass(frozen=True)
@@ -119,6 +119,9 @@ def replace_in_file(
     if create_if_empty_old and len(batch) == 1 and not batch[0].old and not path.exists():
         save_text(path, batch[0].new, can_write=can_write)
         return ReplaceResult(path, "", batch[0].new, 0, 1)
+    # Judged before reading: an edit's errors quote the file, so a path the writer refuses
+    # (a link out of the writable roots, a denied file) is never read for it.
+    guard_write(can_write, path)
     before = load_text(path)
     crlf = uses_crlf(before)
     work = before.replace("\r\n", "\n") if crlf else before

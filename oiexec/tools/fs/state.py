@@ -13,6 +13,8 @@ from dataclasses import dataclass
 from enum import Enum
 from pathlib import Path
 
+from oiexec.sandbox.reader import ReadScope, read_file
+
 
 class ReadGate(Enum):
     """Whether a write to an existing file may go ahead."""
@@ -40,8 +42,10 @@ def _key(path: Path) -> Path:
 
 
 def _stamp(path: Path, window: tuple[int | None, int | None]) -> FileStamp | None:
+    # Through the one reader, bounded: a FIFO or device planted at the path is no file to
+    # stamp, and hashing must not read without end.
     try:
-        data = path.read_bytes()
+        data = read_file(ReadScope(), path).data
         mtime = path.stat().st_mtime_ns
     except OSError:
         return None

@@ -13,7 +13,9 @@ from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
+from oiexec.core.errors import ErrorKind, ToolInputError
 from oiexec.git import QUICK_TIMEOUT, GitError, run_git, run_git_text
+from oiexec.sandbox.reader import ReadRefused, ReadScope, check_directory
 
 
 @dataclass(frozen=True)
@@ -58,14 +60,28 @@ def ignored_by_git(top: Path, entries: Sequence[WalkEntry]) -> set[Path]:
     return {names[name] for name in out if name in names}
 
 
+def walk_root(path: Path, scope: ReadScope | None) -> None:
+    """Raise a model-actionable error unless the scope lets the tools walk the directory
+    `path` (not a link out of the workspace, not /proc or /sys, not denied)."""
+    try:
+        check_directory(scope or ReadScope(), path)
+    except ReadRefused as exc:
+        kind: ErrorKind = "denied"
+        if exc.kind == "missing" or exc.kind == "not_a_directory":
+            kind = exc.kind
+        raise ToolInputError(exc.reason, kind=kind, path=path) from None
+
+
 def walk(
     root: Path,
     *,
     include_hidden: bool = False,
     respect_gitignore: bool = True,
     max_depth: int | None = None,
+    scope: ReadScope | None = None,
 ) -> Iterator[WalkEntry]:
-    """Entries under `root`, breadth first, each level sorted by name."""
+    """Entries under `root`, breadth first, each level sorted by name; what `scope` denies
+    is left out."""
     top = git_work_tree(root) if respect_gitignore else None
     level = [root]
     depth = 1
@@ -73,6 +89,8 @@ def walk(
         found: list[WalkEntry] = []
         for directory in level:
             found.extend(_children(root, directory, depth, include_hidden))
+        if scope is not None and scope.deny:
+            found = [e for e in found if scope.denial(Path(os.path.realpath(e.path))) is None]
         if top is not None:
             dropped = ignored_by_git(top, found)
             found = [entry for entry in found if entry.path not in dropped]
