@@ -31,6 +31,7 @@ from pydantic import ValidationError
 from oiexec.config.hooks import RUN_EVENTS, HooksConfig
 from oiexec.core.errors import ConfigError
 from oiexec.core.interrupts import uninterruptible
+from oiexec.core.redact import redact
 
 __all__ = [
     "HOOKS_FILE",
@@ -283,7 +284,8 @@ class HookRunner:
 
 
 def log_fields(run: HookRun) -> dict[str, Any]:
-    """What the run log keeps of a hook run (output cut, secrets redacted by the log)."""
+    """What the run log keeps of a hook run (secrets redacted, then the output cut: a cut
+    first could leave part of a secret that no longer matches)."""
     return {
         "hook_event": run.handler.event,
         "command": run.handler.command,
@@ -292,8 +294,8 @@ def log_fields(run: HookRun) -> dict[str, Any]:
         "timed_out": run.timed_out,
         "error": run.error,
         "duration_s": round(run.duration_s, 3),
-        "stdout": run.stdout[:_LOG_CHARS],
-        "stderr": run.stderr[:_LOG_CHARS],
+        "stdout": redact(run.stdout)[:_LOG_CHARS],
+        "stderr": redact(run.stderr)[:_LOG_CHARS],
     }
 
 
