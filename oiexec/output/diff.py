@@ -21,12 +21,12 @@ change costs a line, not a 386 MiB patch and gigabytes of memory.
 from __future__ import annotations
 
 import shutil
-import tempfile
 import weakref
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
+from oiexec.core import rundirs
 from oiexec.git import run_git
 from oiexec.output.reportfile import write_report
 
@@ -87,7 +87,7 @@ class Baseline:
     def capture(cls, workspace: Path) -> Baseline:
         """Snapshots `workspace` (the whole repository around it, when there is one)."""
         workspace = workspace.resolve()
-        tmp = Path(tempfile.mkdtemp(prefix="oiexec-diff-"))
+        tmp = rundirs.make("oiexec-diff-")
         try:
             found = _find_repository(workspace)
             if found is not None:
