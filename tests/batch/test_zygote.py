@@ -127,3 +127,18 @@ def test_the_zygote_listens_nowhere_and_ends_with_its_caller(zygote: Zygote) -> 
     while zygote.alive and time.monotonic() < deadline:
         time.sleep(0.02)
     assert not zygote.alive
+
+
+def test_a_new_zygote_comes_only_from_the_first_ones_interpreter(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    from oiexec.runner import launch
+
+    launch._check_interpreter()  # records this interpreter if no zygote has yet
+    monkeypatch.setattr(launch, "_shared", None)  # as after the zygote died
+    path, device, inode = launch._interpreter or ("", 0, 0)
+    # A run replaced the Python file (e.g. a virtualenv inside the workspace).
+    monkeypatch.setattr(launch, "_interpreter", (path, device, inode + 1))
+    with pytest.raises(LaunchError, match="no longer the file this process started"):
+        launch.spawn("batch-task", {"argv": ["--version"]}, env={}, cwd="/")
+    assert launch._shared is None
