@@ -153,10 +153,10 @@ def _execute(
     reporting = reports_on_failure(
         report_paths(params), kind="exec", name=name, model=params.get("model") or ""
     )
-    with interrupt_signals(), reporting:
+    with interrupt_signals(), reporting as reports:
         if check is not None:
             check()
         source.check()
         request = build_request(params, "", **extra)
-        result = run_exec(request, prompt=source.read)
+        result = run_exec(request, prompt=source.read, reports=reports)
     ctx.exit(int(result.exit_code))

@@ -15,6 +15,11 @@ from oiexec.core.policy import SANDBOX_MODES
 
 F = TypeVar("F", bound=Callable[..., Any])
 
+#: A report file: never read, so not checked for reading; whether it can take a report (not a
+#: FIFO, a socket or a directory) is decided when it is opened (runner/reports), which also
+#: writes the other reports saying why the run stopped.
+REPORT_PATH = click.Path(readable=False, path_type=str)
+
 _EXEC_OPTIONS: list[Callable[[Any], Any]] = [
     click.option(
         "-c",
@@ -101,7 +106,7 @@ _EXEC_OPTIONS: list[Callable[[Any], Any]] = [
         "-o",
         "--output-last-message",
         "last_message_file",
-        type=click.Path(dir_okay=False, path_type=str),
+        type=REPORT_PATH,
         help="Write the final message to FILE (only after a completed turn).",
     ),
     click.option(
@@ -127,13 +132,13 @@ _EXEC_OPTIONS: list[Callable[[Any], Any]] = [
     click.option(
         "--junit",
         "junit_file",
-        type=click.Path(dir_okay=False, path_type=str),
+        type=REPORT_PATH,
         help="Write a JUnit XML report of the run.",
     ),
     click.option(
         "--diff",
         "diff_file",
-        type=click.Path(dir_okay=False, path_type=str),
+        type=REPORT_PATH,
         help="Write the change made by the run as a patch `git apply` accepts.",
     ),
     click.option(

@@ -7,7 +7,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
-    from oiexec.runner.failure_reports import ReportPaths
+    from oiexec.runner.reports import ReportPaths
     from oiexec.runner.request import ExecRequest
 
 
@@ -17,14 +17,18 @@ def _path(params: dict[str, Any], key: str) -> Path | None:
 
 
 def report_paths(params: dict[str, Any]) -> ReportPaths:
-    """The report files the parsed options name (written on every exit from here on)."""
-    from oiexec.runner.failure_reports import ReportPaths
+    """The report files the parsed options name (opened before anything runs, and written on
+    every exit from here on: runner/failure_reports)."""
+    from oiexec.runner.reports import ReportPaths, untrusted_roots
 
+    add_dirs = (Path(p).expanduser() for p in params.get("add_dirs", ()))
     return ReportPaths(
+        untrusted=untrusted_roots(_path(params, "cd"), add_dirs),
         junit=_path(params, "junit_file"),
         diff=_path(params, "diff_file"),
         sarif=_path(params, "sarif_file"),
         markdown=_path(params, "markdown_file"),
+        last_message=_path(params, "last_message_file"),
     )
 
 

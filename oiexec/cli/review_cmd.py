@@ -8,7 +8,7 @@ from typing import Any, TypeVar
 
 import click
 
-from oiexec.cli.options import exec_options, merged_params
+from oiexec.cli.options import REPORT_PATH, exec_options, merged_params
 from oiexec.cli.request import build_request
 
 F = TypeVar("F", bound=Callable[..., Any])
@@ -39,13 +39,13 @@ _REVIEW_OPTIONS: list[Callable[[Any], Any]] = [
     click.option(
         "--sarif",
         "sarif_file",
-        type=click.Path(dir_okay=False, path_type=str),
+        type=REPORT_PATH,
         help="Write the findings as SARIF 2.1.0 (GitHub code scanning).",
     ),
     click.option(
         "--markdown",
         "markdown_file",
-        type=click.Path(dir_okay=False, path_type=str),
+        type=REPORT_PATH,
         help="Write a Markdown report of the review.",
     ),
     click.option(
@@ -102,7 +102,7 @@ def run_review_command(ctx: click.Context) -> None:
     paths = report_paths(params)
     # Once the flags parsed, every exit leaves the reports they name (a usage error too).
     reporting = reports_on_failure(paths, kind="review", name="review")
-    with interrupt_signals(), reporting:
+    with interrupt_signals(), reporting as reports:
         target, prompt = _target(params)
         gate = GatePolicy(
             fail_on=parse_fail_on(params["fail_on"]),
@@ -121,6 +121,7 @@ def run_review_command(ctx: click.Context) -> None:
                 structured_output=bool(params.get("structured_output", True)),
             ),
             prompt=prompt,
+            reports=reports,
         )
     ctx.exit(int(result.exit_code))
 

@@ -41,7 +41,13 @@ from oiexec.output.jsonl import JsonlProcessor
 from oiexec.runner.check import check_header, checked_policy
 from oiexec.runner.extras import check_hook_files
 from oiexec.runner.prepare import Prepared, RunHooks, StartupWarnings, prepare
-from oiexec.runner.reports import CommandCollector, capture_baseline, write_reports
+from oiexec.runner.reports import (
+    CommandCollector,
+    ReportFiles,
+    capture_baseline,
+    request_reports,
+    write_reports,
+)
 from oiexec.runner.request import ExecRequest
 from oiexec.runner.result import RunResult
 from oiexec.runner.sandboxing import command_env
@@ -72,6 +78,7 @@ def run_exec(
     *,
     prompt: Callable[[], str] | None = None,
     processor: EventProcessor | None = None,
+    reports: ReportFiles | None = None,
 ) -> RunResult:
     """Runs one exec invocation end to end and returns its outcome (never raises after
     `thread.started`).
@@ -79,10 +86,15 @@ def run_exec(
     `prompt`, when given, reads the prompt (stdin) only once everything that can be checked
     without it has passed; otherwise `request.prompt` is the prompt. `processor`, when given,
     is shown the run instead of stdout/stderr (the Python API's pipe to its caller).
+    `reports` are the report files the caller opened; without them the request's are opened
+    here, first (a report's place is fixed before the model runs: runner/reports).
     """
     warnings = StartupWarnings()
     with contextlib.ExitStack() as stack:
         try:
+            if reports is None:
+                reports = request_reports(request)
+                stack.callback(reports.close)
             prepared = prepare(request, hooks or RunHooks(), warnings)
             # First in, last out: the backend closes after every command has ended.
             stack.callback(prepared.sandbox.close)
@@ -110,7 +122,7 @@ def run_exec(
                     show_reasoning=not prepared.config.settings.hide_agent_reasoning,
                 )
             )
-        return _Run(prepared, session, processor, stack, warnings).execute()
+        return _Run(prepared, session, processor, stack, warnings, reports).execute()
 
 
 class _Run:
@@ -123,8 +135,10 @@ class _Run:
         processor: EventProcessor,
         stack: contextlib.ExitStack,
         warnings: StartupWarnings,
+        reports: ReportFiles,
     ) -> None:
         self.p = prepared
+        self.reports = reports
         self.request = prepared.request
         self.session = session
         self.store = session.store
@@ -156,7 +170,7 @@ class _Run:
         loop: AgentLoop | None = None
         try:
             self._warnings()
-            baseline = capture_baseline(self.request, self.warn, self.stack)
+            baseline = capture_baseline(self.request, self.reports, self.warn, self.stack)
             loop, history = self._build()
             self.dispatcher.emit(TurnStarted())
             self.store.append("event_msg", {"type": "task_started"})
@@ -223,7 +237,12 @@ class _Run:
                 duration_s=round(self.result.duration_s, 3),
             )
         write_reports(
-            self.request, self.result, baseline, model=self.p.config.settings.model, warn=self.warn
+            self.reports,
+            self.request,
+            self.result,
+            baseline,
+            model=self.p.config.settings.model,
+            warn=self.warn,
         )
         if self.result.final_message is not None and self._ok():
             self.processor.final_output(self.result.final_message)

@@ -12,68 +12,73 @@ Once the flags have parsed, every exit leaves the reports they name:
 - review `--markdown`: the error, in place of a review.
 
 `-o` keeps Codex's rule: it is written only after a completed turn.
+
+The report files are opened here, first of all (runner/reports.open_reports), and the run
+writes through what was opened: the body gets them. A path that can never take a report (a
+FIFO, a directory) is a usage error, reported in the other reports.
 """
 
 from __future__ import annotations
 
 import contextlib
 from collections.abc import Iterator
-from dataclasses import dataclass
-from pathlib import Path
 from typing import Literal
 
 from oiexec.core.errors import ExitCode, Interrupted, OiexecError
 from oiexec.core.redact import redact
-from oiexec.runner.reports import Warn, junit_status, save_report, stderr_warning
+from oiexec.runner.reports import (
+    ReportFiles,
+    ReportPaths,
+    Warn,
+    junit_status,
+    open_reports,
+    save_report,
+    stderr_warning,
+)
 
 __all__ = ["ReportPaths", "reports_on_failure", "write_review_failure"]
 
 Kind = Literal["exec", "review"]
 
 
-@dataclass(frozen=True)
-class ReportPaths:
-    """The report files named on the command line."""
-
-    junit: Path | None = None
-    diff: Path | None = None
-    sarif: Path | None = None
-    markdown: Path | None = None
-
-
 @contextlib.contextmanager
 def reports_on_failure(
     paths: ReportPaths, *, kind: Kind, name: str, model: str = "", warn: Warn | None = None
-) -> Iterator[None]:
-    """Writes the failure reports when the body raises (usage, config, interrupt, internal
-    error), then lets the error go on to the CLI, which prints it and exits with its code."""
+) -> Iterator[ReportFiles]:
+    """Opens the report files (the body writes through them) and writes the failure reports
+    when the body raises (usage, config, interrupt, internal error), then lets the error go on
+    to the CLI, which prints it and exits with its code."""
     warn = warn or stderr_warning
+    files, refused = open_reports(paths)
     try:
-        yield
+        if refused is not None:
+            raise refused
+        yield files
     except OiexecError as exc:
         # With the hint: the report is often all a reader of a CI run looks at.
-        _write(paths, kind, name, model, redact(exc.render()), exc.exit_code, warn)
+        _write(files, kind, name, model, redact(exc.render()), exc.exit_code, warn)
         raise
     except Interrupted as exc:
-        _write(paths, kind, name, model, exc.message, exc.exit_code, warn)
+        _write(files, kind, name, model, exc.message, exc.exit_code, warn)
         raise
     except KeyboardInterrupt:
-        _write(paths, kind, name, model, "interrupted by SIGINT", ExitCode.INTERRUPTED, warn)
+        _write(files, kind, name, model, "interrupted by SIGINT", ExitCode.INTERRUPTED, warn)
         raise
     except Exception as exc:
         message = redact(f"internal error: {type(exc).__name__}: {exc}")
-        _write(paths, kind, name, model, message, ExitCode.FAILED, warn)
+        _write(files, kind, name, model, message, ExitCode.FAILED, warn)
         raise
+    finally:
+        files.close()
 
 
 def _write(
-    paths: ReportPaths, kind: Kind, name: str, model: str, message: str, code: int, warn: Warn
+    files: ReportFiles, kind: Kind, name: str, model: str, message: str, code: int, warn: Warn
 ) -> None:
-    if paths.diff is not None:
-        save_report("--diff", paths.diff, b"", warn)
+    save_report(files.diff, b"", warn)
     if kind == "review":
-        write_review_failure(paths, message, code, warn=warn)
-    elif paths.junit is not None:
+        write_review_failure(files, message, code, warn=warn)
+    elif files.junit is not None:
         from oiexec.output.junit import RunReport, render_junit
 
         report = RunReport(
@@ -86,19 +91,18 @@ def _write(
             exit_code=int(code),
             duration_s=0.0,
         )
-        save_report("--junit", paths.junit, render_junit(report), warn)
+        save_report(files.junit, render_junit(report), warn)
 
 
-def write_review_failure(paths: ReportPaths, message: str, code: int, *, warn: Warn) -> None:
+def write_review_failure(files: ReportFiles, message: str, code: int, *, warn: Warn) -> None:
     """The review's reports when no review came back: the run failed or never started."""
     from oiexec.review.render.junit import render_failure_junit
     from oiexec.review.render.markdown import render_failure_markdown
     from oiexec.review.render.sarif import render_failure_sarif
 
-    if paths.junit is not None:
-        save_report("--junit", paths.junit, render_failure_junit(message, code), warn)
-    if paths.sarif is not None:
-        save_report("--sarif", paths.sarif, render_failure_sarif(message, code), warn)
-    if paths.markdown is not None:
-        markdown = render_failure_markdown(message, code)
-        save_report("--markdown", paths.markdown, markdown, warn)
+    if files.junit is not None:
+        save_report(files.junit, render_failure_junit(message, code), warn)
+    if files.sarif is not None:
+        save_report(files.sarif, render_failure_sarif(message, code), warn)
+    if files.markdown is not None:
+        save_report(files.markdown, render_failure_markdown(message, code), warn)

@@ -15,6 +15,7 @@ blocks, else 0.
 
 from __future__ import annotations
 
+import contextlib
 import sys
 from collections.abc import Callable
 from dataclasses import dataclass, field, replace
@@ -22,11 +23,11 @@ from pathlib import Path
 
 from oiexec.agent.final import Retry
 from oiexec.core.context import ItemEmitter
-from oiexec.core.errors import ExitCode
+from oiexec.core.errors import ExitCode, OiexecError
 from oiexec.core.events import AgentMessageItem, ReviewItem
 from oiexec.core.protocols import EventProcessor
 from oiexec.core.redact import redact
-from oiexec.output.reportfile import write_report
+from oiexec.output.reportfile import ReportTarget
 from oiexec.review.gate import GatePolicy, blocking_findings, priority_label
 from oiexec.review.locate import locate_findings
 from oiexec.review.model import ReviewFinding, ReviewOutput, review_output_json_schema
@@ -46,8 +47,16 @@ from oiexec.review.targets import (
     resolve_target,
 )
 from oiexec.runner.exec import RunHooks, run_exec
-from oiexec.runner.failure_reports import ReportPaths, write_review_failure
-from oiexec.runner.reports import Warn, save_report, stderr_warning
+from oiexec.runner.failure_reports import write_review_failure
+from oiexec.runner.reports import (
+    ReportFiles,
+    ReportPaths,
+    Warn,
+    open_reports,
+    save_report,
+    stderr_warning,
+    untrusted_roots,
+)
 from oiexec.runner.request import ExecRequest
 from oiexec.runner.result import RunResult
 
@@ -140,15 +149,66 @@ def run_review(
     *,
     prompt: Callable[[], str] | None = None,
     processor: EventProcessor | None = None,
+    reports: ReportFiles | None = None,
 ) -> ReviewResult:
     """Runs the review end to end; raises only before the thread starts (usage, config).
     `prompt` reads custom instructions from stdin once everything else is checked;
-    `processor` replaces stdout/stderr as run_exec's does."""
+    `processor` replaces stdout/stderr as run_exec's does; `reports` are the report files
+    the caller opened (else the request's are opened here, before anything runs)."""
     warn = warn or stderr_warning
+    with contextlib.ExitStack() as stack:
+        if reports is None:
+            reports = _open_reports(request)
+            stack.callback(reports.close)
+        step_summary = _step_summary(warn)
+        if step_summary is not None:
+            stack.callback(step_summary.close)
+        return _review(request, warn, prompt, processor, reports, step_summary)
+
+
+def _open_reports(request: ReviewRequest) -> ReportFiles:
+    base = request.exec
+    paths = ReportPaths(
+        junit=request.junit,
+        sarif=request.sarif,
+        markdown=request.markdown,
+        diff=base.diff,
+        last_message=base.output_last_message,
+        untrusted=untrusted_roots(base.cwd, base.add_dirs),
+    )
+    files, refused = open_reports(paths)
+    if refused is not None:
+        files.close()
+        raise refused
+    return files
+
+
+def _step_summary(warn: Warn) -> ReportTarget | None:
+    """GitHub's step summary file, opened now like every report (before the model runs)."""
+    from oiexec.output.human import in_github_actions
+    from oiexec.review.render.github import step_summary_target
+
+    if not in_github_actions():
+        return None
+    try:
+        return step_summary_target()
+    except OiexecError as exc:
+        warn(f"no GitHub step summary: {exc.message}")
+        return None
+
+
+def _review(
+    request: ReviewRequest,
+    warn: Warn,
+    prompt: Callable[[], str] | None,
+    processor: EventProcessor | None,
+    reports: ReportFiles,
+    step_summary: ReportTarget | None,
+) -> ReviewResult:
     base = request.exec
     resolved = _resolve(base.cwd, request.target)
     if not has_changes(resolved.repo_root, request.target):
-        return _nothing_to_review(request, resolved, warn)
+        return _nothing_to_review(request, resolved, reports, step_summary, warn)
     changed = None if isinstance(request.target, CustomTarget) else _changed(resolved, warn)
     policy = ReviewAnswer(resolved, changed, warn)
     hooks = RunHooks(
@@ -167,20 +227,25 @@ def run_review(
         output_schema=review_output_json_schema() if request.structured_output else None,
         junit=None,
     )
-    run = run_exec(exec_request, hooks, prompt=prompt, processor=processor)
+    run = run_exec(
+        exec_request,
+        hooks,
+        prompt=prompt,
+        processor=processor,
+        reports=reports.only("last_message", "diff"),
+    )
     result = ReviewResult(exit_code=run.exit_code, run=run, fell_back=policy.fell_back)
     if run.exit_code != ExitCode.SUCCESS or policy.review is None:
         reason = run.failure or "the review run ended without a review"
         if run.exit_code == ExitCode.SUCCESS:
             result.exit_code = ExitCode.FAILED
             warn(reason)
-        paths = ReportPaths(junit=request.junit, sarif=request.sarif, markdown=request.markdown)
-        write_review_failure(paths, reason, int(result.exit_code), warn=warn)
+        write_review_failure(reports, reason, int(result.exit_code), warn=warn)
         return result
     review = policy.review
     result.review = review
     result.blocking = blocking_findings(review, request.gate)
-    _write_reports(request, resolved, review, warn)
+    _write_reports(request, resolved, review, reports, step_summary, warn)
     if policy.fell_back:
         result.exit_code = ExitCode.FAILED
         _say(f"review failed: {FALLBACK_MESSAGE}")
@@ -203,7 +268,11 @@ def _nothing_to_review_reason(target: ReviewTarget) -> str:
 
 
 def _nothing_to_review(
-    request: ReviewRequest, resolved: ResolvedTarget, warn: Warn
+    request: ReviewRequest,
+    resolved: ResolvedTarget,
+    reports: ReportFiles,
+    step_summary: ReportTarget | None,
+    warn: Warn,
 ) -> ReviewResult:
     """A pass with empty reports, the model never asked (Codex would ask it anyway)."""
     reason = _nothing_to_review_reason(request.target)
@@ -215,12 +284,10 @@ def _nothing_to_review(
         overall_explanation=text,
         overall_confidence_score=1.0,
     )
-    _write_reports(request, resolved, review, warn)
-    base = request.exec
+    _write_reports(request, resolved, review, reports, step_summary, warn)
     # A pass is a completed review: -o gets its text, --diff the empty change.
-    for flag, path, data in (("-o", base.output_last_message, text), ("--diff", base.diff, "")):
-        if path is not None:
-            save_report(flag, path, data, warn)
+    save_report(reports.last_message, text, warn)
+    save_report(reports.diff, "", warn)
     run = RunResult(exit_code=ExitCode.SUCCESS, final_message=text)
     return ReviewResult(exit_code=ExitCode.SUCCESS, run=run, review=review)
 
@@ -246,48 +313,44 @@ def _changed(resolved: ResolvedTarget, warn: Warn) -> dict[str, set[int]] | None
 
 
 def _write_reports(
-    request: ReviewRequest, resolved: ResolvedTarget, review: ReviewOutput, warn: Warn
+    request: ReviewRequest,
+    resolved: ResolvedTarget,
+    review: ReviewOutput,
+    reports: ReportFiles,
+    step_summary: ReportTarget | None,
+    warn: Warn,
 ) -> None:
+    """Each failure a warning: a report must not turn a finished review into a crash."""
     from oiexec.output.human import in_github_actions
-    from oiexec.review.render.github import write_annotations, write_step_summary
-    from oiexec.review.render.junit import write_junit
-    from oiexec.review.render.markdown import render_markdown, write_markdown
+    from oiexec.review.render.github import write_annotations
+    from oiexec.review.render.junit import render_junit
+    from oiexec.review.render.markdown import render_markdown
 
     gate, title = request.gate, resolved.user_facing_hint
-    writers: list[tuple[str, Path | None, Callable[[Path], None]]] = [
-        ("--junit", request.junit, lambda p: write_junit(p, review, policy=gate)),
-        ("--sarif", request.sarif, lambda p: _sarif(p, review, resolved.repo_root, gate)),
-        (
-            "--markdown",
-            request.markdown,
-            lambda p: write_markdown(p, review, policy=gate, title=title),
-        ),
-    ]
-    for flag, path, write in writers:
-        if path is None:
-            continue
-        try:
-            write(path)  # write_report makes the missing directories
-        except OSError as exc:  # a report must not turn a finished review into a crash
-            warn(f"could not write {flag} {path}: {exc.strerror or exc}")
+    if reports.junit is not None:
+        save_report(reports.junit, render_junit(review, policy=gate), warn)
+    if reports.sarif is not None:
+        save_report(reports.sarif, _sarif(review, resolved.repo_root, gate), warn)
+    if reports.markdown is not None:
+        save_report(reports.markdown, render_markdown(review, policy=gate, title=title), warn)
     if in_github_actions():
-        try:
-            write_step_summary(render_markdown(review, policy=gate, title=title))
-        except OSError as exc:
-            warn(f"could not write the GitHub step summary: {exc.strerror or exc}")
+        if step_summary is not None:
+            markdown = render_markdown(review, policy=gate, title=title)
+            save_report(
+                step_summary, markdown if markdown.endswith("\n") else markdown + "\n", warn
+            )
         # Workflow commands on stderr: stdout belongs to the JSONL stream or the review text.
         write_annotations(sys.stderr, review, gate)
 
 
-def _sarif(path: Path, review: ReviewOutput, root: Path, gate: GatePolicy) -> None:
-    from oiexec.review.render.sarif import render_failure_sarif, write_sarif
+def _sarif(review: ReviewOutput, root: Path, gate: GatePolicy) -> str:
+    from oiexec.review.render.sarif import render_failure_sarif, sarif_text
 
     if review.is_fallback:
         # No results would tell code scanning every earlier alert was fixed: report the
         # analysis as failed instead.
-        write_report(path, render_failure_sarif(FALLBACK_MESSAGE, int(ExitCode.FAILED)))
-        return
-    write_sarif(path, review, repo_root=root, policy=gate)
+        return render_failure_sarif(FALLBACK_MESSAGE, int(ExitCode.FAILED))
+    return sarif_text(review, repo_root=root, policy=gate)
 
 
 def _blocked_summary(blocking: list[ReviewFinding], gate: GatePolicy) -> str:

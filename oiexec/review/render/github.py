@@ -8,9 +8,9 @@ from __future__ import annotations
 
 import os
 from collections.abc import Mapping
-from pathlib import Path
 from typing import TextIO
 
+from oiexec.output.reportfile import ReportTarget
 from oiexec.review.gate import GatePolicy, is_blocking, priority_label
 from oiexec.review.model import ReviewFinding, ReviewOutput
 
@@ -19,6 +19,7 @@ __all__ = [
     "escape_data",
     "escape_property",
     "github_annotations",
+    "step_summary_target",
     "write_annotations",
     "write_step_summary",
 ]
@@ -64,13 +65,23 @@ def write_annotations(
     stream.flush()
 
 
+def step_summary_target(env: Mapping[str, str] | None = None) -> ReportTarget | None:
+    """`$GITHUB_STEP_SUMMARY` opened for appending, as every report is opened before the model
+    runs (output/reportfile); None when it is not set. Raises `UsageError` for a path that
+    cannot take it."""
+    path = (os.environ if env is None else env).get("GITHUB_STEP_SUMMARY")
+    if not path:
+        return None
+    return ReportTarget.open(path, "the GitHub step summary", append=True)
+
+
 def write_step_summary(markdown: str, env: Mapping[str, str] | None = None) -> bool:
     """Append to `$GITHUB_STEP_SUMMARY` when it is set; True when something was written."""
-    target = (os.environ if env is None else env).get("GITHUB_STEP_SUMMARY")
-    if not target:
+    target = step_summary_target(env)
+    if target is None:
         return False
-    with Path(target).open("a", encoding="utf-8") as summary:
-        summary.write(markdown if markdown.endswith("\n") else markdown + "\n")
+    with target:
+        target.write(markdown if markdown.endswith("\n") else markdown + "\n")
     return True
 
 

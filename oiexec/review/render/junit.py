@@ -55,7 +55,7 @@ def render_failure_junit(message: str, exit_code: int) -> str:
 
 
 def write_junit(path: Path, review: ReviewOutput, *, policy: GatePolicy | None = None) -> None:
-    write_report(path, render_junit(review, policy=policy))
+    write_report(path, render_junit(review, policy=policy), "--junit")
 
 
 def _case(finding: ReviewFinding, blocking: bool) -> TestCase:

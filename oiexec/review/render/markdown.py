@@ -86,7 +86,7 @@ def render_failure_markdown(message: str, exit_code: int) -> str:
 def write_markdown(
     path: Path, review: ReviewOutput, *, policy: GatePolicy | None = None, title: str | None = None
 ) -> None:
-    write_report(path, render_markdown(review, policy=policy, title=title))
+    write_report(path, render_markdown(review, policy=policy, title=title), "--markdown")
 
 
 def _location(finding: ReviewFinding) -> str:

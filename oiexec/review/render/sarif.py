@@ -13,7 +13,13 @@ from oiexec.output.reportfile import write_report
 from oiexec.review.gate import GatePolicy, effective_priority, is_blocking
 from oiexec.review.model import ReviewFinding, ReviewOutput
 
-__all__ = ["SARIF_SCHEMA_URI", "render_failure_sarif", "render_sarif", "write_sarif"]
+__all__ = [
+    "SARIF_SCHEMA_URI",
+    "render_failure_sarif",
+    "render_sarif",
+    "sarif_text",
+    "write_sarif",
+]
 
 SARIF_SCHEMA_URI = "https://json.schemastore.org/sarif-2.1.0.json"
 _SRCROOT = "SRCROOT"
@@ -86,8 +92,15 @@ def write_sarif(
     repo_root: Path | None = None,
     policy: GatePolicy | None = None,
 ) -> None:
+    write_report(path, sarif_text(review, repo_root=repo_root, policy=policy), "--sarif")
+
+
+def sarif_text(
+    review: ReviewOutput, *, repo_root: Path | None = None, policy: GatePolicy | None = None
+) -> str:
+    """The SARIF log as the file holds it."""
     log = render_sarif(review, repo_root=repo_root, policy=policy)
-    write_report(path, json.dumps(log, indent=2, ensure_ascii=False) + "\n")
+    return json.dumps(log, indent=2, ensure_ascii=False) + "\n"
 
 
 def _rule(priority: int) -> dict[str, Any]:

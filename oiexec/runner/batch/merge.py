@@ -11,12 +11,14 @@ machine died, its artifact expired) is not merged away silently: its tasks appea
 from __future__ import annotations
 
 import json
-import shutil
+import os
+import stat
 from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
 from oiexec.core.errors import UsageError
+from oiexec.output.reportfile import ReportDir
 from oiexec.runner.batch.pool import SHARD_FILE
 from oiexec.runner.batch.record import TaskRecord
 from oiexec.runner.batch.report import SUMMARY_FILE, batch_exit_code, write_reports
@@ -61,11 +63,14 @@ def merge_batches(
             f"batch merge: {len(missing)} task(s) of the batch are in none of the directories "
             f"given (a shard that did not report?): {', '.join(r.id for r in missing)}"
         )
-    out.mkdir(parents=True, exist_ok=True)
-    for record in records:
-        _copy_task(seen[record.id] / record.id, out / record.id)
-    records += missing
-    write_reports(out, names.pop() if names else "batch", records)
+    target = ReportDir.open(out)
+    try:
+        for record in records:
+            _copy_task(seen[record.id] / record.id, target, record.id)
+        records += missing
+        write_reports(target, names.pop() if names else "batch", records)
+    finally:
+        target.close()
     return batch_exit_code(records)
 
 
@@ -108,7 +113,31 @@ def _read_summary(directory: Path) -> dict[str, Any]:
     return data
 
 
-def _copy_task(src: Path, dst: Path) -> None:
-    if not src.is_dir() or src.resolve() == dst.resolve():
+def _copy_task(src: Path, out: ReportDir, task_id: str) -> None:
+    """The task's files (not its worktree) into `out/<id>/`: regular files only, no symlink
+    followed on either side (a shard's directory is what its tasks left)."""
+    if not src.is_dir() or src.resolve() == (out.path / task_id).resolve():
         return
-    shutil.copytree(src, dst, ignore=shutil.ignore_patterns(WORKTREE_DIR), dirs_exist_ok=True)
+    for top, dirs, files in os.walk(src):
+        here = Path(top).relative_to(src)
+        if here == Path("."):
+            dirs[:] = [d for d in dirs if d != WORKTREE_DIR]
+        for name in files:
+            data = _regular_file(Path(top) / name)
+            if data is not None:
+                out.write((Path(task_id) / here / name).as_posix(), data)
+
+
+def _regular_file(path: Path) -> bytes | None:
+    """The bytes of `path` when it is a regular file (a link is never followed), else None."""
+    try:
+        fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC)
+    except OSError:
+        return None
+    try:
+        if not stat.S_ISREG(os.fstat(fd).st_mode):
+            return None
+        with os.fdopen(os.dup(fd), "rb") as handle:
+            return handle.read()
+    finally:
+        os.close(fd)

@@ -123,7 +123,7 @@ def run_batch(options: BatchOptions, stream: TextIO = sys.stderr) -> int:
                 if stop.since is not None and time.monotonic() - stop.since > options.stop_grace_s:
                     children.signal_all(signal.SIGKILL)
     ordered = [records.get(task.id) or _unfinished(task, "not_run") for task in tasks]
-    write_reports(out, options.name, ordered)
+    write_reports(ctx.out_dir, options.name, ordered)
     print_table(options.name, ordered, skipped, out, stream)
     return batch_exit_code(ordered)
 

@@ -13,7 +13,7 @@ from pathlib import Path
 from typing import Any
 
 from oiexec.core.errors import ExitCode
-from oiexec.output.reportfile import write_report
+from oiexec.output.reportfile import ReportDir
 
 __all__ = [
     "FINISHED",
@@ -123,6 +123,8 @@ def read_record(path: Path) -> TaskRecord | None:
     return record if record.status in FINISHED else None
 
 
-def write_record(path: Path, record: TaskRecord) -> None:
-    """Atomically (temp file + rename): a killed batch never leaves half a record."""
-    write_report(path, json.dumps(asdict(record), indent=2, ensure_ascii=False) + "\n")
+def write_record(out: ReportDir, record: TaskRecord) -> None:
+    """`DIR/<id>/result.json`, atomically (temp file + rename): a killed batch never leaves
+    half a record. Written beneath the held output directory, no symlink followed."""
+    text = json.dumps(asdict(record), indent=2, ensure_ascii=False) + "\n"
+    out.write(f"{record.id}/{RECORD_FILE}", text)

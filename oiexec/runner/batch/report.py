@@ -30,7 +30,7 @@ from junit_xml import TestCase, TestSuite, to_xml_report_string
 
 from oiexec.core.errors import ExitCode
 from oiexec.core.redact import redact
-from oiexec.output.reportfile import write_report
+from oiexec.output.reportfile import ReportDir
 from oiexec.runner.batch.record import STATUSES, TaskRecord, Tokens
 
 __all__ = [
@@ -76,10 +76,11 @@ def render(name: str, records: Sequence[TaskRecord]) -> tuple[str, str]:
     return text, _junit(name, ordered)
 
 
-def write_reports(out: Path, name: str, records: Sequence[TaskRecord]) -> None:
+def write_reports(out: ReportDir, name: str, records: Sequence[TaskRecord]) -> None:
+    """summary.json and junit.xml, in the output directory opened before any task ran."""
     summary, junit = render(name, records)
-    write_report(out / SUMMARY_FILE, summary)
-    write_report(out / JUNIT_FILE, junit)
+    out.write(SUMMARY_FILE, summary)
+    out.write(JUNIT_FILE, junit)
 
 
 def _junit(name: str, records: Sequence[TaskRecord]) -> str:

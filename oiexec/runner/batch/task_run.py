@@ -22,7 +22,7 @@ from typing import Any
 
 from oiexec.core.errors import ExitCode
 from oiexec.git import GitError
-from oiexec.output.reportfile import write_report
+from oiexec.output.reportfile import ReportDir
 from oiexec.runner.batch.launcher import Launcher, LaunchError, TaskProcess
 from oiexec.runner.batch.plan import Action
 from oiexec.runner.batch.record import (
@@ -77,6 +77,7 @@ class Children:
 
 @dataclass
 class BatchContext:
+    #: The output directory (absolute); opened once here, before any task runs (`out_dir`).
     out: Path
     #: Exec options every task gets (already validated), in command-line form.
     options: Sequence[str]
@@ -86,6 +87,12 @@ class BatchContext:
     launcher: Launcher = field(default_factory=Launcher)
     env: dict[str, str] = field(default_factory=lambda: dict(os.environ))
     kill_grace_s: float = KILL_GRACE_S
+    #: `out`, held open: the batch writes its files beneath it with no symlink followed, so
+    #: a task (whose sandbox may reach DIR, e.g. a shared /tmp) cannot redirect them.
+    out_dir: ReportDir = field(init=False)
+
+    def __post_init__(self) -> None:
+        self.out_dir = ReportDir.open(self.out)
 
 
 def run_task(
@@ -100,7 +107,7 @@ def run_task(
     """Runs `task` to its end and returns its record; the record is also written to
     `DIR/<id>/result.json` when the task finished (not when the batch was interrupted)."""
     task_dir = ctx.out / task.id
-    task_dir.mkdir(parents=True, exist_ok=True)
+    ctx.out_dir.makedirs(task.id)
     record = TaskRecord(
         index=task.index,
         id=task.id,
@@ -120,13 +127,13 @@ def run_task(
             base = _base_of(task_dir)
             cwd = task_dir / WORKTREE_DIR / source.subdir
         else:
-            _clear(task_dir)
+            _clear(ctx.out_dir, task.id)
             cwd, base = prepare(source, task_dir)
-            _write_base(task_dir, base)
+            ctx.out_dir.write(f"{task.id}/.base", base + "\n")
     except GitError as exc:
         record.message = f"could not prepare the workspace: {exc}"
         record.attempts += 1
-        write_record(task_dir / RECORD_FILE, record)
+        write_record(ctx.out_dir, record)
         return record
     record.attempts += 1
     argv = _argv(task, ctx, cwd, task_dir, previous.session_id if resume and previous else None)
@@ -162,7 +169,7 @@ def run_task(
     worktree = task_dir / WORKTREE_DIR
     if resume and worktree.is_dir():
         try:
-            write_report(task_dir / PATHS["diff"], full_diff(worktree, base))
+            ctx.out_dir.write(f"{task.id}/{PATHS['diff']}", full_diff(worktree, base))
         except (GitError, OSError) as exc:
             note(f"{task.id}: could not write diff.patch: {exc}")
     if record.status == "success":
@@ -172,7 +179,10 @@ def run_task(
             note(f"{task.id}: could not remove its worktree: {exc}")
     if worktree.exists():
         record.worktree = f"{task.id}/{WORKTREE_DIR}"
-    write_record(task_dir / RECORD_FILE, record)
+    try:
+        write_record(ctx.out_dir, record)
+    except OSError as exc:  # e.g. its directory swapped for a link: in the summary instead
+        record.status, record.message = "failed", f"could not write its result: {exc.strerror}"
     return record
 
 
@@ -321,16 +331,12 @@ def _read_junit(path: Path, record: TaskRecord, earlier_turns: int) -> None:
         )
 
 
-def _clear(task_dir: Path) -> None:
+def _clear(out: ReportDir, task_id: str) -> None:
     """A fresh start: nothing of an earlier, different or unfinished run may be mistaken for
     this one's."""
     for name in (*PATHS.values(), RECORD_FILE, ".base", ".resume.patch"):
         with contextlib.suppress(FileNotFoundError):
-            (task_dir / name).unlink()
-
-
-def _write_base(task_dir: Path, commit: str) -> None:
-    write_report(task_dir / ".base", commit + "\n")
+            out.unlink(f"{task_id}/{name}")
 
 
 def _base_of(task_dir: Path) -> str:
