@@ -18,6 +18,9 @@ root, or the worktree's `.gitattributes`. Git runs programs named in config in m
   drops `GIT_EXTERNAL_DIFF` and the variables that point git at another repository or index
   (`GIT_DIR`, `GIT_INDEX_FILE`, ...: set when the runner is started from a git hook), so the
   repository is always the one `cwd` (or an explicit `--git-dir`) names;
+* starts the one `git` resolved at the run's start outside every writable root and the
+  workspace (`oiexec.core.programs`), never whatever `git` PATH names at the time: a planted
+  `.venv/bin/git` would run unconfined (GitPython is pinned to the same executable);
 * has a timeout (`TIMEOUT`, or `QUICK_TIMEOUT` for lookups that only decorate a prompt or a
   record), and reports a git that cannot start or overruns as `GitError`, as it does a
   non-zero exit when the caller asks for `check=True`.
@@ -37,6 +40,8 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from oiexec.core import programs
+
 if TYPE_CHECKING:
     from git import Git, Repo
 
@@ -47,6 +52,7 @@ __all__ = [
     "add_worktree",
     "clone_at",
     "find_project_root",
+    "git_executable",
     "is_git_marker",
     "remove_worktree",
     "repository_root",
@@ -106,6 +112,19 @@ class GitError(RuntimeError):
         self.stderr = stderr
 
 
+def git_executable(cwd: Path) -> str:
+    """The absolute path of the trusted `git`; `GitError` when there is none."""
+    path = programs.find("git")
+    if path is None:
+        raise GitError(
+            f"cannot run git in {cwd}: no git found on PATH outside the workspace and the "
+            "writable roots (set program_paths.git to the absolute path of a git installed "
+            "outside them)",
+            cwd=cwd,
+        )
+    return path
+
+
 def _env(extra: Mapping[str, str] | None = None) -> dict[str, str]:
     """The environment every git command gets: the runner's, hardened, then `extra` (e.g. a
     private `GIT_INDEX_FILE`)."""
@@ -142,7 +161,11 @@ def _filter_drivers(
 ) -> list[str]:
     try:
         done = subprocess.run(
-            ["git", *globals_, "config", "-z", "--name-only", "--get-regexp", r"^filter\."],
+            [
+                git_executable(cwd),
+                *globals_,
+                *("config", "-z", "--name-only", "--get-regexp", r"^filter\."),
+            ],
             cwd=cwd,
             env=dict(env),
             capture_output=True,
@@ -171,10 +194,11 @@ def _argv(
             safe += [f"filter.{driver}.{key}=" for key in ("process", "clean", "smudge")]
             safe.append(f"filter.{driver}.required=false")
     config = [part for item in safe for part in ("-c", item)]
+    git = git_executable(cwd)
     if sub is None:
-        return ["git", *config, *globals_]
+        return [git, *config, *globals_]
     extra = ["--no-ext-diff", "--no-textconv"] if sub in _DIFFING else []
-    return ["git", *config, *globals_, sub, *extra, *rest]
+    return [git, *config, *globals_, sub, *extra, *rest]
 
 
 def run_git(
@@ -192,9 +216,10 @@ def run_git(
     only with `check=True` (many callers read the status as an answer)."""
     env = _env(extra_env)
     sub = _split(args)[1] or "git"
+    argv = _argv(args, cwd=cwd, env=env, timeout=timeout)
     try:
         done = subprocess.run(
-            _argv(args, cwd=cwd, env=env, timeout=timeout),
+            argv,
             cwd=cwd,
             env=env,
             input=input,
@@ -287,6 +312,33 @@ def _gitpython_error(exc: Exception, what: str, where: Path | str) -> GitError:
     return GitError(f"{what} failed for {where}: {detail}", cwd=Path(str(where)), stderr=stderr)
 
 
+#: GitPython's own variables, set only while it is first imported.
+_GITPYTHON_VARS = ("GIT_PYTHON_GIT_EXECUTABLE", "GIT_PYTHON_REFRESH")
+
+
+def _pin_gitpython(where: Path) -> None:
+    """Pins GitPython to the trusted git, before its first import too: importing it runs
+    `git version` by PATH lookup unless told which git to use."""
+    import sys
+
+    executable = git_executable(where)
+    if "git" not in sys.modules:
+        saved = {name: os.environ.get(name) for name in _GITPYTHON_VARS}
+        os.environ.update(GIT_PYTHON_GIT_EXECUTABLE=executable, GIT_PYTHON_REFRESH="quiet")
+        try:
+            import git
+        finally:
+            for name, value in saved.items():
+                if value is None:
+                    os.environ.pop(name, None)
+                else:
+                    os.environ[name] = value
+    import git
+
+    if executable != git.Git.GIT_PYTHON_GIT_EXECUTABLE:
+        git.refresh(executable)
+
+
 def _safe_git(repo: Repo) -> Git:
     """`repo.git` with the hardening options for its next command."""
     return repo.git(c=list(SAFE_CONFIG))
@@ -294,6 +346,7 @@ def _safe_git(repo: Repo) -> Git:
 
 def repository_root(path: Path) -> Path:
     """The work tree root of the repository containing `path`; `GitError` when there is none."""
+    _pin_gitpython(path)
     import git
 
     try:
@@ -307,6 +360,7 @@ def repository_root(path: Path) -> Path:
 
 def resolve_commit(repo_root: Path, ref: str | None) -> str:
     """The full commit id `ref` (default HEAD) names in the repository at `repo_root`."""
+    _pin_gitpython(repo_root)
     import git
 
     try:
@@ -318,6 +372,7 @@ def resolve_commit(repo_root: Path, ref: str | None) -> str:
 def add_worktree(repo_root: Path, dest: Path, commit: str) -> None:
     """A detached worktree of `repo_root` at `commit` in `dest` (a stale one there is removed
     first). The source checkout's HEAD, index and files are left as they are."""
+    _pin_gitpython(repo_root)
     import git
 
     remove_worktree(repo_root, dest)
@@ -333,6 +388,7 @@ def remove_worktree(repo_root: Path, dest: Path) -> None:
     """Removes the worktree at `dest` (files and registration); nothing there is fine."""
     import shutil
 
+    _pin_gitpython(repo_root)
     import git
 
     repo = git.Repo(repo_root)
@@ -353,6 +409,7 @@ def clone_at(url: str, dest: Path, ref: str | None) -> str:
     HEAD) checked out detached; returns the commit id."""
     import shutil
 
+    _pin_gitpython(dest.parent)
     import git
 
     shutil.rmtree(dest, ignore_errors=True)

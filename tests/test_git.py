@@ -9,6 +9,7 @@ from pathlib import Path
 
 import pytest
 
+from oiexec.core import programs
 from oiexec.git import GitError, find_project_root, is_git_marker, run_git, run_git_text
 
 
@@ -39,6 +40,8 @@ def _fake_git(tmp_path: Path, body: str, monkeypatch: pytest.MonkeyPatch) -> Non
     script.write_text(f"#!/bin/sh\n{body}\n")
     script.chmod(0o755)
     monkeypatch.setenv("PATH", f"{bin_dir}{os.pathsep}{os.environ['PATH']}")
+    # Resolved afresh from this PATH (the run's resolution is back after the test).
+    monkeypatch.setattr(programs, "_STATE", programs._State())
 
 
 def test_an_overrun_is_a_git_error(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
@@ -49,6 +52,7 @@ def test_an_overrun_is_a_git_error(tmp_path: Path, monkeypatch: pytest.MonkeyPat
 
 def test_no_git_at_all_is_a_git_error(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("PATH", str(tmp_path / "nowhere"))
+    monkeypatch.setattr(programs, "_STATE", programs._State())
     with pytest.raises(GitError, match=f"cannot run git in {tmp_path}"):
         run_git(["status"], cwd=tmp_path)
 

@@ -182,13 +182,16 @@ def doctor_command(
     from oiexec.runner.unsandboxed import unsandboxed_report
 
     report.update(unsandboxed_report(workdir))
+    from oiexec.runner.programs import programs_report
+
+    report["programs"] = programs_report(policy)
     # The report is the command's output, on stdout either way; the exit code says whether
     # the mode can be enforced, and stderr is left for errors.
     if as_json:
         click.echo(json.dumps(report, indent=2))
     else:
         click.echo(render_report(report))
-        for key in ("mcp", "hooks", "notify"):
+        for key in ("programs", "mcp", "hooks", "notify"):
             click.echo(f"{key + ':':<10}{report[key]['note']}")
     sys.exit(0 if report["ok"] else 6)
 

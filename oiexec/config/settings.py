@@ -174,6 +174,11 @@ class Settings(BaseSettings):
     mcp_servers: dict[str, McpServerConfig] = Field(default_factory=dict)
     #: `[hooks]`: commands run at session start, around tool calls and at the stop.
     hooks: HooksConfig = Field(default_factory=HooksConfig)
+    #: `[program_paths]`: absolute paths of the programs the runner itself starts outside
+    #: the sandbox (`git`, `rg`), instead of the first on PATH outside the writable roots.
+    program_paths: dict[str, str] = Field(default_factory=dict)
+    #: Credential-looking variables (and the provider key) hooks get; others are removed.
+    hooks_env_vars: list[str] = Field(default_factory=list)
 
     projects: dict[str, ProjectConfig] = Field(default_factory=dict)
     profiles: dict[str, dict[str, Any]] = Field(default_factory=dict)
@@ -184,6 +189,8 @@ class Settings(BaseSettings):
     features: dict[str, bool] = Field(default_factory=dict)
     tools: dict[str, Any] = Field(default_factory=dict)
     notify: list[str] | None = None
+    #: Credential-looking variables (and the provider key) `notify` gets; others are removed.
+    notify_env_vars: list[str] = Field(default_factory=list)
 
     @field_validator("model")
     @classmethod

@@ -9,6 +9,11 @@ A hook is a shell command (`/bin/sh -c`) run in the working directory with the u
 environment, outside the command sandbox: it is the user's own program, not the model's. It
 reads one JSON object on stdin (Codex's field names) and answers with its exit status and
 stdout. It is killed with its whole process group when its `timeout` passes.
+
+Since it runs outside the sandbox, a hook whose program lies where sandboxed commands can
+write (`./ci/guard.sh`, a `.venv/bin` first on PATH) is refused before the run starts, and
+its environment loses credentials config does not pass (`hooks_env_vars`) and the PATH
+entries commands could write (oiexec.extensions.outside).
 """
 
 from __future__ import annotations
@@ -32,6 +37,7 @@ from oiexec.config.hooks import RUN_EVENTS, HooksConfig
 from oiexec.core.errors import ConfigError
 from oiexec.core.interrupts import uninterruptible
 from oiexec.core.redact import redact
+from oiexec.extensions.outside import command_refusal, outside_env
 
 __all__ = [
     "HOOKS_FILE",
@@ -42,6 +48,7 @@ __all__ = [
     "hooks_enabled",
     "log_fields",
     "read_hooks_file",
+    "refuse_untrusted",
 ]
 
 HOOKS_FILE = "hooks.json"
@@ -182,6 +189,22 @@ def _check_matcher(
         )
 
 
+def refuse_untrusted(handlers: Sequence[HookHandler], cwd: Path, path_value: str) -> None:
+    """Raises `ConfigError` naming every hook whose program lies where sandboxed commands can
+    write; checked before the run starts, so a guard hook is never silently skipped."""
+    refused = []
+    for handler in handlers:
+        why = command_refusal(handler.command, cwd, path_value)
+        if why is not None:
+            refused.append(f"{handler.event} hook `{handler.command}` in {handler.source}: {why}")
+    if refused:
+        raise ConfigError(
+            "hook commands refused (they run outside the sandbox): " + "; ".join(refused),
+            hint="point each hook at a program installed outside the workspace and the "
+            "writable roots, by absolute path",
+        )
+
+
 class HookRunner:
     """Runs the handlers of one event with its payload; records every run."""
 
@@ -192,10 +215,12 @@ class HookRunner:
         cwd: Path,
         env: Mapping[str, str],
         record: Callable[[HookRun], None],
+        passed_env: Sequence[str] = (),
     ) -> None:
         self._handlers = list(handlers)
         self._cwd = cwd
-        self._env = dict(env)
+        # No credential unless config passes it, no PATH entry a sandboxed command can write.
+        self._env = outside_env(env, passed_env)
         self._record = record
         #: Hooks running now, so an interrupt kills the ones other threads wait on too.
         self._live: set[subprocess.Popen[bytes]] = set()

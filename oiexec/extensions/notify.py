@@ -7,9 +7,12 @@ fires it from the end of a turn that finished, and a failed run already has its 
     {"type": "agent-turn-complete", "thread-id": ..., "turn-id": ..., "cwd": ...,
      "input-messages": [...], "last-assistant-message": ...}
 
-It runs outside the sandbox with the user's environment, its output discarded, in a session
-of its own. oiexec waits for it a bounded time (so a quick notifier has finished when the run
-exits), then leaves it running; nothing it does changes the run's exit code.
+It runs outside the sandbox with the user's environment (less credentials config does not
+pass in `notify_env_vars`, and PATH entries sandboxed commands could write), its output
+discarded, in a session of its own; a program lying where sandboxed commands can write is
+refused (oiexec.extensions.outside), and the one found is started by its absolute path.
+oiexec waits for it a bounded time (so a quick notifier has finished when the run exits),
+then leaves it running; nothing it does changes the run's exit code.
 """
 
 from __future__ import annotations
@@ -20,7 +23,10 @@ from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-__all__ = ["NOTIFY_WAIT_S", "notify_payload", "run_notify"]
+from oiexec.core import programs
+from oiexec.extensions.outside import argv_refusal, outside_env
+
+__all__ = ["NOTIFY_WAIT_S", "notify_payload", "notify_refusal", "run_notify"]
 
 #: How long the run waits for the notify program before leaving it to finish alone.
 NOTIFY_WAIT_S = 10.0
@@ -44,6 +50,13 @@ def notify_payload(
     }
 
 
+def notify_refusal(argv: Sequence[str], cwd: Path, path_value: str) -> str | None:
+    """Why the notify program may not run outside the sandbox, or None."""
+    if not argv or not argv[0]:
+        return None
+    return argv_refusal(argv, cwd, path_value)
+
+
 def run_notify(
     argv: Sequence[str],
     payload: Mapping[str, Any],
@@ -53,16 +66,25 @@ def run_notify(
     warn: Callable[[str], None],
     note: Callable[..., None],
     wait_s: float = NOTIFY_WAIT_S,
+    passed_env: Sequence[str] = (),
 ) -> None:
     """Runs the notify program; every problem is a warning, never an exception."""
     if not argv or not argv[0]:
         return
-    arguments = [*argv, json.dumps(payload, ensure_ascii=False)]
+    path_value = env.get("PATH", "")
+    refusal = notify_refusal(argv, cwd, path_value)
+    if refusal is not None:
+        warn(f"notify command `{argv[0]}` not run: {refusal}")
+        note("notify.failed", command=list(argv), error=refusal)
+        return
+    # Started by the path found now, never looked up again (a missing one fails below).
+    program = programs.judge_program(argv[0], cwd=cwd, path_value=path_value)[0] or argv[0]
+    arguments = [program, *argv[1:], json.dumps(payload, ensure_ascii=False)]
     try:
         process = subprocess.Popen(
             arguments,
             cwd=cwd,
-            env=dict(env),
+            env=outside_env(env, passed_env),
             stdin=subprocess.DEVNULL,
             stdout=subprocess.DEVNULL,
             stderr=subprocess.DEVNULL,

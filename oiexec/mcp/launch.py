@@ -6,6 +6,14 @@ status on stderr, the one channel the SDK hands back to us: with the id the run 
 server's whole process group when it ends (grandchildren included, even when the server
 itself exited cleanly), with the status a failed start says `exited with code N`.
 
+A stdio server runs outside the sandbox, so nothing a sandboxed command wrote may choose what
+it runs (oiexec.core.programs): its `command` is refused when it lies in the workspace or a
+writable root, or PATH finds it there first (`.venv/bin`), and is otherwise started by the
+absolute path found, once; its PATH loses the entries a sandboxed command could write; and
+unless config names a `cwd` it starts in an empty directory of its own (`EmptyCwd`), created
+by the runner outside every untrusted root, never in the workspace: `npx -y docs-mcp` would
+prefer `./node_modules/.bin/docs-mcp` there, and `python -m pkg` would import from it.
+
 The wrapper's reports carry a random mark made for each launch, so a server line that
 happens to look like one is never taken for it, and they are found anywhere in a line: a
 server that dies after writing a line without its newline has the exit report glued to the
@@ -19,6 +27,7 @@ import contextlib
 import os
 import secrets
 import shutil
+import tempfile
 import threading
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
@@ -26,8 +35,17 @@ from pathlib import Path
 from typing import TextIO
 
 from oiexec.config.mcp import McpServerConfig
+from oiexec.core import programs
 
-__all__ = ["LaunchError", "StderrPump", "http_headers", "server_env", "stdio_argv"]
+__all__ = [
+    "EmptyCwd",
+    "LaunchError",
+    "StderrPump",
+    "http_headers",
+    "server_env",
+    "stdio_argv",
+    "stdio_launch",
+]
 
 #: What a stdio server inherits from oiexec's environment without being asked (Codex's
 #: list): enough to find programs and a home, never a provider key.
@@ -66,20 +84,98 @@ def server_env(config: McpServerConfig, environ: Mapping[str, str]) -> dict[str,
 
 
 def stdio_argv(config: McpServerConfig, env: Mapping[str, str], cwd: Path, mark: str) -> list[str]:
-    """The wrapper's argv (`sh -c WRAPPER command args...`) reporting under `mark`, after
-    checking the command exists, so a typo is named instead of surfacing as `exited with
-    code 127`."""
+    """The wrapper's argv (`sh -c WRAPPER /abs/command args...`) reporting under `mark`, after
+    finding the command as exec would and checking it may run outside the sandbox, so a typo
+    is named instead of surfacing as `exited with code 127`, and a planted program is never
+    started. The absolute path is what runs: the wrapper never looks the name up again."""
     assert config.command is not None
     command = config.command
     if not cwd.is_dir():
         raise LaunchError(f"cwd `{cwd}` is not a directory")
-    if os.sep in command:
-        path = Path(command) if Path(command).is_absolute() else cwd / command
-        if not os.access(path, os.X_OK):
-            raise LaunchError(f"command `{command}` does not exist or is not executable")
-    elif shutil.which(command, path=env.get("PATH", os.defpath)) is None:
+    path, refusal = programs.judge_program(command, cwd=cwd, path_value=env.get("PATH", os.defpath))
+    if refusal is not None:
+        raise LaunchError(f"command refused: {refusal}")
+    if path is None and os.sep in command:
+        raise LaunchError(f"command `{command}` does not exist or is not executable")
+    if path is None:
         raise LaunchError(f"command `{command}` not found on the server's PATH")
-    return ["/bin/sh", "-c", _WRAPPER.replace("MARK", mark), command, *config.args]
+    return ["/bin/sh", "-c", _WRAPPER.replace("MARK", mark), path, *config.args]
+
+
+class EmptyCwd:
+    """The working directory of stdio servers without a configured `cwd`: one empty
+    directory (mode 0700) per set of servers, made on first use outside every untrusted root
+    (the runtime dir, /var/tmp, oiexec's home, or the temp dir when it is not a writable root
+    of the run), removed with whatever a server left in it by `remove`."""
+
+    def __init__(self) -> None:
+        self._path: Path | None = None
+        self._lock = threading.Lock()
+
+    def path(self) -> Path:
+        with self._lock:
+            if self._path is None:
+                self._path = Path(tempfile.mkdtemp(prefix="oiexec-mcp-cwd-", dir=_empty_base()))
+            return self._path
+
+    def remove(self) -> None:
+        with self._lock:
+            path, self._path = self._path, None
+        if path is not None:
+            shutil.rmtree(path, ignore_errors=True)
+
+
+def _empty_base() -> Path:
+    from oiexec.config.environment import default_home
+
+    home = default_home() / "run"
+    candidates = [
+        os.environ.get("XDG_RUNTIME_DIR") or "",
+        f"/run/user/{os.geteuid()}",
+        # Sticky and world-writable like /tmp, but no sandbox makes it writable (unless it
+        # is $TMPDIR, then untrusted): mkdtemp's 0700 directory there is ours alone.
+        "/var/tmp",
+        str(home),
+        tempfile.gettempdir(),
+    ]
+    for candidate in candidates:
+        if not candidate or programs.untrusted_holder(candidate) is not None:
+            continue
+        if candidate == str(home):
+            with contextlib.suppress(OSError):
+                home.mkdir(mode=0o700, parents=True, exist_ok=True)
+        if os.path.isdir(candidate) and os.access(candidate, os.W_OK | os.X_OK):
+            return Path(candidate)
+    # Nothing outside: oiexec's home holds config.toml and hooks.json, which start programs
+    # outside the sandbox anyway; a home commands can write is warned about at load time.
+    home.mkdir(mode=0o700, parents=True, exist_ok=True)
+    return home
+
+
+def stdio_launch(
+    config: McpServerConfig,
+    environ: Mapping[str, str],
+    workspace: Path,
+    empty: EmptyCwd,
+    mark: str,
+) -> tuple[list[str], dict[str, str], Path]:
+    """(argv, env, cwd) of a stdio server: `cwd` from config (relative to the workspace),
+    else the empty directory; the command judged against the PATH config gives it; PATH then
+    cut to what no sandboxed command can write. Raises `LaunchError`."""
+    env = server_env(config, environ)
+    if config.cwd:
+        cwd = workspace / config.cwd
+    else:
+        try:
+            cwd = empty.path()
+        except OSError as exc:
+            raise LaunchError(
+                f"no empty directory for the server to start in ({exc}); set its `cwd`"
+            ) from exc
+    argv = stdio_argv(config, env, cwd, mark)
+    if "PATH" in env:
+        env["PATH"] = programs.trusted_path_value(env["PATH"])
+    return argv, env, cwd
 
 
 def http_headers(config: McpServerConfig, environ: Mapping[str, str]) -> dict[str, str]:

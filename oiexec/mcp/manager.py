@@ -25,7 +25,7 @@ from typing import Any, Literal, TypeVar
 from oiexec.config.mcp import McpServerConfig
 from oiexec.mcp.errors import describe_failure
 from oiexec.mcp.errors import leaves as _leaves
-from oiexec.mcp.launch import StderrPump, http_headers, server_env, stdio_argv
+from oiexec.mcp.launch import EmptyCwd, StderrPump, http_headers, stdio_launch
 from oiexec.mcp.sdk import LogRelay, client_version, list_tools
 
 __all__ = ["McpCallError", "McpManager", "ServerStatus", "ServerTool"]
@@ -111,6 +111,8 @@ class McpManager:
             name: _Server(name, config, _transport(config)) for name, config in servers.items()
         }
         self._cwd = cwd
+        #: Where stdio servers without a `cwd` start (never the workspace, oiexec.mcp.launch).
+        self._empty = EmptyCwd()
         self._environ = dict(os.environ if environ is None else environ)
         self._note = note or (lambda _event, **_fields: None)
         self._log_relay = LogRelay(self._note)
@@ -183,6 +185,7 @@ class McpManager:
         for server in self._servers.values():
             if server.pump is not None:
                 server.pump.join(timeout=0.5)
+        self._empty.remove()
         self._log_relay.remove()
 
     # -- the loop thread -----------------------------------------------------------------
@@ -280,11 +283,9 @@ class McpManager:
         if server.transport == "stdio":
             from mcp.client.stdio import StdioServerParameters, stdio_client
 
-            env = server_env(config, self._environ)
-            cwd = self._cwd / config.cwd if config.cwd else self._cwd
             name = server.name
             pump = StderrPump(lambda line: self._note("mcp.server.stderr", server=name, line=line))
-            argv = stdio_argv(config, env, cwd, pump.mark)
+            argv, env, cwd = stdio_launch(config, self._environ, self._cwd, self._empty, pump.mark)
             # Only a launched server has a pump: one refused before launch has no exit
             # status worth waiting for.
             server.pump = pump

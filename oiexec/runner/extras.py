@@ -18,7 +18,7 @@ from typing import TYPE_CHECKING, Any
 
 from oiexec.agent.final import FinalAnswerPolicy, Retry
 from oiexec.core.context import ItemEmitter, ToolContext
-from oiexec.core.errors import OiexecError
+from oiexec.core.errors import ConfigError, OiexecError
 from oiexec.core.protocols import Tool, ToolGate
 from oiexec.core.types import Message
 from oiexec.extensions.skills import Skill
@@ -54,6 +54,8 @@ class Extras:
     gate: ToolGate | None = None
     hooks: HookSession | None = None
     notify: tuple[str, ...] = ()
+    #: Credential variables config passes to `notify` (`notify_env_vars`).
+    notify_env: tuple[str, ...] = ()
     runlog: RunLogSink | None = field(default=None, repr=False)
 
     def know_tools(self, tools: Sequence[Tool]) -> None:
@@ -105,6 +107,7 @@ class Extras:
             env=os.environ,
             warn=warn,
             note=(runlog.note if runlog is not None else _no_note),
+            passed_env=self.notify_env,
         )
 
 
@@ -132,7 +135,12 @@ def open_extras(
         skills = discover_skills(roots, ctx.warn)
         if skills and runlog is not None:
             runlog.note("skills.found", skills=[str(s.path) for s in skills])
-    extras = Extras(skills=skills, notify=tuple(settings.notify or ()), runlog=runlog)
+    extras = Extras(
+        skills=skills,
+        notify=tuple(settings.notify or ()),
+        notify_env=tuple(settings.notify_env_vars),
+        runlog=runlog,
+    )
     session = _open_hooks(prepared, ctx, runlog, thread_id, transcript_path)
     if session is not None:
         from oiexec.extensions.hook_events import HookGate
@@ -144,11 +152,23 @@ def open_extras(
 
 
 def check_hook_files(prepared: Prepared) -> None:
-    """Raises `ConfigError` for a hooks.json that does not load (unless hooks are off)."""
-    from oiexec.extensions.hooks import hooks_enabled
+    """Raises `ConfigError` for a hooks.json that does not load (unless hooks are off), and
+    for a hook or notify program that lies where sandboxed commands can write (they run
+    outside the sandbox, oiexec.extensions.outside)."""
+    from oiexec.extensions.hooks import collect_handlers, hooks_enabled, refuse_untrusted
+    from oiexec.extensions.notify import notify_refusal
 
-    if hooks_enabled(prepared.config.settings.features):
-        hook_sources(prepared.config)
+    settings, cwd = prepared.config.settings, prepared.request.cwd
+    path_value = os.environ.get("PATH", os.defpath)
+    if hooks_enabled(settings.features):
+        handlers = collect_handlers(hook_sources(prepared.config), lambda _text: None)
+        refuse_untrusted(handlers, cwd, path_value)
+    refusal = notify_refusal(settings.notify or (), cwd, path_value)
+    if refusal is not None:
+        raise ConfigError(
+            f"notify command refused (it runs outside the sandbox): {refusal}",
+            hint="point notify at a program installed outside the workspace, by absolute path",
+        )
 
 
 def _open_hooks(
@@ -178,7 +198,13 @@ def _open_hooks(
             runlog.note("hook.run", **log_fields(run))
 
     env = {**os.environ, "OPENINTERPRETER_THREAD_ID": thread_id}
-    runner = HookRunner(handlers, cwd=prepared.request.cwd, env=env, record=record)
+    runner = HookRunner(
+        handlers,
+        cwd=prepared.request.cwd,
+        env=env,
+        record=record,
+        passed_env=settings.hooks_env_vars,
+    )
     return HookSession(
         runner=runner,
         session_id=thread_id,

@@ -75,8 +75,12 @@ class McpServers:
 def load_mcp_servers(cwd: Path, overrides: Sequence[str]) -> McpServers:
     """The servers a run in `cwd` with these `-c` overrides would read, sorted by name."""
     from oiexec.config.loader import ConfigInputs, load_config
+    from oiexec.runner.programs import distrust_workspace
 
     loaded = load_config(ConfigInputs(cwd=cwd, overrides=tuple(overrides)))
+    # `mcp list` starts the servers as a run would: nothing a run's commands could have
+    # written here may choose what they run.
+    distrust_workspace(cwd)
     return McpServers(
         cwd=cwd,
         servers=dict(sorted(loaded.settings.mcp_servers.items())),

@@ -29,6 +29,7 @@ from oiexec.core.redact import register_secret
 from oiexec.core.types import ImageInput
 from oiexec.git import is_git_marker
 from oiexec.runner.inputs import read_images, read_output_schema
+from oiexec.runner.programs import trust_run_programs
 from oiexec.runner.reports import stderr_warning
 from oiexec.runner.request import ExecRequest
 from oiexec.runner.sandboxing import RefusalTracker, add_dir_warnings, build_policy
@@ -170,6 +171,8 @@ def prepare(request: ExecRequest, hooks: RunHooks, warnings: StartupWarnings) ->
     if hooks.sandbox_mode:
         policy = dataclasses.replace(policy, mode=hooks.sandbox_mode)
     warnings.add(*add_dir_warnings(policy, request.add_dirs))
+    # Before the model runs: git and rg found once, outside every root it can write.
+    trust_run_programs(policy, config.settings.program_paths)
     changes: list[SettingChange] = []
     if continued is not None:
         changes = setting_changes(

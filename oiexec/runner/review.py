@@ -206,6 +206,12 @@ def _review(
     step_summary: ReportTarget | None,
 ) -> ReviewResult:
     base = request.exec
+    # The repository under review is the PR's: no git or rg of its own may run (a committed
+    # `.venv/bin/git` on PATH), from the first git command on.
+    from oiexec.core import programs
+    from oiexec.git import find_project_root
+
+    programs.distrust([base.cwd, find_project_root(base.cwd) or base.cwd])
     resolved = _resolve(base.cwd, request.target)
     if not has_changes(resolved.repo_root, request.target):
         return _nothing_to_review(request, resolved, reports, step_summary, warn)

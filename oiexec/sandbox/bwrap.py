@@ -15,7 +15,6 @@ from __future__ import annotations
 import contextlib
 import glob
 import os
-import shutil
 import stat
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
@@ -60,21 +59,15 @@ class BwrapFeatures:
 
 
 def find_bwrap(writable_roots: list[Path]) -> str | None:
-    """The first `bwrap` on PATH outside every writable root, else a fixed system path."""
+    """The first `bwrap` on PATH outside every writable root and untrusted root, else a fixed
+    system path (the one rule for every program the runner starts, oiexec.core.programs)."""
     override = hooks.bwrap_override()
     if override:
         return override if os.access(override, os.X_OK) else None
-    for entry in os.environ.get("PATH", "").split(os.pathsep):
-        if not entry:
-            continue
-        real_dir = Path(os.path.realpath(entry))
-        if any(real_dir == r or r in real_dir.parents for r in writable_roots):
-            continue
-        candidate = shutil.which("bwrap", path=str(real_dir))
-        if candidate:
-            return candidate
+    from oiexec.core import programs
+
     fallbacks: list[str] = profiles.load("linux/bwrap.toml")["fallback_paths"]
-    return next((p for p in fallbacks if os.access(p, os.X_OK)), None)
+    return programs.find("bwrap", fallbacks=fallbacks, extra_untrusted=writable_roots)
 
 
 @dataclass

@@ -11,7 +11,6 @@ import base64
 import json
 import os
 import re
-import shutil
 import subprocess
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
@@ -119,7 +118,15 @@ class _FileHits:
 
 
 def rg_available() -> bool:
-    return shutil.which("rg") is not None
+    return _rg_path() is not None
+
+
+def _rg_path() -> str | None:
+    # The one `rg` resolved at the run's start outside the workspace and writable roots: a
+    # planted `.venv/bin/rg` would otherwise run unconfined (oiexec.core.programs).
+    from oiexec.core import programs
+
+    return programs.find("rg")
 
 
 def grep(query: GrepQuery, *, use_rg: bool | None = None) -> GrepResult:
@@ -131,7 +138,7 @@ def grep(query: GrepQuery, *, use_rg: bool | None = None) -> GrepResult:
     single_file = not query.path.is_dir()
     if not single_file:
         walk_root(query.path, query.scope)
-    rg = rg_available() if use_rg is None else use_rg
+    rg = rg_available() if use_rg is None else use_rg and rg_available()
     # One file is searched here, through the reader: ripgrep would follow a link in its name.
     rg = rg and not single_file
     if not rg and query.file_type is not None and query.file_type not in FILE_TYPES:
@@ -180,7 +187,9 @@ def _mtime(path: Path) -> float:
 
 
 def _rg_args(query: GrepQuery) -> list[str]:
-    args = ["rg", "--json", "--no-config", "--no-ignore-dot"]
+    rg = _rg_path()
+    assert rg is not None  # `grep` searches with rg only when a trusted one was found
+    args = [rg, "--json", "--no-config", "--no-ignore-dot"]
     before, after = _context(query)
     args += [f"--before-context={before}", f"--after-context={after}"]
     if query.case_insensitive:
