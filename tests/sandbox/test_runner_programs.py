@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import subprocess
 from pathlib import Path
 
@@ -51,8 +52,9 @@ def test_planted_git_and_rg_never_run_outside_the_sandbox(
 ) -> None:
     staging = box.outside / "staging"
     staging.mkdir()
-    for name, real in (("git", "/usr/bin/git"), ("rg", "/usr/bin/rg")):
-        (staging / name).write_text(_planted(box, name, real))
+    real = {name: shutil.which(name) or f"/usr/bin/{name}" for name in ("git", "rg")}
+    for name in ("git", "rg"):
+        (staging / name).write_text(_planted(box, name, real[name]))
         (staging / name).chmod(0o755)
     plant = f"mkdir -p .venv/bin && cp {staging}/git {staging}/rg .venv/bin/ && echo PLANTED"
     model_server.enqueue(
@@ -75,6 +77,12 @@ def test_planted_git_and_rg_never_run_outside_the_sandbox(
     assert ".venv/bin/git" in diff.read_text()  # the run's end ran git: the trusted one
     second = _exec(box, model_server, "read-only", backend, "--diff", str(diff))
     assert second.returncode == 0, second.stderr
+    doctor = box.cli(["doctor", "--json"], backend=backend, env={"PATH": _path(box)})
+    found = json.loads(doctor.stdout)["programs"]
+    for name in ("git", "rg"):
+        assert os.path.realpath(found[name]["path"]) == os.path.realpath(real[name])
+    assert f"{box.ws / '.venv' / 'bin'} (inside {box.ws})" in found["git"]["skipped"]
+    assert ".venv/bin (relative)" in found["rg"]["skipped"]
     assert not (box.outside / "planted-ran").exists()
     # The planted programs do run when started by name from that PATH.
     probe = subprocess.run(
