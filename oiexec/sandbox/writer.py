@@ -13,7 +13,9 @@ target by name, and reports a swap as `PathChanged` instead of writing wherever 
 from __future__ import annotations
 
 import contextlib
+import errno
 import os
+import stat
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
@@ -64,13 +66,23 @@ class CommitFailed(Exception):
         self.restored = restored
 
 
-#: O_NONBLOCK: a FIFO planted at the target reads as empty instead of hanging the runner.
+#: O_NONBLOCK: a FIFO planted at the target is refused (`_read_all`) instead of hanging the runner.
 _READ_FLAGS = os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC
 
 
 def _read_all(fd: int) -> bytes:
+    """The regular file `fd` (closed here), bounded as every in-process read is
+    (`oiexec.sandbox.reader`): a patch aimed at /dev/zero must not grow the runner."""
+    from oiexec.sandbox.reader import DEFAULT_MAX_BYTES
+
     with os.fdopen(fd, "rb") as handle:
-        return handle.read()
+        if not stat.S_ISREG(os.fstat(handle.fileno()).st_mode):
+            raise OSError(errno.EINVAL, "not a regular file (a device, FIFO or socket)")
+        os.set_blocking(handle.fileno(), True)
+        data = handle.read(DEFAULT_MAX_BYTES + 1)
+    if len(data) > DEFAULT_MAX_BYTES:
+        raise OSError(errno.EFBIG, f"bigger than the {DEFAULT_MAX_BYTES} bytes edited in-process")
+    return data
 
 
 @dataclass(frozen=True)

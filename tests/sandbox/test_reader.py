@@ -223,3 +223,16 @@ def test_fallback_filenames_are_plain_names(name: str) -> None:
                 {"project_doc_fallback_filenames": [name]},
             )
     assert Settings(project_doc_fallback_filenames=["CLAUDE.md"]).project_doc_fallback_filenames
+
+
+def test_the_writers_reads_are_bounded_and_regular_only(tmp_path: Path) -> None:
+    """apply_patch reads a file before changing it: /dev/zero (danger-full-access reads
+    anywhere) or a FIFO fails at once instead of growing or hanging the runner."""
+    from oiexec.sandbox.writer import FileWriter
+
+    os.mkfifo(tmp_path / "fifo")
+    for path in (Path("/dev/zero"), tmp_path / "fifo"):
+        with pytest.raises(OSError, match="not a regular file"):
+            FileWriter().read(path)
+    (tmp_path / "file").write_text("x")
+    assert FileWriter().read(tmp_path / "file") == b"x"
