@@ -24,6 +24,7 @@ from pathlib import Path
 import pytest
 
 from tests.sandbox.conftest import BACKENDS, PYTHON, REPO_ROOT, RUNNER_PYTHON, Box
+from tests.sandbox.support import commit_all
 from tests.support.model_server import ModelServer, call, reply, tool_outputs
 
 MINI = REPO_ROOT / "tests" / "support" / "mcp_servers" / "mini.py"
@@ -191,3 +192,33 @@ def test_mcp_servers_start_in_an_empty_dir_and_hooks_get_no_key(
     )
     assert passed.returncode == 0, passed.stderr
     assert json.loads(hookenv.read_text())["CI_TOKEN"] == secrets["CI_TOKEN"]
+
+
+def test_review_never_runs_the_reviewed_repositorys_git(
+    box: Box, model_server: ModelServer
+) -> None:
+    """A PR ships `.venv/bin/git` at its root, first on PATH; review is started from a
+    subdirectory, so only the repository root (found without git) covers it."""
+    marker = box.outside / "planted-ran"
+    planted = box.ws / ".venv" / "bin" / "git"
+    planted.parent.mkdir(parents=True)
+    planted.write_text(_planted(box, "git", shutil.which("git") or "/usr/bin/git"))
+    planted.chmod(0o755)
+    sub = box.ws / "sub"
+    sub.mkdir()
+    (sub / "file.txt").write_text("x\n")
+    commit_all(box.ws)
+    path = os.pathsep.join([str(planted.parent), os.environ["PATH"]])
+    review = subprocess.run(
+        box.as_me(
+            [RUNNER_PYTHON, "-m", "oiexec", "review", *model_server.config_args(), "--uncommitted"]
+        ),
+        cwd=sub,
+        env=box.env(OPENINTERPRETER_HOME=str(box.root / "home"), PATH=path),
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+    assert review.returncode == 0, review.stderr
+    assert "nothing to review" in review.stderr  # git ran: the clean tree was seen
+    assert not marker.exists()
