@@ -203,12 +203,15 @@ def resolve(
     name: str, *, fallbacks: Sequence[str] = (), extra_untrusted: Sequence[Path] = ()
 ) -> Resolution:
     """`find` with where the path came from and what was passed over."""
+    extra = sorted({_real(r) for r in extra_untrusted})
+    # Each set of extra roots (bwrap's: the policy's writable roots) is resolved once too.
+    key = "\0".join([name, *map(str, extra)])
     with _STATE.lock:
-        known = _STATE.found.get(name)
+        known = _STATE.found.get(key)
         explicit = _STATE.explicit.get(name)
-    if known is not None and not extra_untrusted:
+    if known is not None:
         return known
-    roots = [*untrusted_roots(), *(_real(r) for r in extra_untrusted)]
+    roots = [*untrusted_roots(), *extra]
     if explicit is not None:
         result = Resolution(name, explicit, "config")
     else:
@@ -226,11 +229,8 @@ def resolve(
             )
             source = "fallback" if fixed is not None else "missing"
             result = Resolution(name, fixed, source, skipped)
-    if not extra_untrusted:
-        with _STATE.lock:
-            _STATE.found.setdefault(name, result)
-            result = _STATE.found[name]
-    return result
+    with _STATE.lock:
+        return _STATE.found.setdefault(key, result)
 
 
 def resolutions(names: Sequence[str] = RUN_PROGRAMS) -> list[Resolution]:
