@@ -155,6 +155,9 @@ def test_hooks_and_mcp_commands_in_the_workspace_are_refused(
     served = box.exec(provider, "read-only", "bwrap", *relative)
     assert served.returncode == 3, served.stderr
     assert "`./node_modules/.bin/docs-mcp` lies inside" in served.stdout + served.stderr
+    notified = box.exec(provider, "read-only", "bwrap", "-c", 'notify=["ci/guard.sh"]')
+    assert notified.returncode == 3, notified.stderr
+    assert "notify command refused" in notified.stderr and "`ci/guard.sh`" in notified.stderr
     assert not marker.exists()
     assert model_server.model_requests == []
 
@@ -170,6 +173,9 @@ def test_mcp_servers_start_in_an_empty_dir_and_hooks_get_no_key(
     _write_hooks(box, f"{PYTHON} -c {json.dumps(dump)}; {PYTHON} -m oiexec_probe")
     secrets = {"OPENAI_API_KEY": "sk-runner-key-0123456789", "CI_TOKEN": "ci-token-0123456789"}
     flags = _mcp_flags(RUNNER_PYTHON, str(MINI), "--envfile", str(envfile), required=True)
+    notifyenv = box.outside / "notify-env.json"
+    notify = [PYTHON, "-c", dump.replace(str(hookenv), str(notifyenv))]
+    flags += ["-c", f"notify={json.dumps(notify)}"]
     model_server.enqueue(reply("done"))
     provider = model_server.config_args(wire_api="messages", env_key="OPENAI_API_KEY")
     run = box.exec(provider, "workspace-write", "landlock", *flags, env=secrets)
@@ -184,6 +190,8 @@ def test_mcp_servers_start_in_an_empty_dir_and_hooks_get_no_key(
     assert seen["PYTHONSAFEPATH"] == "1"
     assert not marker.exists()  # `python -m oiexec_probe` found no module in the workspace
     assert "OPENAI_API_KEY" not in json.loads(envfile.read_text())
+    notified = json.loads(notifyenv.read_text())
+    assert "OPENAI_API_KEY" not in notified and "CI_TOKEN" not in notified
 
     # Passed explicitly, the token reaches the hook.
     model_server.enqueue(reply("done"))
