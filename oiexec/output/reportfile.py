@@ -255,9 +255,13 @@ class ReportDir:
         return cls(full, fd)
 
     def makedirs(self, relative: str) -> None:
+        """Makes `relative` and its missing parents; `ReportDirChanged` for a link on the way."""
         from oiexec.sandbox.beneath import makedirs_beneath
 
-        makedirs_beneath(self._fd, relative)
+        try:
+            makedirs_beneath(self._fd, relative)
+        except OSError as exc:
+            raise self._changed(exc, relative) from None
 
     def write(self, relative: str, data: bytes | str) -> None:
         """Replaces `relative` (its directories made as needed) with `data`; raises OSError."""
@@ -270,14 +274,7 @@ class ReportDir:
                 makedirs_beneath(self._fd, directory)
             parent = open_beneath(self._fd, directory or ".", directory_flags(), 0)
         except OSError as exc:
-            if exc.errno not in (errno.ELOOP, errno.EXDEV):
-                raise
-            raise ReportDirChanged(
-                exc.errno,
-                f"a directory on the way to it in {self.path} was replaced by a symlink during "
-                "the run; not followed, the file was not written",
-                relative,
-            ) from None
+            raise self._changed(exc, relative) from None
         try:
             _replace(parent, name, raw)
         finally:
@@ -289,7 +286,10 @@ class ReportDir:
         from oiexec.sandbox.beneath import open_beneath
 
         flags = os.O_WRONLY | os.O_CREAT | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC
-        fd = open_beneath(self._fd, relative, flags | (os.O_APPEND if append else 0), 0o644)
+        try:
+            fd = open_beneath(self._fd, relative, flags | (os.O_APPEND if append else 0), 0o644)
+        except OSError as exc:
+            raise self._changed(exc, relative) from None
         try:
             if not stat.S_ISREG(os.fstat(fd).st_mode):
                 raise OSError(errno.EINVAL, "not a regular file", relative)
@@ -311,6 +311,17 @@ class ReportDir:
         if self._fd >= 0:
             os.close(self._fd)
             self._fd = -1
+
+    def _changed(self, exc: OSError, relative: str) -> OSError:
+        """`exc`, said plainly when it means a symlink on the way (ELOOP, EXDEV)."""
+        if exc.errno not in (errno.ELOOP, errno.EXDEV):
+            return exc
+        return ReportDirChanged(
+            exc.errno,
+            f"a directory on the way to it in {self.path} is a symlink (a task replaced it?); "
+            "not followed, nothing written there",
+            relative,
+        )
 
 
 def write_report(path: str | os.PathLike[str], data: bytes | str, label: str = "report") -> None:

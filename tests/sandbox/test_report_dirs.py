@@ -224,8 +224,8 @@ def test_a_batch_task_directory_swapped_for_a_link_is_not_followed(
     box: Box, model_server: ModelServer, backend: str
 ) -> None:
     """The out dir is writable from the task (--add-dir, or a shared /tmp under Landlock):
-    the task swaps its own directory for a link; neither the task's exec nor the batch writes
-    through it."""
+    the task swaps its own directory for a link, and plants one where the next task's goes;
+    neither the task's exec nor the batch writes through either."""
     marker = _marker(box)
     out = box.outside / "runs"
     out.mkdir()
@@ -233,8 +233,12 @@ def test_a_batch_task_directory_swapped_for_a_link_is_not_followed(
         os.chown(out, *unprivileged_ids())
     commit_all(box.ws)
     tasks = box.outside / "tasks.jsonl"
-    tasks.write_text(json.dumps({"id": "t1", "prompt": "swap", "repo": str(box.ws)}) + "\n")
-    swap = f"mv {out}/t1 {out}/t1.old && ln -s {marker} {out}/t1"
+    tasks.write_text(
+        "".join(
+            json.dumps({"id": i, "prompt": i, "repo": str(box.ws)}) + "\n" for i in ("t1", "t2")
+        )
+    )
+    swap = f"mv {out}/t1 {out}/t1.old && ln -s {marker} {out}/t1 && ln -s {marker} {out}/t2"
     model_server.enqueue(
         reply(tool_calls=[call("exec_command", {"cmd": swap})]),
         reply("swapped"),
@@ -243,9 +247,10 @@ def test_a_batch_task_directory_swapped_for_a_link_is_not_followed(
     assert (out / "t1").is_symlink(), stderr
     assert list(marker.iterdir()) == [], stderr
     summary = json.loads((out / "summary.json").read_text())
-    [entry] = summary["tasks"]
-    assert entry["status"] == "failed"
-    assert "replaced" in (entry["message"] or ""), entry
+    for entry in summary["tasks"]:
+        assert entry["status"] == "failed"
+        assert "is a symlink" in (entry["message"] or ""), entry
+    assert len(model_server.model_requests) == 2  # t1's two turns; t2 never started
     # The task's exec wrote none of its reports through the link either.
     assert not {"junit.xml", "diff.patch", "last-message.txt"} & {
         p.name for p in (out / "t1.old").iterdir()

@@ -49,12 +49,13 @@ class Launcher:
         *,
         env: Mapping[str, str],
         stdin: str,
-        stdout: Path,
-        stderr: Path,
+        stdout: Path | int,
+        stderr: Path | int,
         append: bool,
     ) -> TaskProcess:
         """Runs the CLI with `args`, in a new session, with `stdin` as its standard input and
-        its output written to the files `stdout` and `stderr` (appended to with `append`).
+        its output written to the files `stdout` and `stderr` (appended to with `append`; an
+        int is a file the caller opened, for the child to write to).
         The working directory is the caller's; `env` is the whole environment. Raises
         `LaunchError` when the task cannot be started."""
         opened: list[int] = []
@@ -68,7 +69,9 @@ class Launcher:
             flags = os.O_WRONLY | os.O_CREAT | os.O_CLOEXEC | os.O_NOFOLLOW
             flags |= os.O_APPEND if append else os.O_TRUNC
             for path in (stdout, stderr):
-                opened.append(os.open(path, flags, 0o644))
+                opened.append(
+                    os.dup(path) if isinstance(path, int) else os.open(path, flags, 0o644)
+                )
         except OSError as exc:
             _close(opened)
             raise LaunchError(f"cannot open the task's standard streams: {exc}") from None

@@ -107,7 +107,6 @@ def run_task(
     """Runs `task` to its end and returns its record; the record is also written to
     `DIR/<id>/result.json` when the task finished (not when the batch was interrupted)."""
     task_dir = ctx.out / task.id
-    ctx.out_dir.makedirs(task.id)
     record = TaskRecord(
         index=task.index,
         id=task.id,
@@ -115,6 +114,11 @@ def run_task(
         paths={key: f"{task.id}/{name}" for key, name in PATHS.items() if key != "stderr"},
         input_hash=digest,
     )
+    try:
+        ctx.out_dir.makedirs(task.id)
+    except OSError as exc:  # e.g. another task left a link there: said in the summary
+        record.message = f"could not make its directory: {exc.strerror or exc}"
+        return record
     resume = action is Action.RESUME and previous is not None and previous.session_id is not None
     if resume and not (task_dir / WORKTREE_DIR).is_dir():
         note(f"{task.id}: its kept worktree is gone; running it again from the start")
@@ -241,14 +245,24 @@ def run_child(
     after its own `timeout` has its whole process group killed. `LaunchError` when it could
     not be started, or (once it has ended) when the zygote that started it died."""
     deadline = None if timeout is None else time.monotonic() + timeout + ctx.kill_grace_s
-    proc = ctx.launcher.start(
-        argv,
-        env=ctx.env,
-        stdin=prompt,
-        stdout=task_dir / PATHS["events"],
-        stderr=task_dir / PATHS["stderr"],
-        append=append,
-    )
+    # Opened beneath the held output directory: a task directory another task swapped for a
+    # link is refused, not followed (output/reportfile.ReportDir).
+    streams: list[int] = []
+    try:
+        for name in (PATHS["events"], PATHS["stderr"]):
+            relative = (task_dir.relative_to(ctx.out) / name).as_posix()
+            streams.append(ctx.out_dir.open_file(relative, append=append))
+    except OSError as exc:
+        for fd in streams:
+            os.close(fd)
+        raise LaunchError(f"cannot open the task's output files: {exc.strerror or exc}") from None
+    try:
+        proc = ctx.launcher.start(
+            argv, env=ctx.env, stdin=prompt, stdout=streams[0], stderr=streams[1], append=append
+        )
+    finally:
+        for fd in streams:
+            os.close(fd)
     ctx.children.add(proc)
     try:
         killed = None

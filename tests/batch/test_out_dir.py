@@ -1,0 +1,26 @@
+"""The batch writes beneath its --out directory, opened when the batch starts: a task directory
+that a task (whose sandbox reaches DIR) replaced with a link is refused, never followed, for the
+task's standard streams as for every other file (output/reportfile.ReportDir)."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import pytest
+
+from oiexec.runner.batch.task_run import BatchContext, Children, run_child
+from oiexec.runner.launch import LaunchError
+
+
+def test_a_task_directory_swapped_for_a_link_gets_no_output_files(tmp_path: Path) -> None:
+    out, marker = tmp_path / "runs", tmp_path / "marker"
+    marker.mkdir()
+    ctx = BatchContext(out=out, options=(), timeout_s=None, children=Children(), env={})
+    try:
+        os.symlink(marker, out / "t2")  # planted by another task before t2 starts
+        with pytest.raises(LaunchError, match="cannot open the task's output files"):
+            run_child(["exec", "-"], "p", ctx, out / "t2", timeout=None, append=False)
+    finally:
+        ctx.out_dir.close()
+    assert list(marker.iterdir()) == []
