@@ -193,6 +193,13 @@ def write_reports(
             warn(f"could not write --diff {files.diff.path}: {exc}")
         else:
             save_report(files.diff, _redact_bytes(patch), warn)
+            if baseline.omitted:
+                shown = ", ".join(o.path for o in baseline.omitted[:3])
+                more = len(baseline.omitted) - 3
+                warn(
+                    f"--diff {files.diff.path}: {shown}{f' and {more} more' if more > 0 else ''} "
+                    "not inlined (too big for the patch; listed at its top)"
+                )
     if files.junit is not None:
         _write_junit(files.junit, request, result, model=model, warn=warn)
 

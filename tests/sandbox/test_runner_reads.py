@@ -224,7 +224,7 @@ def test_a_huge_file_in_the_change_is_listed_not_inlined(
         reply("done"),
     )
     patch_path = box.root / "change.patch"
-    code, _out, err, rss = _cli(
+    code, out, err, rss = _cli(
         box,
         [
             "exec", "--json", "-s", "workspace-write", *model_server.config_args(),
@@ -240,6 +240,8 @@ def test_a_huge_file_in_the_change_is_listed_not_inlined(
     assert f"big.bin (added, {size} bytes)" in header and "not inlined" in header
     assert b"diff --git a/small.txt b/small.txt" in patch
     assert b"diff --git a/big.bin" not in patch
+    # And the run says so (a warning on the event stream).
+    assert "big.bin not inlined" in out + err
 
 
 def _deny_config(box: Box) -> None:
