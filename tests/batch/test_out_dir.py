@@ -9,6 +9,7 @@ from pathlib import Path
 
 import pytest
 
+from oiexec.runner.batch.record import read_output
 from oiexec.runner.batch.task_run import BatchContext, Children, run_child
 from oiexec.runner.launch import LaunchError
 
@@ -24,3 +25,19 @@ def test_a_task_directory_swapped_for_a_link_gets_no_output_files(tmp_path: Path
     finally:
         ctx.out_dir.close()
     assert list(marker.iterdir()) == []
+
+
+def test_task_files_are_read_without_following_links_out_or_hanging(tmp_path: Path) -> None:
+    """What the batch reads back from a task's directory (its events, JUnit, result, base
+    commit) is read as anything a task may have replaced: no link out, no FIFO, bounded."""
+    out = tmp_path / "runs"
+    (out / "t1").mkdir(parents=True)
+    secret = tmp_path / "secret.json"
+    secret.write_text('{"type": "turn.failed", "error": {"message": "SECRET"}}\n')
+    (out / "t1" / "events.jsonl").symlink_to(secret)
+    os.mkfifo(out / "t1" / "junit.xml")
+    (out / "t1" / "result.json").write_text("{}")
+    assert read_output(out, out / "t1" / "events.jsonl") is None
+    assert read_output(out, out / "t1" / "junit.xml") is None
+    assert read_output(out, out / "t1" / "result.json") == b"{}"
+    assert read_output(out, out / "t1" / "result.json", max_bytes=1) is None

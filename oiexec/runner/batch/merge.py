@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import json
 import os
-import stat
 from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
@@ -20,7 +19,7 @@ from typing import Any
 from oiexec.core.errors import UsageError
 from oiexec.output.reportfile import ReportDir
 from oiexec.runner.batch.pool import SHARD_FILE
-from oiexec.runner.batch.record import TaskRecord
+from oiexec.runner.batch.record import TaskRecord, read_output
 from oiexec.runner.batch.report import SUMMARY_FILE, batch_exit_code, write_reports
 from oiexec.runner.batch.workspace import WORKTREE_DIR
 
@@ -78,10 +77,11 @@ def _missing(dirs: Sequence[Path], seen: dict[str, Path]) -> list[TaskRecord]:
     """A record for each task the shards' `shard.json` name but no directory holds."""
     batch: list[str] = []
     for directory in dirs:
+        raw = read_output(directory, directory / SHARD_FILE)
         try:
-            listed = json.loads((directory / SHARD_FILE).read_text(encoding="utf-8"))
-        except (OSError, ValueError):
-            continue  # written by every run; a copy without it just cannot be checked
+            listed = json.loads(raw.decode("utf-8")) if raw is not None else None
+        except ValueError:
+            listed = None  # written by every run; a copy without it just cannot be checked
         ids = listed.get("batch_tasks") if isinstance(listed, dict) else None
         if isinstance(ids, list) and len(ids) > len(batch):
             batch = [str(task_id) for task_id in ids]
@@ -100,13 +100,15 @@ def _missing(dirs: Sequence[Path], seen: dict[str, Path]) -> list[TaskRecord]:
 
 def _read_summary(directory: Path) -> dict[str, Any]:
     path = directory / SUMMARY_FILE
+    if not path.exists():
+        raise UsageError(f"{directory} has no {SUMMARY_FILE}; is it a batch --out directory?")
+    # Read as any file a task could have replaced: no link out of the directory followed.
+    raw = read_output(directory, path)
+    if raw is None:
+        raise UsageError(f"cannot read {path}: not a regular file inside {directory}")
     try:
-        data = json.loads(path.read_text(encoding="utf-8"))
-    except FileNotFoundError:
-        raise UsageError(
-            f"{directory} has no {SUMMARY_FILE}; is it a batch --out directory?"
-        ) from None
-    except (OSError, ValueError) as exc:
+        data = json.loads(raw.decode("utf-8"))
+    except ValueError as exc:
         raise UsageError(f"cannot read {path}: {exc}") from None
     if not isinstance(data, dict) or not isinstance(data.get("tasks"), list):
         raise UsageError(f"{path} is not a batch summary (no `tasks` list)")
@@ -114,8 +116,9 @@ def _read_summary(directory: Path) -> dict[str, Any]:
 
 
 def _copy_task(src: Path, out: ReportDir, task_id: str) -> None:
-    """The task's files (not its worktree) into `out/<id>/`: regular files only, no symlink
-    followed on either side (a shard's directory is what its tasks left)."""
+    """The task's files (not its worktree) into `out/<id>/`: regular files only, read with no
+    link out of the shard's directory followed and written with no link followed (a shard's
+    directory is what its tasks left)."""
     if not src.is_dir() or src.resolve() == (out.path / task_id).resolve():
         return
     for top, dirs, files in os.walk(src):
@@ -123,21 +126,6 @@ def _copy_task(src: Path, out: ReportDir, task_id: str) -> None:
         if here == Path("."):
             dirs[:] = [d for d in dirs if d != WORKTREE_DIR]
         for name in files:
-            data = _regular_file(Path(top) / name)
+            data = read_output(src, Path(top) / name)
             if data is not None:
                 out.write((Path(task_id) / here / name).as_posix(), data)
-
-
-def _regular_file(path: Path) -> bytes | None:
-    """The bytes of `path` when it is a regular file (a link is never followed), else None."""
-    try:
-        fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC)
-    except OSError:
-        return None
-    try:
-        if not stat.S_ISREG(os.fstat(fd).st_mode):
-            return None
-        with os.fdopen(os.dup(fd), "rb") as handle:
-            return handle.read()
-    finally:
-        os.close(fd)

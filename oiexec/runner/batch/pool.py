@@ -73,7 +73,7 @@ def run_batch(options: BatchOptions, stream: TextIO = sys.stderr) -> int:
     plan: list[tuple[Task, Action, TaskRecord | None, str]] = []
     for task in tasks:
         digest = input_hash(task, options.exec_options, sources[task.id].base)
-        previous = read_record(out / task.id / RECORD_FILE)
+        previous = read_record(out, out / task.id / RECORD_FILE)
         plan.append(
             (task, decide(previous, digest, retry_failed=options.retry_failed), previous, digest)
         )

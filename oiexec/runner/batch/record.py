@@ -21,6 +21,7 @@ __all__ = [
     "STATUSES",
     "TaskRecord",
     "Tokens",
+    "read_output",
     "read_record",
     "status_for_exit",
     "write_record",
@@ -113,10 +114,31 @@ class TaskRecord:
         return cls(**fields)
 
 
-def read_record(path: Path) -> TaskRecord | None:
-    """The record at `path`; None when absent or unreadable (the task then runs again)."""
+#: The most of one task file the batch reads (events.jsonl of a long run included).
+MAX_READ = 256 * 1024 * 1024
+
+
+def read_output(directory: Path, path: Path, max_bytes: int = MAX_READ) -> bytes | None:
+    """The file `path` inside a batch output `directory`, read as the runner reads anything a
+    task may have replaced (a task's sandbox can reach DIR under a shared /tmp): a regular
+    file beneath `directory`, no symlink out of it followed, bounded (sandbox/reader). None when
+    it is missing or refused."""
+    from oiexec.sandbox.reader import ReadScope, read_file
+
     try:
-        data = json.loads(path.read_text(encoding="utf-8"))
+        return read_file(ReadScope.confined(directory), path, max_bytes=max_bytes).data
+    except OSError:
+        return None
+
+
+def read_record(out: Path, path: Path) -> TaskRecord | None:
+    """The record at `path` in the output directory `out`; None when absent or unreadable (the
+    task then runs again)."""
+    raw = read_output(out, path)
+    if raw is None:
+        return None
+    try:
+        data = json.loads(raw.decode("utf-8"))
         record = TaskRecord.from_dict(data)
     except (OSError, ValueError, TypeError):
         return None

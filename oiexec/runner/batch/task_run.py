@@ -29,6 +29,7 @@ from oiexec.runner.batch.record import (
     RECORD_FILE,
     TaskRecord,
     Tokens,
+    read_output,
     status_for_exit,
     write_record,
 )
@@ -128,7 +129,7 @@ def run_task(
         if resume:
             assert previous is not None
             record.attempts = previous.attempts
-            base = _base_of(task_dir)
+            base = _base_of(ctx.out, task_dir)
             cwd = task_dir / WORKTREE_DIR / source.subdir
         else:
             _clear(ctx.out_dir, task.id)
@@ -149,9 +150,9 @@ def run_task(
     except LaunchError as exc:
         # Not started, or its zygote died under it: said in the record, never a silent fail.
         code, killed, lost = -1, None, exc.message
-    _read_events(task_dir / PATHS["events"], record)
+    _read_events(ctx.out, task_dir / PATHS["events"], record)
     earlier_turns = previous.turns if resume and previous else 0
-    _read_junit(task_dir / PATHS["junit"], record, earlier_turns)
+    _read_junit(ctx.out, task_dir / PATHS["junit"], record, earlier_turns)
     earlier = previous.duration_s if resume and previous else 0.0
     record.duration_s = round(earlier + time.monotonic() - started, 3)
     if lost is not None:
@@ -286,12 +287,12 @@ def _signal_group(proc: TaskProcess, signum: int) -> None:
         os.killpg(proc.pid, signum)
 
 
-def _read_events(path: Path, record: TaskRecord) -> None:
+def _read_events(out: Path, path: Path, record: TaskRecord) -> None:
     """Session id, tokens and the failure message, from the child's JSONL."""
-    try:
-        lines = path.read_text(encoding="utf-8", errors="replace").splitlines()
-    except OSError:
+    raw = read_output(out, path)
+    if raw is None:
         return
+    lines = raw.decode("utf-8", errors="replace").splitlines()
     for line in lines:
         try:
             event: Any = json.loads(line)
@@ -316,17 +317,20 @@ def _read_events(path: Path, record: TaskRecord) -> None:
                 record.message = str(error.get("message") or "") or None
 
 
-def _read_junit(path: Path, record: TaskRecord, earlier_turns: int) -> None:
+def _read_junit(out: Path, path: Path, record: TaskRecord, earlier_turns: int) -> None:
     """Model turns (added to the earlier runs' on a resume) and, where the JSONL could not say
     (`turn.failed` carries no usage), the tokens: from the properties of the child's JUnit
     report, which it writes on every exit it lives to see."""
     import xml.etree.ElementTree as ElementTree
 
     record.turns = earlier_turns
-    try:
-        root = ElementTree.parse(path).getroot()
-    except (OSError, ElementTree.ParseError):
+    raw = read_output(out, path, max_bytes=64 * 1024 * 1024)
+    if raw is None:
         return  # killed outright: what the events said stands
+    try:
+        root = ElementTree.fromstring(raw)
+    except ElementTree.ParseError:
+        return
     props = {p.get("name"): p.get("value") for p in root.iter("property")}
 
     def number(name: str) -> int:
@@ -353,8 +357,8 @@ def _clear(out: ReportDir, task_id: str) -> None:
             out.unlink(f"{task_id}/{name}")
 
 
-def _base_of(task_dir: Path) -> str:
-    try:
-        return (task_dir / ".base").read_text().strip()
-    except OSError as exc:
-        raise GitError(f"the base commit of {task_dir} is unknown", cwd=task_dir) from exc
+def _base_of(out: Path, task_dir: Path) -> str:
+    raw = read_output(out, task_dir / ".base", max_bytes=4096)
+    if raw is None:
+        raise GitError(f"the base commit of {task_dir} is unknown", cwd=task_dir)
+    return raw.decode("utf-8", errors="replace").strip()
