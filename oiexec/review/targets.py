@@ -268,7 +268,15 @@ def _empty_tree(root: Path) -> str:
 def _git(cwd: Path, *args: str, check: bool = True, stdin: str | None = None) -> str:
     try:
         done = run_git_text(
-            ["-c", "core.quotepath=off", *args],
+            # Above the threshold git calls a file binary and shows no lines: a 300 MiB file
+            # in the change must not become 300 MiB of diff held here.
+            [
+                "-c",
+                "core.quotepath=off",
+                "-c",
+                f"core.bigFileThreshold={_MAX_UNTRACKED_BYTES}",
+                *args,
+            ],
             cwd=cwd,
             input=stdin if stdin is not None else "",
             check=check,

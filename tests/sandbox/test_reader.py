@@ -236,3 +236,30 @@ def test_the_writers_reads_are_bounded_and_regular_only(tmp_path: Path) -> None:
             FileWriter().read(path)
     (tmp_path / "file").write_text("x")
     assert FileWriter().read(tmp_path / "file") == b"x"
+
+
+def test_review_never_holds_a_huge_file_of_the_change(tmp_path: Path) -> None:
+    """The lines a change touched come from `git diff -U0`: a file above the cap counts as
+    binary (no lines), so its text is never produced, nor held by the runner."""
+    import subprocess
+
+    from oiexec.review.targets import CommitTarget, UncommittedTarget, changed_lines
+
+    repo = tmp_path / "repo"
+    repo.mkdir()
+    ident = ["-c", "user.name=t", "-c", "user.email=t@e", "-c", "commit.gpgsign=false"]
+    subprocess.run(["git", "init", "-q", str(repo)], check=True)
+    (repo / "small.py").write_text("x = 1\n")
+    (repo / "huge.txt").write_bytes(b"text line\n" * (2 * 1024 * 1024))  # 20 MiB of lines
+    subprocess.run(["git", "-C", str(repo), "add", "-A"], check=True)
+    subprocess.run(["git", "-C", str(repo), *ident, "commit", "-qm", "c"], check=True)
+    head = subprocess.run(
+        ["git", "-C", str(repo), "rev-parse", "HEAD"], capture_output=True, text=True, check=True
+    ).stdout.strip()
+    lines = changed_lines(repo, CommitTarget(head))
+    assert lines is not None
+    assert lines["small.py"] == {1}
+    assert lines.get("huge.txt", set()) == set()
+    (repo / "untracked.txt").write_bytes(b"more\n" * (4 * 1024 * 1024))  # 20 MiB, untracked
+    uncommitted = changed_lines(repo, UncommittedTarget())
+    assert uncommitted is not None and uncommitted["untracked.txt"] == set()
