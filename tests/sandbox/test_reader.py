@@ -263,3 +263,19 @@ def test_review_never_holds_a_huge_file_of_the_change(tmp_path: Path) -> None:
     (repo / "untracked.txt").write_bytes(b"more\n" * (4 * 1024 * 1024))  # 20 MiB, untracked
     uncommitted = changed_lines(repo, UncommittedTarget())
     assert uncommitted is not None and uncommitted["untracked.txt"] == set()
+
+
+def test_swe_agents_submission_never_inlines_a_huge_file(tmp_path: Path) -> None:
+    import subprocess
+
+    from oiexec.tools.adapters.editor import working_tree_diff
+
+    repo = tmp_path / "repo"
+    repo.mkdir()
+    subprocess.run(["git", "init", "-q", str(repo)], check=True)
+    (repo / "small.py").write_text("x = 1\n")
+    (repo / "huge.txt").write_bytes(b"text line\n" * (1024 * 1024))  # 10 MiB of lines
+    diff = working_tree_diff(repo)
+    assert "+x = 1" in diff
+    assert "Binary files /dev/null and b/huge.txt differ" in diff
+    assert len(diff) < 64 * 1024

@@ -121,9 +121,13 @@ def _view(inv: Invocation, path: Path) -> Result:
 def working_tree_diff(cwd: Path) -> str:
     """`git diff` of tracked changes plus new untracked files, without touching the index."""
 
+    from oiexec.output.diff import MAX_FILE_BYTES
+
     def git(*args: str) -> subprocess.CompletedProcess[str]:
-        # Hardened: a command may have planted config in the workspace's git dir.
-        return run_git_text(["-c", "core.quotepath=off", *args], cwd=cwd)
+        # Hardened: a command may have planted config in the workspace's git dir. Above the
+        # threshold a file is "binary" (one line): a huge file cannot swell the submission.
+        big = f"core.bigFileThreshold={MAX_FILE_BYTES}"
+        return run_git_text(["-c", "core.quotepath=off", "-c", big, *args], cwd=cwd)
 
     diff = git("diff", "HEAD", "--").stdout
     for name in git("ls-files", "--others", "--exclude-standard").stdout.splitlines():
