@@ -22,6 +22,7 @@ still runs what the model wrote: such checks belong inside the sandbox (`--check
 from __future__ import annotations
 
 import os
+import re
 import shlex
 from collections.abc import Mapping, Sequence
 from pathlib import Path
@@ -45,6 +46,7 @@ _REDIRECTS = frozenset({">", ">>", "<", "<<", "<<<", ">&", "<&", ">|", "&>", "&>
 _INTERPRETERS = ("sh", "bash", "dash", "zsh", "ksh", "python", "node", "perl", "ruby", "php",
                  "deno", "bun", "tsx", "ts-node", "lua", "Rscript")  # fmt: skip
 _INLINE = frozenset({"-c", "-e", "-m", "--eval", "-p", "--print", "-E", "eval"})
+_VARIABLE = re.compile(r"\$(?:(\w+)|\{(\w+)\})")
 _RUNNERS = {"npx": None, "bunx": None, "pnpx": None, "npm": {"exec", "x"},
             "pnpm": {"exec", "dlx"}, "yarn": {"exec", "dlx"}}  # fmt: skip
 
@@ -92,8 +94,16 @@ def _script_refusal(words: list[str], cwd: Path) -> str | None:
 
 
 def argv_refusal(argv: Sequence[str], cwd: Path, path_value: str) -> str | None:
-    """Why the program `argv` names may not be started outside the sandbox, or None."""
-    words = list(argv)
+    """Why the program `argv` names may not be started outside the sandbox, or None.
+    `~` and `$VAR` are expanded as the shell would (from this process's environment, with
+    `$PWD` the command's `cwd`)."""
+    variables = {**os.environ, "PWD": str(cwd)}
+
+    def expand(word: str) -> str:
+        word = _VARIABLE.sub(lambda m: variables.get(m.group(1) or m.group(2), ""), word)
+        return os.path.expanduser(word)
+
+    words = [expand(word) for word in argv]
     while words and (words[0] in _KEYWORDS or _assignment(words[0])):
         words.pop(0)
     if words and os.path.basename(words[0]) in _WRAPPERS:

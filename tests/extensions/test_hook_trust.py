@@ -43,6 +43,7 @@ SYSTEM_PATH = "/usr/bin:/bin"
         ("cat > /dev/null; $(./ci/guard.sh)", "`./ci/guard.sh` lies inside"),
         ("npx -y docs-mcp", "`npx -y` runs a package from the workspace's node_modules"),
         ("npm exec docs-mcp", "`npm exec` runs a package"),
+        ("$PWD/ci/guard.sh", "/ci/guard.sh` lies inside"),
         ("if true; then . ./ci/env.sh; fi", "would run the script `./ci/env.sh`"),
     ],
 )
@@ -62,9 +63,13 @@ def test_hook_commands_running_workspace_programs_are_refused(
         "python3 -m json.tool",
         "jq . package.json | grep name",
         "no-such-program --flag",
+        "~/bin/guard.sh && $HOME/bin/guard.sh",
     ],
 )
-def test_hook_commands_of_trusted_programs_pass(ws: Path, command: str) -> None:
+def test_hook_commands_of_trusted_programs_pass(
+    ws: Path, command: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("HOME", "/home/ci")
     assert command_refusal(command, ws, SYSTEM_PATH) is None
 
 
