@@ -29,7 +29,7 @@ from oiexec.core.protocols import Sandbox
 from oiexec.runner.sandboxing import command_env
 from oiexec.sandbox import get_sandbox
 from oiexec.sandbox.selfguard import protect_runner
-from oiexec.tools.process import tied_to_runner
+from oiexec.tools.spawn import tied_to_runner
 
 Say = Callable[[str], None]
 
