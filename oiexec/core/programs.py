@@ -106,11 +106,45 @@ def untrusted_roots() -> tuple[Path, ...]:
     return tuple(root for root in roots if root != Path("/"))
 
 
+def _holder(path: Path | str, roots: Sequence[Path]) -> Path | None:
+    """The root holding `path` (absolute), or any symbolic link on the way to it: a link
+    there could be pointed elsewhere after the path was judged. Walked component by
+    component, each link followed from where it lies."""
+
+    def deepest(place: Path) -> Path | None:
+        holding = [root for root in roots if _within(place, root)]
+        return max(holding, key=lambda root: len(root.parts), default=None)
+
+    pending = list(Path(os.path.abspath(path)).parts[1:])
+    current = Path("/")
+    hops = 0
+    while pending:
+        part = pending.pop(0)
+        if part == "..":
+            current = current.parent
+            continue
+        following = current / part
+        try:
+            target = os.readlink(following)
+        except OSError:  # not a link (or not there): a real component
+            current = following
+            continue
+        hit = deepest(following)
+        if hit is not None:
+            return hit
+        hops += 1
+        if hops > 40:
+            return None  # a loop: exec fails on it too
+        if os.path.isabs(target):
+            current = Path("/")
+        pending = [p for p in Path(target).parts if p not in ("/", ".")] + pending
+    return deepest(current)
+
+
 def untrusted_holder(path: Path | str, extra: Sequence[Path] = ()) -> Path | None:
-    """The untrusted root the real path of `path` lies in, or None."""
-    real = _real(path)
+    """The untrusted root `path` lies in, or a symbolic link on the way to it, or None."""
     roots = [*untrusted_roots(), *(_real(r) for r in extra)]
-    return next((root for root in roots if _within(real, root)), None)
+    return _holder(path, roots)
 
 
 def distrust(roots: Iterable[Path]) -> None:
@@ -163,8 +197,7 @@ def _candidate(directory: Path, name: str, roots: Sequence[Path]) -> str | None:
     path = directory / name
     if not (path.is_file() and os.access(path, os.X_OK)):
         return None
-    real = _real(path)
-    if any(_within(real, root) for root in roots):
+    if _holder(path, roots) is not None:
         return None  # a trusted directory's link into the workspace
     # The directory resolved, the name kept: multi-call binaries go by the name they're run as.
     return str(path)
@@ -180,12 +213,11 @@ def _search(
         if not os.path.isabs(entry):
             skipped.append(f"{entry} (relative)")
             continue
-        real = _real(entry)
-        holder = next((root for root in roots if _within(real, root)), None)
+        holder = _holder(entry, roots)
         if holder is not None:
             skipped.append(f"{entry} (inside {holder})")
             continue
-        found = _candidate(real, name, roots)
+        found = _candidate(_real(entry), name, roots)
         if found is not None:
             return found, tuple(skipped)
     return None, tuple(skipped)
@@ -220,11 +252,7 @@ def resolve(
             result = Resolution(name, path, "PATH", skipped)
         else:
             fixed = next(
-                (
-                    p
-                    for p in fallbacks
-                    if os.access(p, os.X_OK) and not any(_within(_real(p), r) for r in roots)
-                ),
+                (p for p in fallbacks if os.access(p, os.X_OK) and _holder(p, roots) is None),
                 None,
             )
             source = "fallback" if fixed is not None else "missing"
@@ -245,7 +273,7 @@ def trusted_path_value(path_value: str, extra_untrusted: Sequence[Path] = ()) ->
     kept = [
         entry
         for entry in path_value.split(os.pathsep)
-        if entry and os.path.isabs(entry) and not any(_within(_real(entry), root) for root in roots)
+        if entry and os.path.isabs(entry) and _holder(entry, roots) is None
     ]
     return os.pathsep.join(kept)
 
@@ -260,7 +288,7 @@ def judge_program(
     roots = [*untrusted_roots(), *(_real(r) for r in extra_untrusted)]
     if os.sep in program:
         path = Path(program) if os.path.isabs(program) else cwd / program
-        holder = next((root for root in roots if _within(_real(path), root)), None)
+        holder = _holder(path, roots)
         if holder is not None:
             return None, (
                 f"`{program}` lies inside {holder}, which sandboxed commands can write, and "
@@ -277,7 +305,7 @@ def judge_program(
         candidate = directory / program
         if not (candidate.is_file() and os.access(candidate, os.X_OK)):
             continue
-        holder = next((root for root in roots if _within(_real(candidate), root)), None)
+        holder = _holder(candidate, roots)
         if not os.path.isabs(entry) or holder is not None:
             where = str(holder if holder is not None else cwd)
             if not os.path.isabs(entry):

@@ -132,3 +132,23 @@ def test_trusted_path_value_drops_what_commands_could_write(tmp_path: Path) -> N
     programs.distrust([ws])
     value = os.pathsep.join([str(ws / "bin"), "bin", "", "/usr/bin", "/bin"])
     assert programs.trusted_path_value(value) == os.pathsep.join(["/usr/bin", "/bin"])
+
+
+def test_a_link_on_the_way_through_an_untrusted_root_is_skipped(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # /opt/bin/git -> ws/hop -> system/git: the program is outside, but the link in the
+    # workspace can be pointed elsewhere after it was judged.
+    ws, system, opt = tmp_path / "ws", tmp_path / "system", tmp_path / "opt"
+    real = _program(system, "git")
+    ws.mkdir()
+    (ws / "hop").symlink_to(real)
+    opt.mkdir()
+    (opt / "git").symlink_to(ws / "hop")
+    (tmp_path / "linked-bin").symlink_to(ws)  # a directory entry reached through a link
+    monkeypatch.setenv("PATH", os.pathsep.join([str(opt), str(system)]))
+    programs.distrust([ws])
+    assert programs.find("git") == str(real)
+    assert programs.untrusted_holder(opt / "git") == ws.resolve()
+    assert programs.untrusted_holder(tmp_path / "linked-bin" / "x") == ws.resolve()
+    assert programs.untrusted_holder(real) is None
