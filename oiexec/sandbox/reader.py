@@ -18,6 +18,10 @@ never something that hangs or floods it. A `ReadScope` says where reading is all
 - whatever the path: only regular files (no devices, FIFOs, sockets, directories; the open
   is non-blocking, so a FIFO cannot stall it), nothing on a kernel file system (/proc, /sys,
   ...), nothing under a profile's `deny` paths, and never more than `max_bytes` read.
+- a root runner reads only what a command could: the sandbox drops root's capabilities, so
+  another user's 0600 file (or one in a 0700 home) is unreadable there and refused here too
+  (`_unprivileged_denial`, by the permission bits; an unprivileged runner has the kernel
+  check the same credentials its commands have).
 
 A refusal is a `ReadRefused` whose message is meant for the model.
 """
@@ -235,6 +239,48 @@ def _special(path: Path) -> ReadRefused:
     )
 
 
+def _may(info: os.stat_result, bits: tuple[int, int, int], groups: set[int]) -> bool:
+    """Whether the permission bits let this uid (without privilege) do `bits`' action."""
+    owner, group, other = bits
+    if info.st_uid == os.geteuid():
+        return bool(info.st_mode & owner)
+    if info.st_gid in groups:
+        return bool(info.st_mode & group)
+    return bool(info.st_mode & other)
+
+
+_READ_BITS = (stat.S_IRUSR, stat.S_IRGRP, stat.S_IROTH)
+_SEARCH_BITS = (stat.S_IXUSR, stat.S_IXGRP, stat.S_IXOTH)
+
+
+def _unprivileged_denial(path: Path, real: Path, info: os.stat_result) -> ReadRefused | None:
+    """For a root runner: a refusal when a command (root without capabilities, in the
+    sandbox) could not read `real`, or reach it through its directories."""
+    if os.geteuid() != 0:
+        return None  # the kernel already checks this process as it checks its commands
+    groups = {os.getegid(), *os.getgroups()}
+    blocked: Path | None = None
+    if not _may(info, _READ_BITS, groups):
+        blocked = real
+    else:
+        for parent in real.parents:
+            try:
+                if not _may(os.stat(parent), _SEARCH_BITS, groups):
+                    blocked = parent
+                    break
+            except OSError:
+                blocked = parent
+                break
+    if blocked is None:
+        return None
+    return ReadRefused(
+        "denied",
+        path,
+        f"{path} cannot be read: commands in the sandbox have no permission on {blocked} "
+        "(root's privileges are dropped there), and the file tools read only what they can.",
+    )
+
+
 def _check_fd(path: Path, fd: int, *, directory: bool) -> os.stat_result:
     info = os.fstat(fd)
     if stat.S_ISDIR(info.st_mode) and not directory:
@@ -265,7 +311,11 @@ def open_file(scope: ReadScope, path: Path) -> Iterator[tuple[int, os.stat_resul
         raise _special(path)
     fd = _open(path, where, _READ_FLAGS)
     try:
-        yield fd, _check_fd(path, fd, directory=False)
+        checked = _check_fd(path, fd, directory=False)
+        refusal = _unprivileged_denial(path, where.real, checked)
+        if refusal is not None:
+            raise refusal
+        yield fd, checked
     finally:
         os.close(fd)
 
@@ -325,7 +375,10 @@ def open_directory(scope: ReadScope, path: Path) -> Iterator[int]:
     where = _resolve(scope, path)
     fd = _open(path, where, beneath.directory_flags())
     try:
-        _check_fd(path, fd, directory=True)
+        info = _check_fd(path, fd, directory=True)
+        refusal = _unprivileged_denial(path, where.real, info)
+        if refusal is not None:
+            raise refusal
         yield fd
     finally:
         os.close(fd)

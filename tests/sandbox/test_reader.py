@@ -279,3 +279,34 @@ def test_swe_agents_submission_never_inlines_a_huge_file(tmp_path: Path) -> None
     assert "+x = 1" in diff
     assert "Binary files /dev/null and b/huge.txt differ" in diff
     assert len(diff) < 64 * 1024
+
+
+def test_a_root_runner_reads_only_what_its_commands_could(tmp_path: Path) -> None:
+    """The sandbox drops root's capabilities: another user's 0600 file, or any file in
+    another user's 0700 directory, is unreadable to commands, so to the tools as well."""
+    if os.geteuid() != 0:
+        pytest.skip("making another user's files needs root")
+    other = 4321
+    private = tmp_path / "private.txt"
+    private.write_text(SECRET)
+    os.chown(private, other, other)
+    private.chmod(0o600)
+    home = tmp_path / "home"
+    home.mkdir()
+    (home / "notes.txt").write_text(SECRET)
+    (home / "notes.txt").chmod(0o644)
+    os.chown(home, other, other)
+    home.chmod(0o700)
+    public = tmp_path / "public.txt"
+    public.write_text("open\n")
+    os.chown(public, other, other)
+    public.chmod(0o644)
+    tmp_path.chmod(0o755)
+    scope = ReadScope()
+    for path in (private, home / "notes.txt"):
+        with pytest.raises(ReadRefused) as caught:
+            read_file(scope, path)
+        assert caught.value.kind == "denied" and "no permission" in caught.value.reason
+    with pytest.raises(ToolInputError):
+        list_directory(home)
+    assert read_file(scope, public).data == b"open\n"
