@@ -107,6 +107,7 @@ _EXEC_OPTIONS: list[Callable[[Any], Any]] = [
         "--output-last-message",
         "last_message_file",
         type=REPORT_PATH,
+        metavar="FILE",
         help="Write the final message to FILE (only after a completed turn).",
     ),
     click.option(
@@ -133,12 +134,14 @@ _EXEC_OPTIONS: list[Callable[[Any], Any]] = [
         "--junit",
         "junit_file",
         type=REPORT_PATH,
+        metavar="FILE",
         help="Write a JUnit XML report of the run.",
     ),
     click.option(
         "--diff",
         "diff_file",
         type=REPORT_PATH,
+        metavar="FILE",
         help="Write the change made by the run as a patch `git apply` accepts.",
     ),
     click.option(

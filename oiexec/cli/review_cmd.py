@@ -40,12 +40,14 @@ _REVIEW_OPTIONS: list[Callable[[Any], Any]] = [
         "--sarif",
         "sarif_file",
         type=REPORT_PATH,
+        metavar="FILE",
         help="Write the findings as SARIF 2.1.0 (GitHub code scanning).",
     ),
     click.option(
         "--markdown",
         "markdown_file",
         type=REPORT_PATH,
+        metavar="FILE",
         help="Write a Markdown report of the review.",
     ),
     click.option(
