@@ -310,3 +310,14 @@ def test_a_root_runner_reads_only_what_its_commands_could(tmp_path: Path) -> Non
     with pytest.raises(ToolInputError):
         list_directory(home)
     assert read_file(scope, public).data == b"open\n"
+
+
+def test_grep_never_searches_a_denied_path(tree: tuple[Path, Path]) -> None:
+    ws, _ = tree
+    (ws / "private").mkdir()
+    (ws / "private" / "key").write_text(f"{SECRET}\n")
+    (ws / "visible.txt").write_text(f"{SECRET[:10]} visible\n")
+    scope = _scope(ws, deny=(ws / "private",))
+    for use_rg in (False, True):
+        found = grep(GrepQuery(SECRET[:10], ws, output_mode="content", scope=scope), use_rg=use_rg)
+        assert [line.path.name for line in found.lines] == ["visible.txt"]

@@ -140,7 +140,9 @@ def grep(query: GrepQuery, *, use_rg: bool | None = None) -> GrepResult:
         walk_root(query.path, query.scope)
     rg = rg_available() if use_rg is None else use_rg and rg_available()
     # One file is searched here, through the reader: ripgrep would follow a link in its name.
-    rg = rg and not single_file
+    # So is a tree under a profile's deny rules: ripgrep knows nothing of them.
+    denies = query.scope is not None and bool(query.scope.deny)
+    rg = rg and not single_file and not denies
     if not rg and query.file_type is not None and query.file_type not in FILE_TYPES:
         raise ToolInputError(f"Unrecognized file type: {query.file_type}")
     hits = _run_rg(query) if rg else _run_python(query)
