@@ -10,7 +10,6 @@ and a failure before that prints them first, so the cause is seen with the sympt
 from __future__ import annotations
 
 import dataclasses
-import os
 import time
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
@@ -20,7 +19,7 @@ from oiexec.config.catalog import ModelFacts, model_facts
 from oiexec.config.effects import RunFacts, no_effect_notes
 from oiexec.config.loader import LoadedConfig, load_config
 from oiexec.config.oss import check_local_server
-from oiexec.config.permissions import IN_PROCESS_READERS, apply_profile, refuse_unenforceable
+from oiexec.config.permissions import IN_PROCESS_READERS, refuse_unenforceable
 from oiexec.config.providers import resolve_api_key, resolve_provider
 from oiexec.config.settings import ProviderConfig, Settings
 from oiexec.core.errors import ConfigError, UsageError
@@ -32,7 +31,7 @@ from oiexec.runner.inputs import read_images, read_output_schema
 from oiexec.runner.programs import trust_run_programs
 from oiexec.runner.reports import stderr_warning
 from oiexec.runner.request import ExecRequest
-from oiexec.runner.sandboxing import RefusalTracker, add_dir_warnings, build_policy
+from oiexec.runner.sandboxing import RefusalTracker, add_dir_warnings, run_policy
 from oiexec.runner.sessions import SettingChange, continue_session, setting_changes
 from oiexec.sandbox.selfguard import protect_runner
 
@@ -159,15 +158,7 @@ def prepare(request: ExecRequest, hooks: RunHooks, warnings: StartupWarnings) ->
     # Before any command runs: the key must not be readable from this process by them.
     protect_runner([provider.env_key or ""])
     images = read_images(request.images)
-    policy = build_policy(config.settings, request, trusted=config.trusted)
-    policy = apply_profile(
-        policy,
-        config.settings,
-        sandbox_mode_origin=_sandbox_mode_origin(config, request),
-        bypass=request.dangerously_bypass,
-        environ=os.environ,
-        add_dirs=request.add_dirs,
-    )
+    policy = run_policy(config, request, trusted=config.trusted)
     if hooks.sandbox_mode:
         policy = dataclasses.replace(policy, mode=hooks.sandbox_mode)
     warnings.add(*add_dir_warnings(policy, request.add_dirs))
@@ -216,15 +207,6 @@ def _use_review_model(config: LoadedConfig, request: ExecRequest) -> None:
         return
     config.settings = config.settings.model_copy(update={"model": review_model})
     config.origins["model"] = f"review_model: {config.origins.get('review_model', '?')}"
-
-
-def _sandbox_mode_origin(config: LoadedConfig, request: ExecRequest) -> str | None:
-    """Where `sandbox_mode` was set for this run, if anywhere but the session a resume
-    continues (which records the mode a profile gave it)."""
-    origin = config.origins.get("sandbox_mode")
-    if config.settings.sandbox_mode is None or origin is None:
-        return None
-    return None if origin == request.config.session_origin else origin
 
 
 def _reading_tools(settings: Settings, provider: ProviderConfig) -> list[str]:

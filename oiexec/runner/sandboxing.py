@@ -8,6 +8,8 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
+from oiexec.config.loader import LoadedConfig
+from oiexec.config.permissions import apply_profile
 from oiexec.config.settings import Settings
 from oiexec.core.errors import SandboxUnavailable
 from oiexec.core.policy import (
@@ -49,6 +51,30 @@ def build_policy(settings: Settings, request: ExecRequest, *, trusted: bool) -> 
             limits.max_processes, limits.max_file_size_mb, limits.max_cpu_seconds
         ),
     )
+
+
+def run_policy(config: LoadedConfig, request: ExecRequest, *, trusted: bool) -> SandboxPolicy:
+    """The sandbox policy a run gets: settings and flags, then the permission profile. The one
+    place it is worked out, for a run and for the batch's check of a task against its command
+    line (runner/batch/ceiling.py), so the two can never disagree."""
+    policy = build_policy(config.settings, request, trusted=trusted)
+    return apply_profile(
+        policy,
+        config.settings,
+        sandbox_mode_origin=_sandbox_mode_origin(config, request),
+        bypass=request.dangerously_bypass,
+        environ=os.environ,
+        add_dirs=request.add_dirs,
+    )
+
+
+def _sandbox_mode_origin(config: LoadedConfig, request: ExecRequest) -> str | None:
+    """Where `sandbox_mode` was set for this run, if anywhere but the session a resume
+    continues (which records the mode a profile gave it)."""
+    origin = config.origins.get("sandbox_mode")
+    if config.settings.sandbox_mode is None or origin is None:
+        return None
+    return None if origin == request.config.session_origin else origin
 
 
 def add_dir_warnings(policy: SandboxPolicy, add_dirs: tuple[Path, ...]) -> list[str]:

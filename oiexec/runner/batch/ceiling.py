@@ -22,13 +22,12 @@ import os
 from dataclasses import dataclass, field
 
 from oiexec.config.loader import LoadedConfig, load_config
-from oiexec.config.permissions import apply_profile
 from oiexec.config.providers import resolve_provider
 from oiexec.core.errors import OiexecError
 from oiexec.core.policy import SandboxPolicy, loosenings
 from oiexec.runner.batch.tasks import Task
 from oiexec.runner.request import ExecRequest
-from oiexec.runner.sandboxing import build_policy
+from oiexec.runner.sandboxing import run_policy
 from oiexec.tools.shell_env import build_command_env
 
 __all__ = ["Ceiling"]
@@ -100,15 +99,7 @@ class Ceiling:
         config = load_config(request.config, warnings=[])
         settings = config.settings
         # Untrusted, as every task's fresh worktree is.
-        policy = build_policy(settings, request, trusted=False)
-        policy = apply_profile(
-            policy,
-            settings,
-            sandbox_mode_origin=_mode_origin(config),
-            bypass=request.dangerously_bypass,
-            environ=os.environ,
-            add_dirs=request.add_dirs,
-        )
+        policy = run_policy(config, request, trusted=False)
         env = build_command_env(
             settings.shell_environment_policy,
             base_env=dict(os.environ),
@@ -125,8 +116,3 @@ def _provider_key(config: LoadedConfig) -> str | None:
         return resolve_provider(config.settings)[1].env_key
     except OiexecError:
         return None  # the task's run will say what is wrong with its provider
-
-
-def _mode_origin(config: LoadedConfig) -> str | None:
-    """Where `sandbox_mode` was set (a permission profile may not be combined with it)."""
-    return config.origins.get("sandbox_mode") if config.settings.sandbox_mode else None
