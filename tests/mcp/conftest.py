@@ -8,8 +8,21 @@ import time
 from pathlib import Path
 from typing import Any
 
+import pytest
+
+from oiexec.core import programs
+
 REPO_ROOT = Path(__file__).resolve().parents[2]
 MINI = "tests.support.mcp_servers.mini"
+
+
+@pytest.fixture(autouse=True)
+def _programs_judged_as_in_a_run(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Servers started in-process are judged as a run in `tmp_path` judges them: the test
+    process's own directory (this checkout, whose .venv runs the test servers) is not the
+    workspace here. Fresh state per test, so no other test's roots leak in."""
+    monkeypatch.setattr(programs, "_STATE", programs._State())
+    programs.distrust([tmp_path])
 
 
 def toml(value: Any) -> str:
