@@ -66,6 +66,13 @@ def register_secret(value: str | None) -> None:
         _ordered = tuple(sorted(_secrets, key=len, reverse=True))
 
 
+def longest_form() -> int:
+    """The length in UTF-8 bytes of the longest registered form (0 with none): how much of a
+    text beyond a cut point must be seen to mask a secret the cut goes through."""
+    forms = _ordered
+    return len(forms[0].encode()) if forms else 0
+
+
 def redact(text: str) -> str:
     """`text` with every registered secret, in every registered form, replaced by the mask.
 

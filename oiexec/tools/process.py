@@ -27,6 +27,7 @@ from collections.abc import Callable
 
 from oiexec.core.interrupts import uninterruptible
 from oiexec.core.policy import PreparedCommand
+from oiexec.core.redact import longest_form, redact
 from oiexec.tools.spawn import spawner, tied_to_runner
 
 #: After SIGTERM, how long the group gets before SIGKILL.
@@ -47,30 +48,51 @@ class StdinClosed(Exception):
 
 
 class _Capped:
-    """A byte buffer keeping its first and last `cap / 2` bytes and counting the rest."""
+    """A byte buffer keeping its first and last `cap / 2` bytes and counting the rest.
+
+    When the middle is dropped, a secret could straddle a cut and leave a fragment no later
+    redaction recognises. So each kept half is held with a margin as long as the longest
+    registered secret form, redacted whole, and only then cut to its size."""
 
     def __init__(self, cap: int = OUTPUT_CAP_BYTES) -> None:
         self._half = cap // 2
+        self._margin = longest_form()
         self._head = bytearray()
         self._tail = bytearray()
-        self.dropped = 0
+        self._total = 0
+
+    @property
+    def dropped(self) -> int:
+        return max(0, self._total - 2 * self._half)
 
     def append(self, data: bytes) -> None:
-        room = self._half - len(self._head)
+        self._total += len(data)
+        keep = self._half + self._margin
+        room = keep - len(self._head)
         if room > 0:
             self._head += data[:room]
             data = data[room:]
         self._tail += data
-        excess = len(self._tail) - self._half
+        excess = len(self._tail) - keep
         if excess > 0:
             del self._tail[:excess]
-            self.dropped += excess
 
     def getvalue(self) -> bytes:
         if not self.dropped:
             return bytes(self._head + self._tail)
+        keep = self._half + self._margin
+        # Until the tail has lost bytes, head and tail are one run of the output: the tail's
+        # half is then taken from all of it, as the head's margin may overlap it.
+        whole = bytes(self._head + self._tail) if self._total <= 2 * keep else b""
+        head = whole[:keep] if whole else bytes(self._head)
+        tail = whole[-keep:] if whole else bytes(self._tail)
         marker = f"\n…{self.dropped} bytes of output dropped…\n".encode()
-        return bytes(self._head) + marker + bytes(self._tail)
+        return _redacted(head)[: self._half] + marker + _redacted(tail)[-self._half :]
+
+
+def _redacted(data: bytes) -> bytes:
+    """`data` with registered secrets masked, undecodable bytes kept as they were."""
+    return redact(data.decode("utf-8", "surrogateescape")).encode("utf-8", "surrogateescape")
 
 
 def exit_status(returncode: int) -> int:

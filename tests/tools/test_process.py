@@ -11,6 +11,7 @@ from pathlib import Path
 import pytest
 
 from oiexec.core.policy import PreparedCommand
+from oiexec.core.redact import clear_secrets, register_secret
 from oiexec.tools.process import (
     FIRST_SESSION_ID,
     ProcessRegistry,
@@ -181,6 +182,41 @@ def test_capped_buffer_keeps_head_and_tail() -> None:
     assert value.startswith(b"01234")
     assert value.endswith(b"fghij")
     assert b"10 bytes of output dropped" in value
+
+
+SECRET = "sk-live-0123456789abcdefghij"
+
+
+@pytest.fixture
+def registered_secret() -> Iterator[str]:
+    register_secret(SECRET)
+    yield SECRET
+    clear_secrets()
+
+
+def _floods(secret: bytes, half: int) -> Iterator[bytes]:
+    """Outputs whose head cut (at `half`) or tail cut (`half` from the end) goes through
+    `secret`, at every offset."""
+    filler = b"." * (4 * half)
+    for inside in range(1, len(secret)):
+        yield b"x" * (half - inside) + secret + filler  # the head's cut
+        yield filler + secret + b"y" * (half - inside)  # the tail's cut
+
+
+@pytest.mark.parametrize("chunk", [1, 7, 4096])
+def test_a_secret_across_either_cut_leaves_no_fragment(registered_secret: str, chunk: int) -> None:
+    """The middle of a flood is dropped only after each kept half was redacted whole: a secret
+    a cut goes through is masked, not cut into a piece no redaction recognises."""
+    secret = registered_secret.encode()
+    for data in _floods(secret, half=100):
+        buf = _Capped(cap=200)
+        for start in range(0, len(data), chunk):
+            buf.append(data[start : start + chunk])
+        value = buf.getvalue()
+        head, marker, tail = value.partition("\n…".encode())
+        assert marker and len(head) <= 100 and len(tail) <= 100 + 40
+        pieces = {secret[i : i + 6] for i in range(len(secret) - 5)}
+        assert not any(piece in value for piece in pieces), value
 
 
 def test_exited_processes_are_reaped(registry: ProcessRegistry, tmp_path: Path) -> None:
