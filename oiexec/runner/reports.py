@@ -117,6 +117,12 @@ def request_reports(request: ExecRequest) -> ReportFiles:
         last_message=request.output_last_message,
         untrusted=untrusted_roots(request.cwd, request.add_dirs),
     )
+    return open_all_reports(paths)
+
+
+def open_all_reports(paths: ReportPaths) -> ReportFiles:
+    """Every report of `paths`, opened; raises the `UsageError` of a refused path (none is
+    left open then)."""
     files, refused = open_reports(paths)
     if refused is not None:
         files.close()

@@ -52,7 +52,7 @@ from oiexec.runner.reports import (
     ReportFiles,
     ReportPaths,
     Warn,
-    open_reports,
+    open_all_reports,
     save_report,
     stderr_warning,
     untrusted_roots,
@@ -176,11 +176,7 @@ def _open_reports(request: ReviewRequest) -> ReportFiles:
         last_message=base.output_last_message,
         untrusted=untrusted_roots(base.cwd, base.add_dirs),
     )
-    files, refused = open_reports(paths)
-    if refused is not None:
-        files.close()
-        raise refused
-    return files
+    return open_all_reports(paths)
 
 
 def _step_summary(warn: Warn) -> ReportTarget | None:
