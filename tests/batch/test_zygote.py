@@ -4,6 +4,7 @@ through the socketpair its caller holds."""
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import socket
@@ -89,7 +90,10 @@ def test_bad_requests_are_refused_and_the_run_in_flight_goes_on(
     )
     assert probe.wait(60) == 0
     # And reports the first run's end once its prompt is in.
-    os.write(stdin_w, b"hello")
+    # (A run that gave up on its prompt already, on a loaded machine, has closed the pipe:
+    # what matters is that its exit status still arrives.)
+    with contextlib.suppress(BrokenPipeError):
+        os.write(stdin_w, b"hello")
     os.close(stdin_w)
     code = running.wait(60)
     assert isinstance(code, int), "the run in flight lost its exit status"
