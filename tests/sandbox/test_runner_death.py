@@ -236,15 +236,18 @@ def test_without_signal_scoping_the_process_group_ends_with_the_runner(
         # The command's first process (the shell, or the final sleep it became) and `sleep &`.
         assert len(in_group) >= 2, in_group
         assert not (left & in_group), f"its process group outlived the runner: {left & in_group}"
-        assert left, "setsid'd children died too: the test no longer shows the gap"
-        report = box.cli(
-            ["doctor", "--json"], backend="landlock", env={"OI_SANDBOX_FAULTS": faults}
-        )
-        degraded = json.loads(report.stdout)["degraded"]
         cgroup = box.who == "root" and find_pids_cgroup() is not None
         if not cgroup:
+            assert left, "setsid'd children died too: the test no longer shows the gap"
+            report = box.cli(
+                ["doctor", "--json"], backend="landlock", env={"OI_SANDBOX_FAULTS": faults}
+            )
+            degraded = json.loads(report.stdout)["degraded"]
             assert any("outlive it" in d for d in degraded), degraded
             return
+        # A root runner's pids cgroups of dead runners are emptied when any run starts: one of
+        # another test running alongside may already have ended what `left` holds. The next
+        # run here must leave none of it alive either way.
         done = _start(box, model_server, "landlock", later, faults)
         _, err = done.communicate(timeout=120)
         assert done.returncode == 0, err
