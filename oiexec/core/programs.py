@@ -30,6 +30,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
+from oiexec.core import links
 from oiexec.core.errors import ConfigError
 
 __all__ = [
@@ -108,37 +109,18 @@ def untrusted_roots() -> tuple[Path, ...]:
 
 def _holder(path: Path | str, roots: Sequence[Path]) -> Path | None:
     """The root holding `path` (absolute), or any symbolic link on the way to it: a link
-    there could be pointed elsewhere after the path was judged. Walked component by
-    component, each link followed from where it lies."""
+    there could be pointed elsewhere after the path was judged."""
 
     def deepest(place: Path) -> Path | None:
         holding = [root for root in roots if _within(place, root)]
         return max(holding, key=lambda root: len(root.parts), default=None)
 
-    pending = list(Path(os.path.abspath(path)).parts[1:])
-    current = Path("/")
-    hops = 0
-    while pending:
-        part = pending.pop(0)
-        if part == "..":
-            current = current.parent
-            continue
-        following = current / part
-        try:
-            target = os.readlink(following)
-        except OSError:  # not a link (or not there): a real component
-            current = following
-            continue
-        hit = deepest(following)
+    resolved, met, _ = links.resolve(Path(os.path.abspath(path)))
+    for link, _target in met:
+        hit = deepest(link)
         if hit is not None:
             return hit
-        hops += 1
-        if hops > 40:
-            return None  # a loop: exec fails on it too
-        if os.path.isabs(target):
-            current = Path("/")
-        pending = [p for p in Path(target).parts if p not in ("/", ".")] + pending
-    return deepest(current)
+    return deepest(resolved)
 
 
 def untrusted_holder(path: Path | str, extra: Sequence[Path] = ()) -> Path | None:

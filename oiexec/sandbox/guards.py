@@ -46,8 +46,8 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 from oiexec.core.errors import SandboxUnavailable
+from oiexec.core.links import resolve
 
-_MAX_LINKS = 40  # as the kernel's MAXSYMLINKS
 #: How long to wait for a lock another process holds exclusively (only ever briefly).
 LOCK_TIMEOUT_S = 10.0
 
@@ -76,41 +76,6 @@ class Protection:
     held: bool = False
     #: Symlinks met on the way, inside bound roots, with their targets (restored if changed).
     links: tuple[tuple[Path, str], ...] = ()
-
-
-def resolve(path: Path) -> tuple[Path, list[tuple[Path, str]], bool]:
-    """`path` with every symlink resolved, the links met (path, target), and whether the
-    resolution ended early (a loop, or a non-directory in the middle)."""
-    links: list[tuple[Path, str]] = []
-    pending = list(path.parts[1:])
-    current = Path("/")
-    while pending:
-        part = pending.pop(0)
-        if part in ("", "."):
-            continue
-        if part == "..":
-            current = current.parent
-            continue
-        candidate = current / part
-        try:
-            info = os.lstat(candidate)
-        except OSError:
-            return Path(current, part, *pending), links, False
-        if stat.S_ISLNK(info.st_mode):
-            if len(links) >= _MAX_LINKS:
-                return Path(candidate, *pending), links, True
-            target = os.readlink(candidate)
-            links.append((candidate, target))
-            target_parts = Path(target).parts
-            if target.startswith("/"):
-                current = Path("/")
-                target_parts = target_parts[1:]
-            pending[:0] = list(target_parts)
-            continue
-        if pending and not stat.S_ISDIR(info.st_mode):
-            return Path(candidate, *pending), links, True
-        current = candidate
-    return current, links, False
 
 
 def _first_missing(path: Path) -> Path | None:

@@ -14,8 +14,9 @@ from pathlib import Path
 
 import pytest
 
+from oiexec.core.links import resolve
 from oiexec.sandbox import guards
-from oiexec.sandbox.guards import GuardError, Guards, plan, resolve, restore_links
+from oiexec.sandbox.guards import GuardError, Guards, plan, restore_links
 from tests.sandbox.conftest import IS_ROOT, NOBODY
 
 NAME = ".openinterpreter"
