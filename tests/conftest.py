@@ -13,6 +13,7 @@ from pathlib import Path
 from typing import Any, Protocol
 
 import pytest
+from hypothesis import settings
 
 from oiexec.core.context import ItemEmitter, ToolContext
 from oiexec.core.events import ThreadEvent
@@ -20,6 +21,13 @@ from oiexec.core.policy import SandboxMode, SandboxPolicy
 from oiexec.core.protocols import Sandbox
 from oiexec.sandbox.nosandbox import NoSandbox
 from tests.support.model_server import ModelServer, model_server  # noqa: F401
+
+# Property-based tests: a small default budget keeps the suite inside its time; a long
+# search is `pytest --hypothesis-profile long` (hypothesis's own option). No deadline: a
+# loaded CI machine must not turn a slow example into a failure.
+settings.register_profile("quick", max_examples=25, deadline=None)
+settings.register_profile("long", max_examples=2000, deadline=None)
+settings.load_profile("quick")
 
 _SCRUBBED_PREFIXES = (
     "OPENAI_",
