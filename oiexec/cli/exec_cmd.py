@@ -41,7 +41,7 @@ def exec_group(ctx: click.Context, /, **_: Any) -> None:
     """Run the agent non-interactively on PROMPT (or stdin) and exit.
 
     With --json, stdout carries only JSONL events; otherwise only the final message. Progress
-    goes to stderr. Exit codes are listed in the README.
+    goes to stderr. Exit codes are listed in docs/exec.md.
     """
     if ctx.invoked_subcommand is None:
         _run(ctx, prompt=None)

@@ -36,7 +36,7 @@ from typing import ClassVar, Literal
 
 
 class ExitCode(IntEnum):
-    """The documented exit codes of `interpreter` (README, "Exit codes")."""
+    """The documented exit codes of `interpreter` (docs/exec.md, "Exit codes")."""
 
     SUCCESS = 0
     FAILED = 1

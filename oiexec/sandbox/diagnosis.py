@@ -370,7 +370,7 @@ def process_limit_gap(policy: SandboxPolicy) -> list[str]:
     ]
 
 
-#: What Landlock cannot guarantee, whatever the host (README "Sandbox", doctor).
+#: What Landlock cannot guarantee, whatever the host (docs/sandbox.md, doctor).
 LANDLOCK_HISTORY = (
     "git history is not protected: objects, refs and the index can be changed or deleted by a "
     "command and are not restored; a deleted or replaced .git is reported with the HEAD and "
