@@ -7,7 +7,9 @@ every value passes through `redact`.
 
 from __future__ import annotations
 
-from collections.abc import Mapping, MutableMapping
+import contextlib
+import logging
+from collections.abc import Callable, Mapping, MutableMapping
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import IO, Any
@@ -48,6 +50,8 @@ class RunLogSink:
                 structlog.processors.JSONRenderer(sort_keys=True),
             ],
         ).bind(**context)
+        self._relay = _ProviderRelay(self.note)
+        self._relay.install()
 
     def note(self, event: str, **fields: Any) -> None:
         self._log.info(event, **fields)
@@ -77,4 +81,34 @@ class RunLogSink:
                 pass
 
     def close(self) -> None:
+        self._relay.remove()
         self._file.close()
+
+
+#: Where the provider wires record at debug level what the server sent that they could not
+#: use (an event of the wrong shape, redacted and cut): `providers.events.base.LOGGER_NAME`.
+_PROVIDER_LOGGER = "oiexec.providers"
+
+
+class _ProviderRelay(logging.Handler):
+    """The wires' debug records into the run log as `provider.debug` (an operator reading why
+    a run failed sees the raw event); unrelayed, nothing records them and nothing prints."""
+
+    def __init__(self, note: Callable[..., None]) -> None:
+        super().__init__(level=logging.DEBUG)
+        self._note = note
+
+    def install(self) -> None:
+        logger = logging.getLogger(_PROVIDER_LOGGER)
+        logger.addHandler(self)
+        logger.setLevel(logging.DEBUG)
+        logger.propagate = False  # the run log has it; the terminal must not
+
+    def remove(self) -> None:
+        logging.getLogger(_PROVIDER_LOGGER).removeHandler(self)
+
+    def emit(self, record: logging.LogRecord) -> None:
+        with contextlib.suppress(Exception):  # a log line must never end a run
+            self._note(
+                "provider.debug", level=record.levelname.lower(), message=record.getMessage()
+            )

@@ -2,15 +2,17 @@
 can act on, or report the request as too long for the model's context window.
 
 Kept apart from the HTTP plumbing (`providers.http`) so the rules for each status and each
-vendor's wording sit in one place, and the stream parsers can apply the same context-window
-rule to an error that arrives inside a 200 stream.
+vendor's wording sit in one place: an HTTP error status and an error that arrives inside a
+200 stream (`response.failed`, a Chat `{"error": …}` chunk, a Messages `error` event) are
+judged by the same rules (`stream_error_verdict`).
 """
 
 from __future__ import annotations
 
 import json
+import re
 from collections.abc import Callable
-from typing import Any
+from typing import Any, Literal
 
 from oiexec.config.settings import ProviderConfig
 from oiexec.core.errors import ContextWindowExceeded
@@ -21,15 +23,63 @@ __all__ = [
     "context_overflow",
     "is_context_overflow",
     "is_retryable",
+    "retry_after_hint",
     "sentence",
     "server_error_message",
     "status_advice",
+    "stream_error_verdict",
 ]
 
 #: Worth retrying besides 5xx: timeout, conflict, rate limit.
 RETRYABLE_STATUS = frozenset({408, 409, 429})
-# OpenAI answers 429 for an exhausted quota too; waiting does not help there.
-_NON_RETRYABLE_CODES = frozenset({"insufficient_quota"})
+# OpenAI answers 429 for an exhausted quota too (`insufficient_quota`, and per org, project
+# or user `insufficient_quota_*`); waiting does not help there.
+_QUOTA_CODE = "insufficient_quota"
+#: Error codes inside a stream (OpenAI's `code`, Anthropic's error `type`) worth re-sending the
+#: request for: a server fault, a rate limit, an overloaded or "slow down" server. Checked
+#: before the context-window phrases, as a 429 is: a rate limit "of tokens per min" is not
+#: a request too long.
+_RETRYABLE_STREAM_CODES = frozenset(
+    {
+        "server_error",
+        "internal_server_error",
+        "internal_error",
+        "api_error",
+        "rate_limit_exceeded",
+        "rate_limit_error",
+        "rate_limited",
+        "server_is_overloaded",
+        "overloaded",
+        "overloaded_error",
+        "slow_down",
+        "service_unavailable",
+        "timeout",
+    }
+)
+#: Stream error codes that re-sending the same request cannot fix: the request itself, the
+#: key, the account or a policy is at fault. (Codex fails at once on quota, usage-plan,
+#: invalid-prompt and policy codes; the others are the same faults in other vendors' words.)
+_FINAL_STREAM_CODES = frozenset(
+    {
+        "usage_not_included",
+        "invalid_prompt",
+        "invalid_request",
+        "invalid_request_error",
+        "invalid_api_key",
+        "authentication_error",
+        "permission_error",
+        "permission_denied",
+        "not_found_error",
+        "model_not_found",
+        "billing_error",
+        "cyber_policy",
+        "content_filter",
+        "content_policy_violation",
+    }
+)
+#: "Please try again in 1.5s" / "in 250ms" / "in 20 seconds": the wait a rate-limit message
+#: asks for, as Codex reads it from a `response.failed` error.
+_TRY_AGAIN = re.compile(r"try again in\s*(\d+(?:\.\d+)?)\s*(ms|s|secs?|seconds?)\b", re.IGNORECASE)
 _MAX_BODY_IN_MESSAGE = 500
 
 #: Error codes meaning "the request is longer than the model's window" (OpenAI's on the
@@ -84,7 +134,46 @@ def is_context_overflow(status: int | None, code: str | None, message: str) -> b
 
 def is_retryable(status: int, code: str | None) -> bool:
     """Timeouts, conflicts, rate limits and server errors are retried; a spent quota is not."""
-    return (status in RETRYABLE_STATUS or status >= 500) and code not in _NON_RETRYABLE_CODES
+    return (status in RETRYABLE_STATUS or status >= 500) and not _is_quota(code)
+
+
+def stream_error_verdict(
+    code: str | None, message: str
+) -> Literal["retry", "context_overflow", "fail"]:
+    """What an error that arrived inside a 200 stream means: `retry` (re-send the request
+    within `stream_max_retries`), `context_overflow` (compact, or fail saying so) or `fail`.
+
+    As Codex does with `response.failed`, a failure it cannot classify (no code, or one no
+    rule names) is retried: it is most often a fault of some hop on the way, and the retry
+    budget bounds it. A code that is an HTTP status (gateways send `"code": 502`) is judged
+    as that status would be."""
+    lowered = (code or "").strip().lower()
+    if lowered.isdigit():
+        status = int(lowered)
+        if is_context_overflow(status, None, message):
+            return "context_overflow"
+        return "retry" if is_retryable(status, None) else "fail"
+    if lowered in _RETRYABLE_STREAM_CODES:
+        return "retry"
+    if is_context_overflow(None, lowered or None, message):
+        return "context_overflow"
+    if _is_quota(lowered) or lowered in _FINAL_STREAM_CODES:
+        return "fail"
+    return "retry"
+
+
+def retry_after_hint(message: str) -> float | None:
+    """Seconds a stream error's message asks the client to wait ("try again in 1.5s"), or
+    None. The caller caps it as it caps an HTTP `Retry-After`."""
+    found = _TRY_AGAIN.search(message)
+    if found is None:
+        return None
+    value = float(found.group(1))
+    return value / 1000 if found.group(2).lower() == "ms" else value
+
+
+def _is_quota(code: str | None) -> bool:
+    return code is not None and code.lower().startswith(_QUOTA_CODE)
 
 
 def status_advice(status: int, provider_id: str, provider: ProviderConfig) -> str | None:

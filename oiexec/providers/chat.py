@@ -2,22 +2,17 @@
 
 Freeform (custom) tools do not exist on this wire, so each is offered as a function with one
 string parameter, `input`, holding the raw text; calls to it are mapped back to custom calls.
+This module builds the request; `providers.events.chat` reads the answer's chunks.
 """
 
 from __future__ import annotations
 
 import json
-from collections.abc import Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
-from httpx_sse import ServerSentEvent
-
-from oiexec.core.errors import ProviderError
-from oiexec.core.events import Usage
 from oiexec.core.protocols import RetryCallback
 from oiexec.core.types import (
-    HistoryItem,
     Message,
     ModelRequest,
     ModelResponse,
@@ -26,14 +21,9 @@ from oiexec.core.types import (
     ToolOutput,
     ToolSpec,
 )
-from oiexec.providers.answers import context_overflow, is_context_overflow
-from oiexec.providers.custom_tools import CUSTOM_INPUT_PARAM, as_function, unwrap_input
-from oiexec.providers.http import (
-    STREAM_DISCONNECTED,
-    StreamInterrupted,
-    WireClient,
-    json_event,
-)
+from oiexec.providers.custom_tools import CUSTOM_INPUT_PARAM, as_function
+from oiexec.providers.events.chat import parse_stream
+from oiexec.providers.http import WireClient
 from oiexec.providers.responses import OUTPUT_SCHEMA_NAME
 
 __all__ = ["CUSTOM_INPUT_PARAM", "ChatClient", "build_body", "parse_stream"]
@@ -210,123 +200,3 @@ def _tool(spec: ToolSpec) -> dict[str, Any]:
         "type": "function",
         "function": {"name": spec.name, "description": description, "parameters": parameters},
     }
-
-
-@dataclass
-class _PendingCall:
-    call_id: str = ""
-    name: str = ""
-    arguments: list[str] = field(default_factory=list)
-
-
-@dataclass
-class _ChatAccumulator:
-    text: list[str] = field(default_factory=list)
-    reasoning: list[str] = field(default_factory=list)
-    calls: dict[int, _PendingCall] = field(default_factory=dict)
-    usage: Usage = field(default_factory=Usage)
-    response_id: str | None = None
-    finish_reason: str | None = None
-
-    def add_chunk(self, chunk: dict[str, Any]) -> None:
-        self.response_id = self.response_id or chunk.get("id")
-        if chunk.get("usage"):
-            self.usage = _usage(chunk["usage"])
-        for choice in chunk.get("choices") or []:
-            delta = choice.get("delta") or {}
-            if delta.get("content"):
-                self.text.append(str(delta["content"]))
-            # DeepSeek/Kimi/Qwen say `reasoning_content`; OpenRouter says `reasoning`.
-            thinking = delta.get("reasoning_content") or delta.get("reasoning")
-            if isinstance(thinking, str) and thinking:
-                self.reasoning.append(thinking)
-            for fragment in delta.get("tool_calls") or []:
-                self._add_call_fragment(fragment)
-            if choice.get("finish_reason"):
-                self.finish_reason = str(choice["finish_reason"])
-
-    def _add_call_fragment(self, fragment: dict[str, Any]) -> None:
-        index = int(fragment.get("index") or 0)
-        pending = self.calls.setdefault(index, _PendingCall())
-        if fragment.get("id"):
-            pending.call_id = str(fragment["id"])
-        function = fragment.get("function") or {}
-        if function.get("name"):
-            pending.name += str(function["name"])
-        if function.get("arguments"):
-            pending.arguments.append(str(function["arguments"]))
-
-    def response(self, custom_tools: frozenset[str]) -> ModelResponse:
-        items: list[HistoryItem] = []
-        if self.reasoning:
-            items.append(Reasoning(content="".join(self.reasoning)))
-        text = "".join(self.text)
-        if text:
-            items.append(Message(role="assistant", text=text))
-        for index in sorted(self.calls):
-            pending = self.calls[index]
-            arguments = "".join(pending.arguments)
-            call_id = pending.call_id or f"call_{index}"
-            if pending.name in custom_tools:
-                items.append(
-                    ToolCall(
-                        call_id=call_id,
-                        name=pending.name,
-                        arguments=unwrap_input(arguments),
-                        call_type="custom",
-                    )
-                )
-            else:
-                items.append(ToolCall(call_id=call_id, name=pending.name, arguments=arguments))
-        return ModelResponse(
-            items=tuple(items),
-            usage=self.usage,
-            response_id=self.response_id,
-            finish_reason=self.finish_reason,
-        )
-
-
-def parse_stream(
-    events: Iterator[ServerSentEvent], *, custom_tools: frozenset[str] = frozenset()
-) -> ModelResponse:
-    """Accumulate chat chunks into a complete response.
-
-    The response is complete at `data: [DONE]`, or when the stream closes after a chunk
-    with a `finish_reason` (some servers omit `[DONE]`). Anything shorter is a dropped stream.
-    """
-    acc = _ChatAccumulator()
-    for event in events:
-        if event.data.strip() == "[DONE]":
-            return acc.response(custom_tools)
-        if not event.data:
-            continue
-        chunk = json_event(event.data)
-        if not isinstance(chunk, dict):
-            continue
-        if chunk.get("error"):
-            raise _stream_error(chunk["error"])
-        acc.add_chunk(chunk)
-    if acc.finish_reason is not None:
-        return acc.response(custom_tools)
-    raise StreamInterrupted("stream closed before [DONE]")
-
-
-def _stream_error(error: Any) -> ProviderError:
-    """An `{"error": …}` chunk: the server gave up on the request mid-stream."""
-    message = (error.get("message") if isinstance(error, dict) else str(error)) or json.dumps(error)
-    code = error.get("code") or error.get("type") if isinstance(error, dict) else None
-    if is_context_overflow(None, str(code) if code else None, str(message)):
-        return context_overflow(f"the model refused the request: {message}")
-    return ProviderError(f"{STREAM_DISCONNECTED}: {message}")
-
-
-def _usage(raw: dict[str, Any]) -> Usage:
-    prompt_details = raw.get("prompt_tokens_details") or {}
-    completion_details = raw.get("completion_tokens_details") or {}
-    cached = prompt_details.get("cached_tokens") or raw.get("prompt_cache_hit_tokens") or 0
-    return Usage(
-        input_tokens=int(raw.get("prompt_tokens") or 0),
-        cached_input_tokens=int(cached),
-        output_tokens=int(raw.get("completion_tokens") or 0),
-        reasoning_output_tokens=int(completion_details.get("reasoning_tokens") or 0),
-    )

@@ -123,10 +123,13 @@ class RetryTiming:
 
 
 class StreamInterrupted(Exception):
-    """The stream ended (dropped, idle, closed early, garbled) before the response completed."""
+    """The stream ended (dropped, idle, closed early, garbled, of the wrong shape, or failed
+    mid-way with a retryable error) before the response completed. `retry_after` is the wait
+    the server asked for, if it named one ("try again in 1.5s")."""
 
-    def __init__(self, detail: str) -> None:
+    def __init__(self, detail: str, *, retry_after: float | None = None) -> None:
         self.reason = f"{STREAM_DISCONNECTED}: {detail}"
+        self.retry_after = retry_after
         super().__init__(self.reason)
 
 
@@ -154,7 +157,7 @@ def json_event(data: str) -> Any:
     stream would be, rather than skipped: a skipped event could silently lose a tool call."""
     try:
         return json.loads(data)
-    except ValueError:
+    except (ValueError, RecursionError):  # nested past the parser's depth: garbled too
         data = redact(data)  # before the cut, which could leave part of a secret
         cut = data[:_MAX_EVENT_IN_MESSAGE] + ("…" if len(data) > _MAX_EVENT_IN_MESSAGE else "")
         raise StreamInterrupted(f"the server sent an event that is not JSON: {cut!r}") from None
@@ -405,7 +408,7 @@ class ProviderHttp:
 
     def _wait(self, state: RetryCallState) -> float:
         exc = state.outcome.exception() if state.outcome else None
-        if isinstance(exc, _RetryableRequest) and exc.retry_after is not None:
+        if isinstance(exc, _RetryableRequest | StreamInterrupted) and exc.retry_after is not None:
             return min(exc.retry_after, self.timing.max_retry_after)
         return self.timing.backoff(state.attempt_number)
 

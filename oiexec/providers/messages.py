@@ -13,21 +13,18 @@ tool-use cycle, i.e. every assistant turn after the last user-typed message. Pro
 breakpoints go on the last system block, the last tool and the last user message.
 
 Freeform (custom) tools are offered as a tool with one string property, `input`.
+This module builds the request; `providers.events.messages` reads the answer's events.
 """
 
 from __future__ import annotations
 
 import json
-from collections.abc import Iterator, Mapping
-from dataclasses import dataclass, field
+from collections.abc import Mapping
 from typing import Any
 
 import httpx
-from httpx_sse import ServerSentEvent
 
 from oiexec.config.settings import ProviderConfig
-from oiexec.core.errors import ProviderError
-from oiexec.core.events import Usage
 from oiexec.core.protocols import RetryCallback
 from oiexec.core.redact import register_secret
 from oiexec.core.types import (
@@ -41,16 +38,9 @@ from oiexec.core.types import (
     ToolOutput,
     ToolSpec,
 )
-from oiexec.providers.answers import context_overflow, is_context_overflow
-from oiexec.providers.custom_tools import CUSTOM_INPUT_PARAM, as_function, unwrap_input
-from oiexec.providers.http import (
-    STREAM_DISCONNECTED,
-    ProviderHttp,
-    RetryTiming,
-    StreamInterrupted,
-    WaitObserver,
-    json_event,
-)
+from oiexec.providers.custom_tools import CUSTOM_INPUT_PARAM, as_function
+from oiexec.providers.events.messages import parse_stream
+from oiexec.providers.http import ProviderHttp, RetryTiming, WaitObserver
 
 __all__ = [
     "ANTHROPIC_VERSION",
@@ -79,8 +69,6 @@ THINKING_BUDGETS: dict[str, int] = {
     "persistent": 31_999,
 }
 _EPHEMERAL: dict[str, str] = {"type": "ephemeral"}
-# Mid-stream errors worth re-sending the request for; anything else is final.
-_RETRYABLE_STREAM_ERRORS = frozenset({"overloaded_error", "api_error"})
 
 
 def auth_headers(
@@ -315,156 +303,3 @@ def _tool_results_first(blocks: list[dict[str, Any]]) -> list[dict[str, Any]]:
 def _tool(spec: ToolSpec) -> dict[str, Any]:
     description, schema = as_function(spec)
     return {"name": spec.name, "description": description, "input_schema": schema}
-
-
-# ---------------------------------------------------------------------------------------------
-# Response
-
-
-@dataclass
-class _Block:
-    type: str
-    text: list[str] = field(default_factory=list)
-    signature: list[str] = field(default_factory=list)
-    call_id: str = ""
-    name: str = ""
-    data: str = ""
-
-
-@dataclass
-class _MessagesAccumulator:
-    blocks: dict[int, _Block] = field(default_factory=dict)
-    usage: dict[str, int] = field(default_factory=dict)
-    message_id: str | None = None
-    stop_reason: str | None = None
-
-    def add(self, event: dict[str, Any]) -> None:
-        kind = event.get("type")
-        if kind == "message_start":
-            message = event.get("message") or {}
-            self.message_id = message.get("id")
-            self._add_usage(message.get("usage") or {})
-        elif kind == "content_block_start":
-            self._start(int(event.get("index") or 0), event.get("content_block") or {})
-        elif kind == "content_block_delta":
-            self._delta(int(event.get("index") or 0), event.get("delta") or {})
-        elif kind == "message_delta":
-            delta = event.get("delta") or {}
-            if delta.get("stop_reason"):
-                self.stop_reason = str(delta["stop_reason"])
-            self._add_usage(event.get("usage") or {})
-
-    def _add_usage(self, raw: dict[str, Any]) -> None:
-        # message_delta repeats counts cumulatively, so later values replace earlier ones.
-        for key, value in raw.items():
-            if isinstance(value, int):
-                self.usage[key] = value
-
-    def _start(self, index: int, block: dict[str, Any]) -> None:
-        started = _Block(type=str(block.get("type") or "text"))
-        if started.type == "text" and block.get("text"):
-            started.text.append(str(block["text"]))
-        elif started.type == "thinking":
-            if block.get("thinking"):
-                started.text.append(str(block["thinking"]))
-            if block.get("signature"):
-                started.signature.append(str(block["signature"]))
-        elif started.type == "redacted_thinking":
-            started.data = str(block.get("data") or "")
-        elif started.type in ("tool_use", "server_tool_use"):
-            started.call_id = str(block.get("id") or f"toolu_{index}")
-            started.name = str(block.get("name") or "")
-            if block.get("input"):
-                started.text.append(json.dumps(block["input"]))
-        self.blocks[index] = started
-
-    def _delta(self, index: int, delta: dict[str, Any]) -> None:
-        block = self.blocks.setdefault(index, _Block(type="text"))
-        kind = delta.get("type")
-        if kind == "text_delta":
-            block.text.append(str(delta.get("text") or ""))
-        elif kind == "input_json_delta":
-            block.text.append(str(delta.get("partial_json") or ""))
-        elif kind == "thinking_delta":
-            block.text.append(str(delta.get("thinking") or ""))
-        elif kind == "signature_delta":
-            block.signature.append(str(delta.get("signature") or ""))
-
-    def response(self, custom_tools: frozenset[str]) -> ModelResponse:
-        items: list[HistoryItem] = []
-        for index in sorted(self.blocks):
-            item = _item(self.blocks[index], custom_tools)
-            if item is not None:
-                items.append(item)
-        return ModelResponse(
-            items=tuple(items),
-            usage=_usage(self.usage),
-            response_id=self.message_id,
-            finish_reason=self.stop_reason,
-        )
-
-
-def _item(block: _Block, custom_tools: frozenset[str]) -> HistoryItem | None:
-    text = "".join(block.text)
-    if block.type == "text":
-        return Message(role="assistant", text=text) if text else None
-    if block.type == "thinking":
-        return Reasoning(content=text, encrypted_content="".join(block.signature))
-    if block.type == "redacted_thinking":
-        return Reasoning(encrypted_content=block.data)
-    if block.type == "tool_use":
-        if block.name in custom_tools:
-            return ToolCall(
-                call_id=block.call_id,
-                name=block.name,
-                arguments=unwrap_input(text),
-                call_type="custom",
-            )
-        return ToolCall(call_id=block.call_id, name=block.name, arguments=text or "{}")
-    return None  # server-side tool blocks and unknown types are the server's business
-
-
-def parse_stream(
-    events: Iterator[ServerSentEvent], *, custom_tools: frozenset[str] = frozenset()
-) -> ModelResponse:
-    """Accumulate Messages events into a complete response; complete at `message_stop`."""
-    acc = _MessagesAccumulator()
-    for event in events:
-        if not event.data:
-            continue
-        payload = json_event(event.data)
-        if not isinstance(payload, dict):
-            continue
-        kind = payload.get("type") or event.event
-        if kind == "error":
-            _raise_stream_error(payload.get("error"))
-        if kind == "message_stop":
-            return acc.response(custom_tools)
-        acc.add(payload)
-    raise StreamInterrupted("stream closed before message_stop")
-
-
-def _raise_stream_error(error: Any) -> None:
-    if isinstance(error, dict):
-        kind = str(error.get("type") or "error")
-        message = str(error.get("message") or json.dumps(error))
-    else:
-        kind, message = "error", str(error)
-    if kind in _RETRYABLE_STREAM_ERRORS:
-        raise StreamInterrupted(f"{kind}: {message}")
-    if is_context_overflow(None, kind, message):
-        raise context_overflow(f"the model refused the request: {kind}: {message}")
-    raise ProviderError(f"{STREAM_DISCONNECTED}: {kind}: {message}")
-
-
-def _usage(raw: dict[str, int]) -> Usage:
-    # Anthropic's input_tokens excludes cache reads and writes; the runner's count includes
-    # them, as on the OpenAI wires.
-    cache_read = raw.get("cache_read_input_tokens", 0)
-    cache_write = raw.get("cache_creation_input_tokens", 0)
-    return Usage(
-        input_tokens=raw.get("input_tokens", 0) + cache_read + cache_write,
-        cached_input_tokens=cache_read,
-        cache_write_input_tokens=cache_write,
-        output_tokens=raw.get("output_tokens", 0),
-    )

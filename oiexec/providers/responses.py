@@ -1,14 +1,11 @@
-"""The OpenAI Responses wire: `POST {base_url}/responses` streamed over SSE."""
+"""The OpenAI Responses wire: `POST {base_url}/responses` streamed over SSE.
+
+This module builds the request; `providers.events.responses` reads the answer's events."""
 
 from __future__ import annotations
 
-from collections.abc import Iterator
 from typing import Any
 
-from httpx_sse import ServerSentEvent
-
-from oiexec.core.errors import ProviderError
-from oiexec.core.events import Usage
 from oiexec.core.protocols import RetryCallback
 from oiexec.core.types import (
     HistoryItem,
@@ -20,13 +17,8 @@ from oiexec.core.types import (
     ToolOutput,
     ToolSpec,
 )
-from oiexec.providers.answers import context_overflow, is_context_overflow
-from oiexec.providers.http import (
-    STREAM_DISCONNECTED,
-    StreamInterrupted,
-    WireClient,
-    json_event,
-)
+from oiexec.providers.events.responses import parse_stream
+from oiexec.providers.http import WireClient
 
 __all__ = ["OUTPUT_SCHEMA_NAME", "ResponsesClient", "build_body", "parse_stream"]
 
@@ -164,103 +156,3 @@ def _tool(spec: ToolSpec) -> dict[str, Any]:
         "strict": False,
         "parameters": spec.parameters or {"type": "object", "properties": {}},
     }
-
-
-def parse_stream(events: Iterator[ServerSentEvent]) -> ModelResponse:
-    """Collect a complete response from Responses SSE events.
-
-    Raises `StreamInterrupted` if the events end before `response.completed`, and
-    `ProviderError` for `response.failed`, `response.incomplete` and `error` events.
-    """
-    items: list[HistoryItem] = []
-    response_id: str | None = None
-    for event in events:
-        if not event.data or event.data == "[DONE]":
-            continue
-        data = json_event(event.data)
-        if not isinstance(data, dict):
-            continue
-        kind = data.get("type") or event.event
-        if kind == "response.created":
-            response_id = (data.get("response") or {}).get("id") or response_id
-        elif kind == "response.output_item.done":
-            item = _output_item(data.get("item") or {})
-            if item is not None:
-                items.append(item)
-        elif kind == "response.completed":
-            response = data.get("response") or {}
-            if not items:
-                # Some servers send the output only in the final event.
-                items = [i for raw in response.get("output") or [] if (i := _output_item(raw))]
-            return ModelResponse(
-                items=tuple(items),
-                usage=_usage(response.get("usage")),
-                response_id=response.get("id") or response_id,
-                finish_reason=response.get("status") or "completed",
-            )
-        elif kind in ("response.failed", "response.incomplete", "error"):
-            raise _stream_error(kind, data)
-    raise StreamInterrupted("stream closed before response.completed")
-
-
-def _stream_error(kind: str, data: dict[str, Any]) -> ProviderError:
-    response = data.get("response") or {}
-    if kind == "response.incomplete":
-        reason = (response.get("incomplete_details") or {}).get("reason") or "unknown"
-        return ProviderError(f"Incomplete response returned, reason: {reason}")
-    nested = response.get("error") if kind == "response.failed" else data.get("error")
-    error: dict[str, Any] = nested if isinstance(nested, dict) else data
-    message = error.get("message") or f"{kind} without an error message"
-    code = error.get("code")
-    if is_context_overflow(None, str(code) if code else None, str(message)):
-        return context_overflow(f"the model refused the request: {message}")
-    return ProviderError(f"{STREAM_DISCONNECTED}: {message}")
-
-
-def _output_item(raw: dict[str, Any]) -> HistoryItem | None:
-    kind = raw.get("type")
-    if kind == "message":
-        parts = raw.get("content") or []
-        text = "".join(
-            str(part.get("text") or part.get("refusal") or "")
-            for part in parts
-            if part.get("type") in ("output_text", "refusal")
-        )
-        return Message(role="assistant", text=text)
-    if kind == "function_call":
-        return ToolCall(
-            call_id=str(raw.get("call_id") or raw.get("id") or ""),
-            name=str(raw.get("name") or ""),
-            arguments=str(raw.get("arguments") or ""),
-        )
-    if kind == "custom_tool_call":
-        return ToolCall(
-            call_id=str(raw.get("call_id") or raw.get("id") or ""),
-            name=str(raw.get("name") or ""),
-            arguments=str(raw.get("input") or ""),
-            call_type="custom",
-        )
-    if kind == "reasoning":
-        summary = tuple(str(part.get("text") or "") for part in raw.get("summary") or [])
-        content_parts = [str(part.get("text") or "") for part in raw.get("content") or []]
-        return Reasoning(
-            summary=summary,
-            encrypted_content=raw.get("encrypted_content"),
-            content="".join(content_parts) if content_parts else None,
-            item_id=raw.get("id"),
-        )
-    # Hosted-tool items (web_search_call, ...) are not part of the history we keep.
-    return None
-
-
-def _usage(raw: dict[str, Any] | None) -> Usage:
-    if not raw:
-        return Usage()
-    input_details = raw.get("input_tokens_details") or {}
-    output_details = raw.get("output_tokens_details") or {}
-    return Usage(
-        input_tokens=int(raw.get("input_tokens") or 0),
-        cached_input_tokens=int(input_details.get("cached_tokens") or 0),
-        output_tokens=int(raw.get("output_tokens") or 0),
-        reasoning_output_tokens=int(output_details.get("reasoning_tokens") or 0),
-    )

@@ -366,7 +366,9 @@ def test_custom_tools_are_offered_as_a_single_input_string(wire: Wire, server: M
 @pytest.mark.parametrize(
     ("wire", "message", "code"),
     [
-        pytest.param(CHAT, "Upstream provider returned 502", "upstream_error", id="chat"),
+        pytest.param(
+            CHAT, "Invalid schema for function 'exec'", "invalid_request_error", id="chat"
+        ),
         # ("prompt is too long" is a context-window error: tests/providers/test_faults.py)
         pytest.param(
             MESSAGES,
@@ -375,11 +377,11 @@ def test_custom_tools_are_offered_as_a_single_input_string(wire: Wire, server: M
             id="messages",
         ),
         pytest.param(
-            RESPONSES, "Model overloaded, try later", "server_is_overloaded", id="responses"
+            RESPONSES, "You exceeded your current quota", "insufficient_quota", id="responses"
         ),
     ],
 )
-def test_an_error_event_fails_with_the_server_message(
+def test_an_error_event_a_retry_cannot_fix_fails_at_once_with_the_server_message(
     wire: Wire, server: ModelServer, message: str, code: str
 ) -> None:
     server.enqueue(failed(message, code=code))
@@ -389,6 +391,28 @@ def test_an_error_event_fails_with_the_server_message(
 
     assert caught.value.message == wire.stream_error(message, code)
     assert len(server.model_requests) == 1
+
+
+@pytest.mark.parametrize(
+    ("wire", "code"),
+    [
+        pytest.param(CHAT, "502", id="chat"),  # a gateway's status as the code
+        pytest.param(MESSAGES, "api_error", id="messages"),
+        pytest.param(RESPONSES, "server_is_overloaded", id="responses"),
+    ],
+)
+def test_a_transient_error_event_is_retried_then_gives_up_with_the_server_message(
+    wire: Wire, server: ModelServer, code: str
+) -> None:
+    server.enqueue(*[failed("Upstream overloaded", code=code) for _ in range(2)])
+    retries: list[tuple[int, int, str]] = []
+
+    with pytest.raises(ProviderError) as caught:
+        wire.respond(server, on_retry=lambda *a: retries.append(a), stream_max_retries=1)
+
+    assert caught.value.message == wire.stream_error("Upstream overloaded", code)
+    assert retries == [(1, 1, caught.value.message)]
+    assert len(server.model_requests) == 2
 
 
 # --- chat ----------------------------------------------------------------------------------
