@@ -14,7 +14,7 @@ from typing import Any
 
 import click
 
-from oiexec.cli.options import exec_options
+from oiexec.cli.options import COUNT_PARAM, exec_options
 
 _RUN = "run"
 
@@ -65,12 +65,13 @@ def batch_group() -> None:
     "out_dir",
     required=True,
     type=click.Path(file_okay=False, path_type=str),
+    callback=lambda _ctx, _param, value: _out_value(value),
     help="Output directory (reused by a rerun: finished tasks are skipped).",
 )
 @click.option(
     "-j",
     "--jobs",
-    type=click.IntRange(min=1),
+    type=COUNT_PARAM,
     help="Tasks run at once (default: the number of CPU cores).",
 )
 @click.option(
@@ -145,6 +146,7 @@ def run_command(
     "out_dir",
     required=True,
     type=click.Path(file_okay=False, path_type=str),
+    callback=lambda _ctx, _param, value: _out_value(value),
     help="Directory for the merged summary.json, junit.xml and task files.",
 )
 def merge_command(dirs: tuple[str, ...], out_dir: str) -> None:
@@ -159,6 +161,14 @@ def merge_command(dirs: tuple[str, ...], out_dir: str) -> None:
         [Path(d) for d in dirs], Path(out_dir), warn=lambda message: click.echo(message, err=True)
     )
     click.get_current_context().exit(code)
+
+
+def _out_value(value: str) -> str:
+    # An empty path would be taken as the current directory (often the source checkout), and
+    # the batch's files and worktrees would land in it.
+    if not value:
+        raise click.BadParameter("is empty; name the output directory, e.g. --out runs/nightly")
+    return value
 
 
 def _given(ctx: click.Context, name: str) -> bool:

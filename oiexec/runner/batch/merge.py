@@ -11,6 +11,7 @@ machine died, its artifact expired) is not merged away silently: its tasks appea
 from __future__ import annotations
 
 import json
+import math
 import os
 from collections.abc import Callable, Sequence
 from pathlib import Path
@@ -18,12 +19,17 @@ from typing import Any
 
 from oiexec.core.errors import UsageError
 from oiexec.output.reportfile import ReportDir
-from oiexec.runner.batch.pool import SHARD_FILE
-from oiexec.runner.batch.record import TaskRecord, read_output
-from oiexec.runner.batch.report import SUMMARY_FILE, batch_exit_code, write_reports
+from oiexec.runner.batch.layout import SHARD_FILE, SUMMARY_FILE, open_out
+from oiexec.runner.batch.record import MAX_READ, STATUSES, TaskRecord, read_output
+from oiexec.runner.batch.report import batch_exit_code, write_reports
+from oiexec.runner.batch.tasks import check_id
 from oiexec.runner.batch.workspace import WORKTREE_DIR
 
 __all__ = ["merge_batches"]
+
+#: The most of a shard's summary.json read (a batch of 100 000 tasks writes about 60 MiB).
+_MAX_SUMMARY = 128 * 1024 * 1024
+_HINT = "Merge only directories a batch wrote (--out), as it wrote them."
 
 
 def merge_batches(
@@ -37,13 +43,8 @@ def merge_batches(
     for directory in dirs:
         summary = _read_summary(directory)
         names.add(str(summary.get("batch")))
-        for entry in summary.get("tasks", []):
-            try:
-                record = TaskRecord.from_dict(entry)
-            except TypeError as exc:
-                raise UsageError(
-                    f"{directory / SUMMARY_FILE}: unexpected task entry: {exc}"
-                ) from None
+        for position, entry in enumerate(summary.get("tasks", []), start=1):
+            record = _record(directory / SUMMARY_FILE, position, entry)
             if record.id in seen:
                 raise UsageError(
                     f"task {record.id!r} is in both {seen[record.id]} and {directory}",
@@ -62,10 +63,10 @@ def merge_batches(
             f"batch merge: {len(missing)} task(s) of the batch are in none of the directories "
             f"given (a shard that did not report?): {', '.join(r.id for r in missing)}"
         )
-    target = ReportDir.open(out)
+    target = open_out(out)
     try:
         for record in records:
-            _copy_task(seen[record.id] / record.id, target, record.id)
+            _copy_task(seen[record.id] / record.id, target, record.id, warn)
         records += missing
         write_reports(target, names.pop() if names else "batch", records)
     finally:
@@ -80,11 +81,12 @@ def _missing(dirs: Sequence[Path], seen: dict[str, Path]) -> list[TaskRecord]:
         raw = read_output(directory, directory / SHARD_FILE)
         try:
             listed = json.loads(raw.decode("utf-8")) if raw is not None else None
-        except ValueError:
+        except (ValueError, RecursionError):
             listed = None  # written by every run; a copy without it just cannot be checked
         ids = listed.get("batch_tasks") if isinstance(listed, dict) else None
         if isinstance(ids, list) and len(ids) > len(batch):
-            batch = [str(task_id) for task_id in ids]
+            # Only names a run could have written: they become JUnit cases of the merge.
+            batch = [i for i in ids if isinstance(i, str) and check_id(i) is None]
     return [
         TaskRecord(
             index=index,
@@ -103,22 +105,49 @@ def _read_summary(directory: Path) -> dict[str, Any]:
     if not path.exists():
         raise UsageError(f"{directory} has no {SUMMARY_FILE}; is it a batch --out directory?")
     # Read as any file a task could have replaced: no link out of the directory followed.
-    raw = read_output(directory, path)
+    raw = read_output(directory, path, max_bytes=_MAX_SUMMARY)
     if raw is None:
-        raise UsageError(f"cannot read {path}: not a regular file inside {directory}")
+        raise UsageError(
+            f"cannot read {path}: not a regular file inside {directory}, or larger than "
+            f"{_MAX_SUMMARY // (1024 * 1024)} MiB"
+        )
     try:
         data = json.loads(raw.decode("utf-8"))
-    except ValueError as exc:
-        raise UsageError(f"cannot read {path}: {exc}") from None
+    except (ValueError, RecursionError) as exc:
+        why = "nested too deeply" if isinstance(exc, RecursionError) else str(exc)[:200]
+        raise UsageError(f"cannot read {path}: {why}") from None
     if not isinstance(data, dict) or not isinstance(data.get("tasks"), list):
         raise UsageError(f"{path} is not a batch summary (no `tasks` list)")
     return data
 
 
-def _copy_task(src: Path, out: ReportDir, task_id: str) -> None:
+def _record(path: Path, position: int, entry: Any) -> TaskRecord:
+    """The summary's task entry at `position`, checked as the run that wrote it would have
+    written it: a summary is read back from a directory tasks could write to, and its id names
+    a directory of the merge."""
+    from pydantic import TypeAdapter, ValidationError
+
+    where = f"{path}: task {position}"
+    try:
+        record = TypeAdapter(TaskRecord).validate_python(entry)
+    except ValidationError as exc:
+        error = exc.errors()[0]
+        field = ".".join(str(part) for part in error["loc"]) or "the entry"
+        raise UsageError(f"{where}: {field}: {error['msg']}", hint=_HINT) from None
+    problem = check_id(record.id)
+    if problem is not None:
+        raise UsageError(f"{where}: {problem}", hint=_HINT)
+    if record.status not in STATUSES:
+        raise UsageError(f"{where}: unknown status {record.status[:60]!r}", hint=_HINT)
+    if not math.isfinite(record.duration_s):
+        raise UsageError(f"{where}: duration_s is not a finite number", hint=_HINT)
+    return record
+
+
+def _copy_task(src: Path, out: ReportDir, task_id: str, warn: Callable[[str], None]) -> None:
     """The task's files (not its worktree) into `out/<id>/`: regular files only, read with no
     link out of the shard's directory followed and written with no link followed (a shard's
-    directory is what its tasks left)."""
+    directory is what its tasks left); any other file is left out, and said."""
     if not src.is_dir() or src.resolve() == (out.path / task_id).resolve():
         return
     for top, dirs, files in os.walk(src):
@@ -127,5 +156,10 @@ def _copy_task(src: Path, out: ReportDir, task_id: str) -> None:
             dirs[:] = [d for d in dirs if d != WORKTREE_DIR]
         for name in files:
             data = read_output(src, Path(top) / name)
-            if data is not None:
-                out.write((Path(task_id) / here / name).as_posix(), data)
+            if data is None:
+                warn(
+                    f"batch merge: not copied: {Path(top) / name} (not a regular file inside "
+                    f"{src}, or larger than {MAX_READ // (1024 * 1024)} MiB)"
+                )
+                continue
+            out.write((Path(task_id) / here / name).as_posix(), data)

@@ -22,9 +22,9 @@ from pathlib import Path
 from types import FrameType
 from typing import TextIO
 
-from oiexec.core.errors import UsageError
+from oiexec.core.errors import ExitCode, UsageError
 from oiexec.git import GitError
-from oiexec.output.reportfile import write_report
+from oiexec.runner.batch.layout import SHARD_FILE, open_out, write_first
 from oiexec.runner.batch.plan import Action, Shard, decide, input_hash, select
 from oiexec.runner.batch.progress import Progress
 from oiexec.runner.batch.record import RECORD_FILE, TaskRecord, read_record
@@ -35,7 +35,6 @@ from oiexec.runner.batch.workspace import Source, resolve_source
 
 __all__ = ["SHARD_FILE", "BatchOptions", "run_batch"]
 
-SHARD_FILE = "shard.json"
 STOP_GRACE_S = 10.0
 
 
@@ -67,8 +66,10 @@ def run_batch(options: BatchOptions, stream: TextIO = sys.stderr) -> int:
     tasks = select(every, options.shard)
     sources = _resolve_sources(tasks, options.cwd)
     out = options.out
-    out.mkdir(parents=True, exist_ok=True)
-    _write_shard_file(options, tasks, every)
+    # Held from here on; a directory that cannot take the batch's files is a usage error now,
+    # not an internal one after every task ran.
+    held = open_out(out)
+    write_first(held, SHARD_FILE, _shard_file(options, tasks, every))
 
     plan: list[tuple[Task, Action, TaskRecord | None, str]] = []
     for task in tasks:
@@ -80,7 +81,11 @@ def run_batch(options: BatchOptions, stream: TextIO = sys.stderr) -> int:
 
     children = Children()
     ctx = BatchContext(
-        out=out, options=options.exec_options, timeout_s=options.timeout_s, children=children
+        out=out,
+        options=options.exec_options,
+        timeout_s=options.timeout_s,
+        children=children,
+        opened=held,
     )
     records: dict[str, TaskRecord] = {}
     skipped: set[str] = set()
@@ -123,9 +128,18 @@ def run_batch(options: BatchOptions, stream: TextIO = sys.stderr) -> int:
                 if stop.since is not None and time.monotonic() - stop.since > options.stop_grace_s:
                     children.signal_all(signal.SIGKILL)
     ordered = [records.get(task.id) or _unfinished(task, "not_run") for task in tasks]
-    write_reports(ctx.out_dir, options.name, ordered)
+    code = batch_exit_code(ordered)
+    try:
+        write_reports(ctx.out_dir, options.name, ordered)
+    except OSError as exc:
+        # E.g. a task (whose sandbox reaches DIR) made a directory of summary.json: said, and
+        # the batch fails, but the table below still shows what the tasks came to.
+        stream.write(f"batch: could not write the reports in {out}: {exc.strerror or exc}\n")
+        code = code or int(ExitCode.FAILED)
+    finally:
+        ctx.out_dir.close()
     print_table(options.name, ordered, skipped, out, stream)
-    return batch_exit_code(ordered)
+    return code
 
 
 def _resolve_sources(tasks: Sequence[Task], cwd: Path) -> dict[str, Source]:
@@ -157,7 +171,7 @@ def _unfinished(task: Task, status: str) -> TaskRecord:
     )
 
 
-def _write_shard_file(options: BatchOptions, tasks: Sequence[Task], every: Sequence[Task]) -> None:
+def _shard_file(options: BatchOptions, tasks: Sequence[Task], every: Sequence[Task]) -> str:
     """Which slice this directory holds, and every task of the batch (so `batch merge` can
     tell a shard that never reported); kept out of summary.json so shards merge exactly."""
     data = {
@@ -167,7 +181,7 @@ def _write_shard_file(options: BatchOptions, tasks: Sequence[Task], every: Seque
         "tasks": [task.id for task in tasks],
         "batch_tasks": [task.id for task in every],
     }
-    write_report(options.out / SHARD_FILE, json.dumps(data, indent=2) + "\n")
+    return json.dumps(data, indent=2) + "\n"
 
 
 @dataclass

@@ -31,6 +31,7 @@ from junit_xml import TestCase, TestSuite, to_xml_report_string
 from oiexec.core.errors import ExitCode
 from oiexec.core.redact import redact
 from oiexec.output.reportfile import ReportDir
+from oiexec.runner.batch.layout import JUNIT_FILE, SUMMARY_FILE
 from oiexec.runner.batch.record import STATUSES, TaskRecord, Tokens
 
 __all__ = [
@@ -41,9 +42,6 @@ __all__ = [
     "render",
     "write_reports",
 ]
-
-SUMMARY_FILE = "summary.json"
-JUNIT_FILE = "junit.xml"
 
 
 def batch_exit_code(records: Sequence[TaskRecord]) -> int:

@@ -16,7 +16,7 @@ import signal
 import threading
 import time
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field
+from dataclasses import InitVar, dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -88,12 +88,14 @@ class BatchContext:
     launcher: Launcher = field(default_factory=Launcher)
     env: dict[str, str] = field(default_factory=lambda: dict(os.environ))
     kill_grace_s: float = KILL_GRACE_S
+    #: `out` as the batch already opened it (layout.open_out), else opened here.
+    opened: InitVar[ReportDir | None] = None
     #: `out`, held open: the batch writes its files beneath it with no symlink followed, so
     #: a task (whose sandbox may reach DIR, e.g. a shared /tmp) cannot redirect them.
     out_dir: ReportDir = field(init=False)
 
-    def __post_init__(self) -> None:
-        self.out_dir = ReportDir.open(self.out)
+    def __post_init__(self, opened: ReportDir | None) -> None:
+        self.out_dir = opened if opened is not None else ReportDir.open(self.out)
 
 
 def run_task(

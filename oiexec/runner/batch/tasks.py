@@ -3,11 +3,19 @@ before anything runs, so a typo on line 40 never costs the 39 tasks before it.
 
 Every problem names where it is (`tasks.jsonl:7`, or `tasks.toml: task 3 (line 12)`) and
 what to do; all problems are collected and reported together as one `UsageError` (exit 2).
+
+A tasks file is often written by someone other than the operator (generated, committed to a
+repository, produced by an earlier run), so nothing in it is trusted: whatever its bytes,
+loading ends in tasks or that one error, never another exception. An id becomes a directory
+name under --out, so it is held to a portable name that cannot be one of the batch's own
+files (`check_id`); every other string ends up in an argv, a path or UTF-8 text, so NUL and
+unpaired surrogates are refused; numbers must be finite.
 """
 
 from __future__ import annotations
 
 import json
+import math
 import re
 import tomllib
 from collections.abc import Callable
@@ -17,8 +25,18 @@ from typing import Any
 
 from oiexec.core.errors import UsageError
 from oiexec.core.policy import SANDBOX_MODES
+from oiexec.core.userfile import TASKS_MAX, read_user_file
+from oiexec.runner.batch.layout import RESERVED_NAMES
 
-__all__ = ["KNOWN_KEYS", "Task", "load_tasks"]
+__all__ = [
+    "ID_RULE",
+    "KNOWN_KEYS",
+    "MAX_TIMEOUT_S",
+    "Task",
+    "check_id",
+    "load_tasks",
+    "parse_tasks",
+]
 
 #: key -> (python types accepted, description for messages)
 _KEY_TYPES: dict[str, tuple[tuple[type, ...], str]] = {
@@ -36,8 +54,21 @@ _KEY_TYPES: dict[str, tuple[tuple[type, ...], str]] = {
 }
 KNOWN_KEYS: tuple[str, ...] = tuple(_KEY_TYPES)
 
-# An id becomes a directory name under --out and a JUnit test name: keep it portable.
-_ID_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,127}$")
+# An id becomes a directory name under --out and a JUnit test name: keep it portable. ASCII
+# only, no separator, no leading dot (so never `.`, `..`, a hidden file or the batch's own
+# temp files), no control character. Used with fullmatch: `$` would let a final newline in.
+_ID_RE = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,127}")
+ID_RULE = (
+    "use letters, digits, '.', '_' and '-' (starting with a letter or digit, at most 128 "
+    "characters)"
+)
+#: The longest `timeout` a task may have (about 31 years: "never", in effect).
+MAX_TIMEOUT_S = 1_000_000_000
+#: Problems listed in the error before the rest are only counted (a generated file with
+#: every line wrong must not produce a message as long as itself).
+_MAX_PROBLEMS = 50
+#: Characters of a value shown in a message.
+_SHOW = 60
 
 
 @dataclass(frozen=True)
@@ -63,43 +94,75 @@ class Task:
         return {key: getattr(self, key) for key in KNOWN_KEYS if getattr(self, key) is not None}
 
 
+def check_id(task_id: str) -> str | None:
+    """What is wrong with `task_id` as a task's directory name under --out, or None."""
+    if not _ID_RE.fullmatch(task_id):
+        return f"id {_show(task_id)} cannot be used as a directory name: {ID_RULE}"
+    if task_id.lower() in RESERVED_NAMES:
+        return (
+            f"id {_show(task_id)} cannot be used as a directory name: the batch writes its "
+            f"own files beside the task directories ({', '.join(sorted(RESERVED_NAMES))}, "
+            "in any case); choose another id"
+        )
+    return None
+
+
 def load_tasks(path: Path, limit: Callable[[Task], list[str]] | None = None) -> list[Task]:
     """Every task in `path`, or a `UsageError` listing every problem found. `limit` says
     what is wrong with a valid task beyond its own keys (a sandbox looser than the command
     line's: see `ceiling`); its problems are named by line and id like the others."""
-    try:
-        raw = path.read_bytes()
-    except OSError as exc:
-        raise UsageError(f"cannot read the tasks file {path}: {exc.strerror or exc}") from None
+    raw = read_user_file(path, name=f"cannot read the tasks file {path}", cap=TASKS_MAX)
+    return parse_tasks(path, raw, limit)
+
+
+def parse_tasks(
+    path: Path, raw: bytes, limit: Callable[[Task], list[str]] | None = None
+) -> list[Task]:
+    """The tasks in `raw`, the content of the tasks file `path` (its suffix picks the format,
+    its name goes into messages); `UsageError` as `load_tasks`."""
     try:
         text = raw.decode("utf-8-sig")
     except UnicodeDecodeError as exc:
-        raise UsageError(f"{path} is not UTF-8 (byte {exc.start}); save it as UTF-8") from None
+        line = raw.count(b"\n", 0, exc.start) + 1
+        raise UsageError(
+            f"{path} is not UTF-8 (line {line}, byte {exc.start}); save it as UTF-8"
+        ) from None
     if path.suffix.lower() == ".toml":
         entries, problems = _toml_entries(path, text)
     else:
         entries, problems = _jsonl_entries(path, text)
     tasks: list[Task] = []
-    first_line: dict[str, str] = {}
+    # By id without case: two ids that differ only in case are one directory on macOS or
+    # Windows, where an output directory is often copied or merged.
+    first: dict[str, tuple[str, str]] = {}
     for where, data in entries:
         task, errors = _validate(len(tasks), data)
         problems += [f"{where}: {error}" for error in errors]
         if task is None:
             continue
-        if task.id in first_line:
-            problems.append(
-                f"{where}: duplicate id {task.id!r} (first used at {first_line[task.id]})"
-            )
+        earlier = first.get(task.id.lower())
+        if earlier is not None:
+            other, at = earlier
+            if other == task.id:
+                problems.append(f"{where}: duplicate id {task.id!r} (first used at {at})")
+            else:
+                problems.append(
+                    f"{where}: id {task.id!r} differs from {other!r} (at {at}) only in case; "
+                    "ids name directories, which macOS and Windows do not tell apart by case"
+                )
             continue
-        first_line[task.id] = where
+        first[task.id.lower()] = (task.id, where)
         if limit is not None:
             problems += [f"{where}: task {task.id!r}: {problem}" for problem in limit(task)]
         tasks.append(task)
     if not problems and not tasks:
         problems.append(f"{path}: no tasks found")
     if problems:
+        shown = problems[:_MAX_PROBLEMS]
+        if len(problems) > len(shown):
+            shown.append(f"... and {len(problems) - len(shown)} more")
         raise UsageError(
-            f"invalid tasks file {path}:\n  " + "\n  ".join(problems),
+            f"invalid tasks file {path}:\n  " + "\n  ".join(shown),
             hint="Nothing was run. Fix the lines above and run the batch again.",
         )
     return tasks
@@ -108,7 +171,10 @@ def load_tasks(path: Path, limit: Callable[[Task], list[str]] | None = None) -> 
 def _jsonl_entries(path: Path, text: str) -> tuple[list[tuple[str, Any]], list[str]]:
     entries: list[tuple[str, Any]] = []
     problems: list[str] = []
-    for number, line in enumerate(text.splitlines(), start=1):
+    # Lines end at "\n" only, as JSONL's do: `splitlines` would also cut at U+2028, form feeds
+    # and the like, which may stand raw inside a JSON string, and miscount lines.
+    for number, line in enumerate(text.split("\n"), start=1):
+        line = line.removesuffix("\r")
         if not line.strip() or line.lstrip().startswith("#"):
             continue
         where = f"{path.name}:{number}"
@@ -116,6 +182,10 @@ def _jsonl_entries(path: Path, text: str) -> tuple[list[tuple[str, Any]], list[s
             entries.append((where, json.loads(line)))
         except json.JSONDecodeError as exc:
             problems.append(f"{where}: bad JSON ({exc.msg} at column {exc.colno})")
+        except RecursionError:
+            problems.append(f"{where}: bad JSON (nested too deeply)")
+        except ValueError as exc:  # an integer too long to convert, say
+            problems.append(f"{where}: bad JSON ({_clip(str(exc))})")
     return entries, problems
 
 
@@ -124,9 +194,14 @@ def _toml_entries(path: Path, text: str) -> tuple[list[tuple[str, Any]], list[st
         document = tomllib.loads(text)
     except tomllib.TOMLDecodeError as exc:
         return [], [f"{path.name}: bad TOML ({exc})"]
+    except RecursionError:
+        return [], [f"{path.name}: bad TOML (nested too deeply)"]
+    except ValueError as exc:  # an integer too long to convert, say
+        return [], [f"{path.name}: bad TOML ({_clip(str(exc))})"]
     unknown = sorted(set(document) - {"tasks"})
     problems = [
-        f"{path.name}: unknown top-level key {key!r}; only [[tasks]] is read" for key in unknown
+        f"{path.name}: unknown top-level key {_show(key)}; only [[tasks]] is read"
+        for key in unknown
     ]
     tasks = document.get("tasks", [])
     if not isinstance(tasks, list):
@@ -134,7 +209,7 @@ def _toml_entries(path: Path, text: str) -> tuple[list[tuple[str, Any]], list[st
     # `[[tasks]]` headers in file order give each table's line, for messages.
     header_lines = [
         number
-        for number, line in enumerate(text.splitlines(), start=1)
+        for number, line in enumerate(text.split("\n"), start=1)
         if line.strip().startswith("[[tasks]]")
     ]
     entries: list[tuple[str, Any]] = []
@@ -150,8 +225,9 @@ def _validate(index: int, data: Any) -> tuple[Task | None, list[str]]:
     errors: list[str] = []
     unknown = [key for key in data if key not in _KEY_TYPES]
     if unknown:
-        names = ", ".join(repr(key) for key in unknown)
-        errors.append(f"unknown key {names}; known keys: {', '.join(KNOWN_KEYS)}")
+        names = ", ".join(_show(key) for key in unknown[:10])
+        more = f" and {len(unknown) - 10} more" if len(unknown) > 10 else ""
+        errors.append(f"unknown key {names}{more}; known keys: {', '.join(KNOWN_KEYS)}")
     for required in ("id", "prompt"):
         value = data.get(required)
         if value is None:
@@ -166,25 +242,67 @@ def _validate(index: int, data: Any) -> tuple[Task | None, list[str]]:
         if isinstance(value, bool) or not isinstance(value, types):
             errors.append(f"`{key}` must be {description}, not {_kind(value)}")
             continue
+        problem = _string_problem(value) if isinstance(value, str) else _number_problem(value)
+        if problem is not None:
+            errors.append(f"`{key}` {problem}")
+            continue
         values[key] = value
     task_id = values.get("id")
-    if isinstance(task_id, str) and task_id.strip() and not _ID_RE.match(task_id):
-        errors.append(
-            f"id {task_id!r} cannot be used as a directory name: use letters, digits, "
-            "'.', '_' and '-' (starting with a letter or digit, at most 128 characters)"
-        )
+    if isinstance(task_id, str) and task_id.strip():
+        problem = check_id(task_id)
+        if problem is not None:
+            errors.append(problem)
     if "sandbox" in values and values["sandbox"] not in SANDBOX_MODES:
         errors.append(
-            f"`sandbox` must be one of {', '.join(SANDBOX_MODES)}, not {values['sandbox']!r}"
+            f"`sandbox` must be one of {', '.join(SANDBOX_MODES)}, not {_show(values['sandbox'])}"
         )
     for key in ("max_turns", "timeout"):
         if key in values and values[key] <= 0:
-            errors.append(f"`{key}` must be positive, not {values[key]!r}")
+            errors.append(f"`{key}` must be positive, not {_clip(repr(values[key]))}")
+    if "timeout" in values and values["timeout"] > MAX_TIMEOUT_S:
+        # Beyond this the clocks a run's timeout is set on overflow (time_t, thread waits).
+        errors.append(f"`timeout` must be at most {MAX_TIMEOUT_S:,} seconds")
     if errors:
         return None, errors
     if "timeout" in values:
         values["timeout"] = float(values["timeout"])
     return Task(index=index, **values), []
+
+
+def _string_problem(value: str) -> str | None:
+    """Every string ends up in an argv (no NUL possible), a path or UTF-8 text (no lone
+    surrogate, which JSON's `\\ud800` can spell)."""
+    if "\0" in value:
+        return "contains a NUL character"
+    try:
+        value.encode("utf-8")
+    except UnicodeEncodeError as exc:
+        return (
+            f"is not valid Unicode (an unpaired surrogate U+{ord(value[exc.start]):04X} at "
+            f"character {exc.start}); write the character itself, or both halves of its pair"
+        )
+    return None
+
+
+def _number_problem(value: object) -> str | None:
+    if not isinstance(value, int | float):
+        return None
+    try:
+        finite = math.isfinite(value)
+    except OverflowError:  # an integer too large for a float
+        finite = False
+    if not finite:
+        return f"must be a finite number, not {_clip(repr(value))}"
+    return None
+
+
+def _show(value: str) -> str:
+    """`value` quoted for a message, cut short: a line of a tasks file can be megabytes."""
+    return _clip(repr(value))
+
+
+def _clip(text: str) -> str:
+    return text if len(text) <= _SHOW else text[: _SHOW - 3] + "..."
 
 
 def _kind(value: Any) -> str:
