@@ -5,8 +5,10 @@ stream starts (connection errors, 408/409/429/5xx); `stream_max_retries` covers 
 drops or goes idle after a 200, by re-sending the whole request. Wires return only complete
 responses, so a retried stream never yields anything twice.
 
-`stream_idle_timeout_ms` bounds every wait for the next bytes, the wait for the response
-headers included: a server that stops sending is retried, and the retry notice names the key.
+`stream_idle_timeout_ms` bounds every wait for something complete: the response headers, then
+each SSE event with data (`providers.idle`: keepalive comments and events, blank lines and
+partial bytes do not restart the clock). A server that stops answering is retried, and the
+retry notice names the key.
 A `WaitObserver` is told when a request starts waiting and when its first event arrives, so
 the transcript can show that the run is alive while the model thinks.
 """
@@ -41,6 +43,7 @@ from oiexec.providers.answers import (
     server_error_message,
     status_advice,
 )
+from oiexec.providers.idle import ConnectionLedger, IdleWatch, is_keepalive
 
 __all__ = [
     "DEFAULT_ORIGINATOR",
@@ -194,7 +197,7 @@ def create_http_client(
     transport: httpx.BaseTransport | None = None,
 ) -> httpx.Client:
     """An httpx client for one provider. The read timeout is the stream idle timeout: it
-    bounds every wait for the next bytes, so a stalled stream fails instead of hanging."""
+    bounds a silent wait where no `IdleWatch` can (a transport without a socket)."""
     timing = timing or RetryTiming.from_env()
     idle = provider.stream_idle_timeout_ms / 1000
     timeout = httpx.Timeout(
@@ -257,6 +260,7 @@ class ProviderHttp:
         self.timing = timing or RetryTiming.from_env()
         self._api_key = api_key
         self._observer: WaitObserver = wait_observer or _NoObserver()
+        self._connections = ConnectionLedger()
         self._client = create_http_client(
             provider, api_key, extra_headers=extra_headers, timing=self.timing, transport=transport
         )
@@ -291,11 +295,10 @@ class ProviderHttp:
             self._observer.answered()
         raise AssertionError("unreachable: tenacity either returns or raises")
 
-    @property
-    def _idle_detail(self) -> str:
+    def _idle_detail(self, missing: str) -> str:
         """How a timed-out wait names its limit, so the user knows which key to raise."""
         ms = self.provider.stream_idle_timeout_ms
-        return f"no data for {ms / 1000:g}s, stream_idle_timeout_ms = {ms}"
+        return f"no {missing} for {ms / 1000:g}s, stream_idle_timeout_ms = {ms}"
 
     def _retrying(
         self, max_retries: int, retry_on: type[Exception], on_retry: RetryCallback
@@ -320,27 +323,34 @@ class ProviderHttp:
         on_retry: RetryCallback,
     ) -> T:
         self._observer.waiting()
-        response = self._open(path, body, on_retry)
+        response, watch = self._open(path, body, on_retry)
         try:
-            return parse(self._events(response))
+            return parse(self._events(response, watch))
         finally:
+            watch.close()  # first: the watchdog must not outlive the connection's turn
             response.close()
 
-    def _events(self, response: httpx.Response) -> Iterator[ServerSentEvent]:
+    def _events(self, response: httpx.Response, watch: IdleWatch) -> Iterator[ServerSentEvent]:
         waiting = True
         try:
             for event in EventSource(response).iter_sse():
+                if not is_keepalive(event):
+                    watch.progress()
                 # Once per stream: the rest of the events are the answer's deltas.
                 if waiting and event.event not in _NOT_AN_ANSWER:
                     self._observer.answered()
                     waiting = False
                 yield event
-        except httpx.ReadTimeout:
-            raise StreamInterrupted(f"idle timeout waiting for SSE ({self._idle_detail})") from None
         except (httpx.TransportError, SSEError) as exc:
+            # A watchdog that shut the connection down shows as the peer hanging up.
+            if isinstance(exc, httpx.ReadTimeout) or watch.fired:
+                idle = self._idle_detail("event")
+                raise StreamInterrupted(f"idle timeout waiting for SSE ({idle})") from None
             raise StreamInterrupted(_describe(exc)) from None
 
-    def _open(self, path: str, body: dict[str, Any], on_retry: RetryCallback) -> httpx.Response:
+    def _open(
+        self, path: str, body: dict[str, Any], on_retry: RetryCallback
+    ) -> tuple[httpx.Response, IdleWatch]:
         retrying = self._retrying(self.provider.request_max_retries, _RetryableRequest, on_retry)
         try:
             for attempt in retrying:
@@ -350,30 +360,44 @@ class ProviderHttp:
             raise ProviderError(exc.message) from None
         raise AssertionError("unreachable: tenacity either returns or raises")
 
-    def _send(self, path: str, body: dict[str, Any]) -> httpx.Response:
-        request = self._client.build_request("POST", path, json=body)
+    def _send(self, path: str, body: dict[str, Any]) -> tuple[httpx.Response, IdleWatch]:
+        """One request: its event-stream response and the idle clock now guarding it."""
+        watch = IdleWatch(self.provider.stream_idle_timeout_ms / 1000, self._connections)
+        try:
+            return self._send_watched(path, body, watch), watch
+        except BaseException:
+            watch.close()
+            raise
+
+    def _send_watched(self, path: str, body: dict[str, Any], watch: IdleWatch) -> httpx.Response:
+        request = self._client.build_request("POST", path, json=body, extensions=watch.extensions)
         url = self._clean(str(request.url.copy_with(query=None)))
         try:
             response = self._client.send(request, stream=True)
-        except httpx.ReadTimeout:
-            # The server took the request and sent no headers within the idle timeout.
-            raise _RetryableRequest(
-                f"request to {self.label} at {url} timed out waiting for the response "
-                f"({self._idle_detail})"
-            ) from None
-        except httpx.TimeoutException as exc:
-            raise _RetryableRequest(
-                f"request to {self.label} at {url} timed out: {_describe(exc)}"
-            ) from None
         except httpx.TransportError as exc:
+            if isinstance(exc, httpx.ReadTimeout) or watch.fired:
+                # The server took the request and sent no headers within the idle timeout
+                # (silent, or only interim 1xx responses, or headers a byte at a time).
+                raise _RetryableRequest(
+                    f"request to {self.label} at {url} timed out waiting for the response "
+                    f"({self._idle_detail('response headers')})"
+                ) from None
+            if isinstance(exc, httpx.TimeoutException):
+                raise _RetryableRequest(
+                    f"request to {self.label} at {url} timed out: {_describe(exc)}"
+                ) from None
             raise _RetryableRequest(
                 f"could not reach {self.label} at {url}: {_describe(exc)}"
             ) from None
+        watch.attach(response)
         if response.is_success:
             if "text/event-stream" in response.headers.get("content-type", ""):
                 return response
-            raw = response.read()
-            response.close()
+            try:
+                raw = response.read()
+            finally:
+                watch.close()
+                response.close()
             shown, _code = server_error_message(raw, self._clean)
             raise ProviderError(
                 self._clean(
@@ -388,6 +412,7 @@ class ProviderHttp:
         except httpx.HTTPError:
             raw = b""
         finally:
+            watch.close()
             response.close()
         self._raise_for_status(response, raw, url)
         raise AssertionError("unreachable: _raise_for_status always raises")

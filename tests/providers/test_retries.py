@@ -159,7 +159,7 @@ def test_idle_stream_times_out_and_is_retried(server: ModelServer, wire: str) ->
             1,
             5,
             "stream disconnected before completion: idle timeout waiting for SSE "
-            "(no data for 0.3s, stream_idle_timeout_ms = 300)",
+            "(no event for 0.3s, stream_idle_timeout_ms = 300)",
         )
     ]
 

@@ -20,7 +20,9 @@ message naming the problem, so a test fails loudly instead of hanging.
 
 Fault injection below the level of events: `hang` (no response headers for a while), `drip`
 (a reply in small slices with pauses, split mid-event), `raw_body` (any bytes with any
-content type and status: garbled SSE, truncated JSON, an HTML page answering 200).
+content type and status: garbled SSE, truncated JSON, an HTML page answering 200),
+`keepalive` (SSE comments, blank lines or the wire's keepalive events instead of an answer,
+forever or for a while) and `interim` (`102 Processing` before the headers).
 
 The package, one job a module: `steps` (what to answer with), `scripted` (the script and the
 request log), `wires` (a reply as each wire's SSE events), `handler` (playing a step over
@@ -39,6 +41,8 @@ from tests.support.model_server.steps import (
     Fault,
     FunctionCall,
     Hang,
+    Interim,
+    Keepalive,
     RawBody,
     RawEvents,
     Reply,
@@ -53,6 +57,8 @@ from tests.support.model_server.steps import (
     failed,
     fault,
     hang,
+    interim,
+    keepalive,
     raw_body,
     raw_events,
     reply,
@@ -74,6 +80,8 @@ __all__ = [
     "Fault",
     "FunctionCall",
     "Hang",
+    "Interim",
+    "Keepalive",
     "ModelServer",
     "RawBody",
     "RawEvents",
@@ -93,6 +101,8 @@ __all__ = [
     "failed",
     "fault",
     "hang",
+    "interim",
+    "keepalive",
     "messages_events",
     "model_server",
     "raw_body",

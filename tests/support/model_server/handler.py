@@ -20,6 +20,8 @@ from tests.support.model_server.steps import (
     Failed,
     Fault,
     Hang,
+    Interim,
+    Keepalive,
     RawBody,
     RawEvents,
     Reply,
@@ -31,6 +33,7 @@ from tests.support.model_server.wires import (
     chat_events,
     encode_event,
     failed_events,
+    keepalive_bytes,
     messages_events,
     responses_events,
 )
@@ -117,6 +120,10 @@ class Handler(BaseHTTPRequestHandler):
             self._drip(step, wire, model_name)
         elif isinstance(step, RawBody):
             self._send_raw(step)
+        elif isinstance(step, Keepalive):
+            self._keepalive(step, wire, model_name)
+        elif isinstance(step, Interim):
+            self._interim(step, wire, model_name)
         else:
             message = f"ScriptedModel: not a scripted step: {step!r}"
             self.server.owner.model.note_error(message)
@@ -189,6 +196,45 @@ class Handler(BaseHTTPRequestHandler):
             else:
                 self.wfile.write(b"0\r\n\r\n")
                 self.wfile.flush()
+                return
+        except (BrokenPipeError, ConnectionResetError):
+            pass
+        self._hang_up()
+
+    def _keepalive(self, step: Keepalive, wire: Wire, model_name: str) -> None:
+        events = self._render(step.reply, wire, model_name)
+        self._start_chunked(200, "text/event-stream; charset=utf-8")
+        stopping = self.server.owner.stopping
+        ends = None if step.seconds is None else time.monotonic() + step.seconds
+        try:
+            for event in events[: step.after_events]:
+                self._write_chunk(encode_event(event, wire))
+            number = 0
+            while ends is None or time.monotonic() < ends:
+                if stopping.wait(step.every):
+                    raise BrokenPipeError  # the server is stopping: hang up
+                number += 1
+                self._write_chunk(keepalive_bytes(step.kind, wire, number))
+            for event in events[step.after_events :]:
+                self._write_chunk(encode_event(event, wire))
+            self.wfile.write(b"0\r\n\r\n")
+            self.wfile.flush()
+            return
+        except (BrokenPipeError, ConnectionResetError):
+            pass
+        self._hang_up()
+
+    def _interim(self, step: Interim, wire: Wire, model_name: str) -> None:
+        stopping = self.server.owner.stopping
+        ends = None if step.seconds is None else time.monotonic() + step.seconds
+        try:
+            while ends is None or time.monotonic() < ends:
+                self.wfile.write(b"HTTP/1.1 102 Processing\r\n\r\n")
+                self.wfile.flush()
+                if stopping.wait(step.every):
+                    raise BrokenPipeError
+            if step.then is not None:
+                self._stream(self._render(step.then, wire, model_name))
                 return
         except (BrokenPipeError, ConnectionResetError):
             pass

@@ -7,7 +7,7 @@ from __future__ import annotations
 import json
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any, TypeAlias
+from typing import Any, Literal, TypeAlias
 
 
 @dataclass(frozen=True)
@@ -120,6 +120,35 @@ class Drip:
     size: int
 
 
+KeepaliveKind: TypeAlias = Literal["comment", "blank", "event"]
+
+
+@dataclass(frozen=True)
+class Keepalive:
+    """Stream the first `after_events` events of `reply`, then only keepalives every `every`
+    seconds for `seconds` (None: until the client hangs up), then the rest of `reply`.
+    `kind`: `comment` (`: ping`), `blank` (an empty line) or `event`, the wire's own
+    keepalive event (Messages `ping`, Responses `keepalive`; Chat has none and gets the
+    comment OpenRouter sends)."""
+
+    seconds: float | None
+    every: float
+    kind: KeepaliveKind
+    after_events: int
+    reply: Reply
+
+
+@dataclass(frozen=True)
+class Interim:
+    """Before any response headers, an interim `102 Processing` every `every` seconds for
+    `seconds` (None: until the client hangs up), then play `then` (if the client is still
+    there). A proxy's way of keeping a request open that has no answer yet."""
+
+    seconds: float | None
+    every: float
+    then: Reply | None
+
+
 @dataclass(frozen=True)
 class RawBody:
     """Exactly `body`, with this status and content type (chunked). `complete=False` cuts
@@ -132,8 +161,8 @@ class RawBody:
 
 
 Step: TypeAlias = (
-    "Reply | Fault | Drop | Stall | Failed | RawEvents | Hang | Drip | RawBody"
-    " | Callable[[dict[str, Any]], Step]"
+    "Reply | Fault | Drop | Stall | Failed | RawEvents | Hang | Drip | RawBody | Keepalive"
+    " | Interim | Callable[[dict[str, Any]], Step]"
 )
 
 
@@ -231,3 +260,22 @@ def raw_body(
 ) -> RawBody:
     data = body.encode() if isinstance(body, str) else body
     return RawBody(data, content_type, status, complete)
+
+
+def keepalive(
+    seconds: float | None = None,
+    *,
+    every: float = 0.05,
+    kind: KeepaliveKind = "comment",
+    after_events: int = 1,
+    reply: Reply | None = None,
+) -> Keepalive:
+    """Keepalives instead of an answer: forever by default, else for `seconds` and then the
+    rest of `reply` (which then succeeds if the client waited)."""
+    return Keepalive(seconds, every, kind, after_events, reply or Reply(text="kept alive"))
+
+
+def interim(
+    seconds: float | None = None, *, every: float = 0.05, then: Reply | None = None
+) -> Interim:
+    return Interim(seconds, every, then)

@@ -346,3 +346,17 @@ def encode_event(event: Mapping[str, Any] | str, wire: Wire) -> bytes:
     if wire in ("responses", "messages") and "type" in event:
         return f"event: {event['type']}\ndata: {data}\n\n".encode()
     return f"data: {data}\n\n".encode()
+
+
+def keepalive_bytes(kind: str, wire: Wire, number: int) -> bytes:
+    """One keepalive as `kind` (see `Keepalive`) on `wire`: bytes that say nothing."""
+    if kind == "blank":
+        return b"\n"
+    if kind == "event" and wire == "messages":
+        return b'event: ping\ndata: {"type": "ping"}\n\n'
+    if kind == "event" and wire == "responses":
+        data = json.dumps({"type": "keepalive", "sequence_number": number})
+        return f"event: keepalive\ndata: {data}\n\n".encode()
+    if kind == "event":
+        return b": OPENROUTER PROCESSING\n\n"
+    return b": ping\n\n"
