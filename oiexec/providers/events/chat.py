@@ -11,9 +11,10 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Annotated, Any
 
 from httpx_sse import ServerSentEvent
+from pydantic import BeforeValidator
 
 from oiexec.core.events import Usage
 from oiexec.core.types import HistoryItem, Message, ModelResponse, Reasoning, ToolCall
@@ -44,20 +45,23 @@ class _CallFragment(WireModel):
     function: _FunctionDelta | None = None
 
 
-class _ContentPart(WireModel):
-    type: str
-    text: str | None = None
+def _joined_text(value: Any) -> Any:
+    """Content given as a list of parts becomes the text of its `text` parts (other parts,
+    such as Mistral's `thinking`, are not the answer); a list that is not parts stays as it
+    is, for validation to reject."""
+    if not isinstance(value, list) or not all(isinstance(part, dict) for part in value):
+        return value
+    texts = [part.get("text") for part in value if part.get("type") == "text"]
+    return "".join(texts) if all(isinstance(t, str) for t in texts) else value
 
 
 class _Delta(WireModel):
-    content: str | list[_ContentPart] | None = None
+    content: Annotated[str | None, BeforeValidator(_joined_text)] = None
     reasoning_content: str | None = None
     reasoning: Any = None  # OpenRouter: text, or an object only its own clients read
     tool_calls: list[_CallFragment] | None = None
 
     def text(self) -> str:
-        if isinstance(self.content, list):
-            return "".join(p.text or "" for p in self.content if p.type == "text")
         return self.content or ""
 
     def thinking(self) -> str:
