@@ -225,6 +225,20 @@ def test_chat_wrong_shapes_name_the_field(events: list[Event], path: str) -> Non
     assert reason == SHAPE + "chat.completion.chunk: " + path
 
 
+def test_responses_tolerates_nulls_and_what_it_can_do_without() -> None:
+    events: list[Event] = [
+        *_responses_item({"type": "reasoning", "summary": [{"text": None}], "content": None}),
+        *_responses_item({"type": "function_call", "id": "fc_1", "name": "no_args"}),
+        *_responses_item({"type": "web_search_call", "action": ["anything"]}),
+        {"type": "response.completed", "response": {"id": None, "usage": None}},
+    ]
+    response = parse("responses", events)
+    assert response.items == (
+        Reasoning(summary=("",)),
+        ToolCall(call_id="fc_1", name="no_args", arguments=""),
+    )
+
+
 def test_chat_tolerates_null_choices_and_content_parts() -> None:
     events: list[Event] = [
         {"id": "c1", "choices": None},

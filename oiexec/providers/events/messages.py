@@ -29,11 +29,11 @@ class _Typed(WireModel):
 
 
 class _TextBlock(WireModel):
-    text: str = ""
+    text: str | None = None
 
 
 class _ThinkingBlock(WireModel):
-    thinking: str = ""
+    thinking: str | None = None
     signature: str | None = None
 
 

@@ -57,7 +57,7 @@ _CALL_ID = Field(validation_alias=AliasChoices("call_id", "id"))
 class _FunctionCallItem(WireModel):
     call_id: str = _CALL_ID
     name: str
-    arguments: str
+    arguments: str = ""  # a call without arguments takes none; the tool says if it needs some
 
     def item(self) -> ToolCall:
         return ToolCall(call_id=self.call_id, name=self.name, arguments=self.arguments)
@@ -66,7 +66,7 @@ class _FunctionCallItem(WireModel):
 class _CustomToolCallItem(WireModel):
     call_id: str = _CALL_ID
     name: str
-    input: str
+    input: str = ""
 
     def item(self) -> ToolCall:
         return ToolCall(
@@ -75,7 +75,7 @@ class _CustomToolCallItem(WireModel):
 
 
 class _TextPart(WireModel):
-    text: str = ""
+    text: str | None = None
 
 
 class _ReasoningItem(WireModel):
@@ -86,9 +86,11 @@ class _ReasoningItem(WireModel):
 
     def item(self) -> Reasoning:
         return Reasoning(
-            summary=tuple(part.text for part in self.summary or []),
+            summary=tuple(part.text or "" for part in self.summary or []),
             encrypted_content=self.encrypted_content,
-            content="".join(p.text for p in self.content) if self.content is not None else None,
+            content=(
+                "".join(p.text or "" for p in self.content) if self.content is not None else None
+            ),
             item_id=self.id,
         )
 
