@@ -20,6 +20,7 @@ from typing import Any
 from oiexec.agent.budget import Budget
 from oiexec.agent.compact import Compactor, estimate_request, has_turns, thresholds
 from oiexec.agent.final import FinalAnswerPolicy, PlainAnswer, Retry
+from oiexec.core.call_screen import screen_response
 from oiexec.core.context import ToolContext
 from oiexec.core.errors import (
     ContextWindowExceeded,
@@ -28,6 +29,7 @@ from oiexec.core.errors import (
     ModelFacingError,
     ProviderError,
     RunTimedOut,
+    ToolInputError,
 )
 from oiexec.core.events import (
     AgentMessageItem,
@@ -128,6 +130,8 @@ class AgentLoop:
     _compactor: Compactor | None = field(init=False)
     #: Texts of the user-role messages the loop added itself (corrections, observations).
     _own: set[str] = field(default_factory=set, init=False)
+    #: Call id -> why the call is not run (too large, not JSON: core/call_screen.py).
+    _refused: dict[str, ToolInputError] = field(default_factory=dict, init=False)
 
     def __post_init__(self) -> None:
         self._tools = {tool.spec.name: tool for tool in self.harness.tools()}
@@ -277,6 +281,9 @@ class AgentLoop:
         self._charge(response)
         if compactor is not None:
             compactor.observed(response, len(history))
+        # Before anything keeps or runs a call: an oversized or unparsable one becomes a stub.
+        response, refused = screen_response(response)
+        self._refused.update(refused)
         return response
 
     def _summary_request(self, items: Sequence[HistoryItem]) -> ModelResponse:
@@ -341,6 +348,15 @@ class AgentLoop:
                 emitter.completed(AgentMessageItem(id=emitter.next_id(), text=item.text))
 
     def _run_tool(self, call: ToolCall) -> ToolOutput:
+        refused = self._refused.pop(call.call_id, None)
+        if refused is not None:  # never run, so neither hooks nor the tool see it
+            self.ctx.warn(refused.message)
+            return ToolOutput(
+                call_id=call.call_id,
+                call_type=call.call_type,
+                output=refused.message,
+                is_error=True,
+            )
         if self.gate is None:
             return self._call_tool(call)
         refusal = self.gate.before(call)

@@ -21,7 +21,8 @@ A blocking review finding is an outcome, not an error: the review returns
 A second, separate tree holds what the model should see instead of the run ending:
 
     ModelFacingError            becomes the failing call's error result (or a correction)
-    ├── ToolInputError          bad arguments or a failed edit; `kind` says which
+    ├── ToolInputError          bad arguments or a failed edit; `kind` says which (a call
+    │                           too large or not JSON is refused by core/call_screen.py)
     └── ReviewParseError        a review answer that does not parse (review/parse.py)
 
 Third-party errors are translated into this tree where they cross into the package, so the
@@ -162,6 +163,8 @@ ErrorKind = Literal[
     "ambiguous",
     "no_change",
     "invalid",
+    # A call's arguments over the size limit of one call (oiexec.core.call_screen).
+    "too_large",
     "denied",
     "not_read",
     "stale",

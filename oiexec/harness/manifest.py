@@ -14,7 +14,7 @@ import secrets
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from oiexec.core.context import ToolContext
 from oiexec.core.errors import OiexecError
@@ -95,6 +95,10 @@ class HarnessSetup:
     always_defer_mcp_tools: bool = False
     #: Reports what the run should know (MCP tools this harness cannot offer).
     warn: Callable[[str], None] | None = None
+    #: Keeps the file tools' read-before-write state in the session, and what a resumed
+    #: session kept of it (`Runtime.file_journal`, `Runtime.restored_files`).
+    file_journal: Callable[[dict[str, Any]], None] | None = None
+    restored_files: Sequence[Mapping[str, Any]] = ()
 
 
 @dataclass
@@ -118,6 +122,8 @@ class ManifestHarness:
             style=style_for(spec.style),
             env=dict(spec.env),
             output_token_limit=setup.output_token_limit,
+            file_journal=setup.file_journal,
+            restored_files=setup.restored_files,
         )
         self._state = _State()
         self._mcp_offer: McpOffer | None = None

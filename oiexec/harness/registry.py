@@ -3,9 +3,10 @@ what the runner calls."""
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 from oiexec.config.settings import ProviderConfig, Settings
 from oiexec.core.policy import SandboxPolicy
@@ -31,6 +32,10 @@ class HarnessInputs:
     skills: tuple[Skill, ...] = ()
     #: Run warnings from building the harness (MCP tools a text harness cannot offer).
     warn: Callable[[str], None] | None = None
+    #: The file tools' read-before-write state: where its changes are kept (the rollout) and
+    #: what a resumed session kept of it.
+    file_journal: Callable[[dict[str, Any]], None] | None = None
+    restored_files: Sequence[Mapping[str, Any]] = ()
 
 
 def select_harness_id(inputs: HarnessInputs) -> str:
@@ -71,6 +76,8 @@ def build_harness(inputs: HarnessInputs) -> Harness:
         web_search=web_search_mode(settings),
         always_defer_mcp_tools=settings.features.get("tool_search_always_defer_mcp_tools") is True,
         warn=inputs.warn,
+        file_journal=inputs.file_journal,
+        restored_files=inputs.restored_files,
     )
     return ManifestHarness(load_spec(harness_id), setup)
 

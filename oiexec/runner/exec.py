@@ -323,6 +323,7 @@ class _Run:
         from oiexec.providers.registry import create_client
         from oiexec.runner.extras import open_extras
         from oiexec.runner.mcp import start_mcp_servers
+        from oiexec.session.index import FILE_STATE
 
         p, request, settings = self.p, self.request, self.p.config.settings
         thread_id = self.store.thread_id
@@ -357,6 +358,11 @@ class _Run:
                 extra_tools=mcp_tools,
                 skills=extras.skills,
                 warn=self.warn,
+                # Read-before-write state lives in the rollout, so `resume` keeps it.
+                file_journal=lambda entry: self.store.append(
+                    "event_msg", {"type": FILE_STATE, **entry}
+                ),
+                restored_files=p.continued.file_state if p.continued is not None else (),
             )
         )
         ctx.cleanup.callback(harness.close)

@@ -21,7 +21,7 @@ from pydantic import TypeAdapter, ValidationError
 from oiexec.core.errors import SessionError
 from oiexec.core.events import Usage
 from oiexec.core.types import HistoryItem, Message
-from oiexec.session.repair import close_orphan_calls
+from oiexec.session.repair import repair_history
 from oiexec.session.settings import (
     INCOMPLETE,
     Outcome,
@@ -32,6 +32,7 @@ from oiexec.session.settings import (
 )
 
 __all__ = [
+    "FILE_STATE",
     "LoadedSession",
     "SessionInfo",
     "find_last",
@@ -44,6 +45,10 @@ __all__ = [
 ]
 
 _T = TypeVar("_T")
+
+#: The `event_msg` type of one change to the file tools' read-before-write state
+#: (tools/fs/state.py): a resumed run restores it, so a file read before is not refused.
+FILE_STATE = "file_read_state"
 
 _HISTORY_ADAPTER: TypeAdapter[HistoryItem] = TypeAdapter(HistoryItem)
 _USAGE_ADAPTER: TypeAdapter[Usage] = TypeAdapter(Usage)
@@ -77,6 +82,8 @@ class LoadedSession:
     runs: int = 0
     #: Tool calls a killed run left without output, closed with a synthetic one in `history`.
     closed_calls: int = 0
+    #: The file tools' read-before-write journal (`FILE_STATE` event payloads), in order.
+    file_state: tuple[dict[str, Any], ...] = ()
 
     @property
     def model_provider(self) -> str | None:
@@ -134,6 +141,7 @@ def load_rollout(path: Path) -> LoadedSession:
     runs = 0
     awaiting_context = False
     count = 0
+    file_state: list[dict[str, Any]] = []
     for number, record in read_records(path):
         count += 1
         kind, payload = record["type"], record["payload"]
@@ -150,6 +158,8 @@ def load_rollout(path: Path) -> LoadedSession:
             awaiting_context = False
         elif kind == "event_msg" and payload.get("type") == "task_complete":
             outcome = outcome_of(payload)
+        elif kind == "event_msg" and payload.get("type") == FILE_STATE:
+            file_state.append(payload)
         elif kind == "response_item":
             history.append(_validate(path, number, _HISTORY_ADAPTER, payload))
         elif kind == "compacted" and isinstance(payload.get("replacement_history"), list):
@@ -163,7 +173,7 @@ def load_rollout(path: Path) -> LoadedSession:
                 last_token_count = payload
     if meta is None or not isinstance(meta.get("id"), str):
         raise SessionError(f"corrupt session file {path}: no session_meta record with an id")
-    history, closed = close_orphan_calls(history)
+    history, closed = repair_history(history)
     return LoadedSession(
         path=path,
         thread_id=meta["id"],
@@ -177,6 +187,7 @@ def load_rollout(path: Path) -> LoadedSession:
         outcome=outcome,
         runs=runs,
         closed_calls=closed,
+        file_state=tuple(file_state),
     )
 
 

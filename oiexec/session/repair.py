@@ -1,18 +1,34 @@
-"""Closing what a killed run left open, so its history can be sent again.
+"""Making a loaded history sendable again: what a killed run left open, and calls no
+request could carry.
 
 A run killed mid-turn (`kill -9`, the machine lost) may have recorded a tool call whose output
 it never recorded. Providers reject a call without its output, so each such call gets a
 synthetic one, placed right after the calls and outputs that follow it (where the chat wire
-needs every tool message). The rollout itself is left as written: this happens on every load.
+needs every tool message).
+
+A session written before calls were screened (core/call_screen.py) may hold a call with
+arguments of many megabytes, which made every resume fail as too long for the model: such a
+call gets the same stub a live run gives it (its output stays as recorded).
+
+The rollout itself is left as written: this happens on every load.
 """
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+
+from oiexec.core.call_screen import screen_history
 from oiexec.core.types import HistoryItem, ToolCall, ToolOutput
 
-__all__ = ["KILLED_OUTPUT", "close_orphan_calls"]
+__all__ = ["KILLED_OUTPUT", "close_orphan_calls", "repair_history"]
 
 KILLED_OUTPUT = "aborted: the run was killed before this call finished"
+
+
+def repair_history(history: Sequence[HistoryItem]) -> tuple[list[HistoryItem], int]:
+    """`history` made sendable, and how many calls were closed as killed."""
+    screened, _shortened = screen_history(history)
+    return close_orphan_calls(screened)
 
 
 def close_orphan_calls(history: list[HistoryItem]) -> tuple[list[HistoryItem], int]:

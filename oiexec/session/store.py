@@ -241,6 +241,9 @@ def fork_rollout(
     try:
         for item in parent.history:
             store.append("response_item", item.model_dump(mode="json"))
+        # The fork's model saw the parent's reads: its edits need no second read.
+        for entry in parent.file_state:
+            store.append("event_msg", entry)
         if parent.last_token_count is not None:
             store.append("event_msg", parent.last_token_count)
     except BaseException:

@@ -60,6 +60,10 @@ class Runtime:
     extras: dict[str, Any] = field(default_factory=dict)
     #: Call id -> submission of a call that ended the run (read by the harness).
     submissions: dict[str, str] = field(default_factory=dict)
+    #: Where changes to the read-before-write state go (the rollout), and the entries an
+    #: earlier run of the thread left there (restored on first use): tools/fs/state.py.
+    file_journal: Callable[[dict[str, Any]], None] | None = None
+    restored_files: Sequence[Mapping[str, Any]] = ()
     _todo_item: TodoListItem | None = None
 
     # The file tools' state is made on first use: harnesses without file tools (the Codex
@@ -68,7 +72,9 @@ class Runtime:
     def files(self) -> FileStateTracker:
         from oiexec.tools.fs import FileStateTracker
 
-        return FileStateTracker()
+        tracker = FileStateTracker(journal=self.file_journal)
+        tracker.restore(self.restored_files)
+        return tracker
 
     @cached_property
     def todos(self) -> TodoList:

@@ -55,6 +55,8 @@ def parse_heredoc_invocation(command: str) -> HeredocInvocation | None:
             return None
         workdir = head.group("dir")
         return HeredocInvocation(text, _unquote(workdir) if workdir else None)
+    if BEGIN_PATCH not in command or not any(name in command for name in _PATCH_COMMANDS):
+        return None  # shlex is slow on long text (seconds for a 300 KB command): skip it
     try:
         words = shlex.split(command)
     except ValueError:

@@ -3,17 +3,30 @@
 Some harnesses refuse to edit or overwrite a file the model has not read (or that changed after
 the read), and some reply to an unchanged re-read with a short note instead of the same text
 again. One tracker per run holds what that needs.
+
+The model's memory of a file outlives the run: its history still holds the read when the
+session is resumed. So every change to the tracker is handed to a journal (the runner writes
+it to the rollout), and a resumed run's tracker starts from the journal's entries: a file read
+before the resume may be edited at once, one changed since is still refused as stale, and one
+never read is still refused.
 """
 
 from __future__ import annotations
 
 import hashlib
 import os
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 from enum import Enum
 from pathlib import Path
+from typing import Any
+
+from pydantic import BaseModel, ConfigDict, ValidationError
 
 from oiexec.sandbox.reader import ReadScope, read_file
+
+#: Receives one journal entry, `{"path": ..., "stamp": {...} | None}`, per tracker change.
+Journal = Callable[[dict[str, Any]], None]
 
 
 class ReadGate(Enum):
@@ -52,11 +65,67 @@ def _stamp(path: Path, window: tuple[int | None, int | None]) -> FileStamp | Non
     return FileStamp(mtime, hashlib.sha256(data).hexdigest(), window)
 
 
+class _StampEntry(BaseModel):
+    model_config = ConfigDict(extra="ignore", frozen=True)
+
+    mtime_ns: int
+    sha256: str
+    window: tuple[int | None, int | None] = (None, None)
+    written: bool = False
+
+
+class _JournalEntry(BaseModel):
+    """One journal entry as the rollout keeps it; `stamp` None forgets the path."""
+
+    model_config = ConfigDict(extra="ignore", frozen=True)
+
+    path: str
+    stamp: _StampEntry | None
+
+
 class FileStateTracker:
     """Path -> stamp at last read. Paths are compared after resolving symlinks."""
 
-    def __init__(self) -> None:
+    def __init__(self, journal: Journal | None = None) -> None:
         self._stamps: dict[Path, FileStamp] = {}
+        self._journal = journal
+
+    def restore(self, entries: Iterable[Mapping[str, Any]]) -> int:
+        """Replays journal entries of an earlier run of the thread, in order; an entry that
+        does not parse (a foreign or damaged rollout) is skipped, leaving that file unread
+        (the safe side: the model reads it again). Returns how many entries applied."""
+        applied = 0
+        for raw in entries:
+            try:
+                entry = _JournalEntry.model_validate(raw)
+            except ValidationError:
+                continue
+            key = Path(entry.path)
+            if entry.stamp is None:
+                self._stamps.pop(key, None)
+            else:
+                stamp = entry.stamp
+                self._stamps[key] = FileStamp(
+                    stamp.mtime_ns, stamp.sha256, stamp.window, stamp.written
+                )
+            applied += 1
+        return applied
+
+    def _set(self, key: Path, stamp: FileStamp | None) -> None:
+        if stamp is None:
+            self._stamps.pop(key, None)
+        else:
+            self._stamps[key] = stamp
+        if self._journal is not None:
+            entry = None
+            if stamp is not None:
+                entry = {
+                    "mtime_ns": stamp.mtime_ns,
+                    "sha256": stamp.sha256,
+                    "window": list(stamp.window),
+                    "written": stamp.written,
+                }
+            self._journal({"path": str(key), "stamp": entry})
 
     def record_read(
         self, path: Path, *, offset: int | None = None, limit: int | None = None
@@ -64,17 +133,18 @@ class FileStateTracker:
         """Note that the model has just seen `path` (through the given window)."""
         stamp = _stamp(path, (offset, limit))
         if stamp is not None:
-            self._stamps[_key(path)] = stamp
+            self._set(_key(path), stamp)
 
     def record_write(self, path: Path) -> None:
         """A tool wrote `path`: the model knows its content, as after a full read (but a
         read that follows is not an unchanged re-read)."""
         stamp = _stamp(path, (None, None))
         if stamp is not None:
-            self._stamps[_key(path)] = FileStamp(stamp.mtime_ns, stamp.sha256, written=True)
+            self._set(_key(path), FileStamp(stamp.mtime_ns, stamp.sha256, written=True))
 
     def forget(self, path: Path) -> None:
-        self._stamps.pop(_key(path), None)
+        if _key(path) in self._stamps:
+            self._set(_key(path), None)
 
     def was_read(self, path: Path) -> bool:
         return _key(path) in self._stamps
