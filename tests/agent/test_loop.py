@@ -13,6 +13,7 @@ from oiexec.core.errors import MaxTurnsExceeded, RunTimedOut
 from oiexec.core.events import ThreadEvent, Usage
 from oiexec.core.protocols import RetryCallback, Tool
 from oiexec.core.types import (
+    HistoryItem,
     Message,
     ModelRequest,
     ModelResponse,
@@ -113,3 +114,58 @@ def test_max_turns_counts_model_requests(tmp_path: Path, tool_context: MakeToolC
     with pytest.raises(MaxTurnsExceeded, match="--max-turns 2"):
         _loop(tool_context, tmp_path, client, [BrokenTool()], max_turns=2).run([], Usage())
     assert len(client.requests) == 2
+
+
+class RecordingTool:
+    spec = ToolSpec(name="rec", description="records its calls", parameters={"type": "object"})
+
+    def __init__(self) -> None:
+        self.calls: list[ToolCall] = []
+
+    def run(self, call: ToolCall, ctx: ToolContext) -> ToolOutput:
+        self.calls.append(call)
+        return ToolOutput(call_id=call.call_id, output="ran")
+
+
+class RecordingGate:
+    def __init__(self) -> None:
+        self.seen: list[str] = []
+
+    def before(self, call: ToolCall) -> str | None:
+        self.seen.append(call.call_id)
+        return None
+
+    def after(self, call: ToolCall, output: ToolOutput) -> ToolOutput:
+        return output
+
+
+def test_a_refused_call_reaches_neither_hooks_nor_tool_and_is_kept_as_a_stub(
+    tmp_path: Path, tool_context: MakeToolContext
+) -> None:
+    huge = ToolCall(call_id="huge", name="rec", arguments='{"a": "' + "x" * 2_000_000 + '"}')
+    bad = ToolCall(call_id="bad", name="rec", arguments="{oops")
+    good = ToolCall(call_id="good", name="rec", arguments="{}")
+    client = ScriptedClient(ModelResponse(items=(huge, bad, good)), _answer("ok"))
+    tool, gate = RecordingTool(), RecordingGate()
+    recorded: list[HistoryItem] = []
+    warnings: list[str] = []
+    ctx = tool_context(tmp_path, warn=warnings.append)
+    loop = AgentLoop(
+        client=client,
+        harness=TinyHarness([tool]),
+        ctx=ctx,
+        emit=lambda _event: None,
+        record=recorded.append,
+        options=ModelOptions(model="m"),
+        gate=gate,
+    )
+    assert loop.run([], Usage()).final_message == "ok"
+    assert [call.call_id for call in tool.calls] == gate.seen == ["good"]
+    outputs = {i.call_id: i for i in client.requests[1].history if isinstance(i, ToolOutput)}
+    assert outputs["huge"].is_error and "2,000,009 bytes" in outputs["huge"].output
+    assert outputs["bad"].is_error and "not a JSON object" in outputs["bad"].output
+    assert outputs["good"].output == "ran"
+    calls = [item for item in recorded if isinstance(item, ToolCall)]
+    assert [c.call_id for c in calls] == ["huge", "bad", "good"]
+    assert all(len(c.arguments) < 2_000 for c in calls)
+    assert len(warnings) == 2

@@ -16,7 +16,7 @@ from oiexec.core.call_screen import (
     screen_history,
     screen_response,
 )
-from oiexec.core.types import Message, ModelResponse, ToolCall, ToolOutput
+from oiexec.core.types import HistoryItem, Message, ModelResponse, ToolCall, ToolOutput
 from oiexec.session.repair import KILLED_OUTPUT, repair_history
 
 LIMIT = MAX_CALL_ARGUMENT_BYTES
@@ -130,7 +130,7 @@ def test_a_loaded_history_is_repaired_the_same_way() -> None:
     big = ToolCall(call_id="big", name="exec_command", arguments=_json_of_size(5 * LIMIT))
     ran = ToolOutput(call_id="big", output="ran")
     orphan = ToolCall(call_id="orphan", name="exec_command", arguments="{}")
-    history = [Message(role="user", text="go"), big, ran, orphan]
+    history: list[HistoryItem] = [Message(role="user", text="go"), big, ran, orphan]
     repaired, closed = repair_history(history)
     assert closed == 1
     assert repaired[0] == history[0] and repaired[2] == ran  # the output stays as recorded

@@ -18,6 +18,7 @@ from oiexec.core.protocols import SessionStore
 from oiexec.core.redact import clear_secrets, register_secret
 from oiexec.core.types import Message, Reasoning, ToolCall, ToolOutput
 from oiexec.session.index import (
+    FILE_STATE,
     find_last,
     find_rollout,
     list_sessions,
@@ -251,11 +252,14 @@ def test_resume_appends_to_the_same_file(tmp_path: Path) -> None:
 
 def test_fork_copies_history_and_usage_into_a_new_thread(tmp_path: Path) -> None:
     home = tmp_path / "home"
+    read = {"type": FILE_STATE, "path": "/w/a.py", "stamp": {"mtime_ns": 1, "sha256": "ab"}}
     with _create(home, tmp_path) as parent:
         _run_turn(parent, tmp_path, "one", Usage(input_tokens=400, output_tokens=100))
+        parent.append("event_msg", read)
         parent_path = parent.path
     assert parent_path is not None
     parent_loaded = load_rollout(parent_path)
+    assert parent_loaded.file_state == (read,)
     with fork_rollout(
         home,
         parent_path,
@@ -273,6 +277,8 @@ def test_fork_copies_history_and_usage_into_a_new_thread(tmp_path: Path) -> None
     child_loaded = load_rollout(child_path)
     assert child_loaded.history == parent_loaded.history
     assert child_loaded.usage == Usage(input_tokens=400, output_tokens=100)
+    # The fork's model saw the parent's reads: the read-before-edit state goes with them.
+    assert child_loaded.file_state == (read,)
     # The parent is untouched.
     assert load_rollout(parent_path) == parent_loaded
 

@@ -47,7 +47,10 @@ def test_entries_that_do_not_parse_leave_the_file_unread(tmp_path: Path) -> None
     path.write_text("x")
     journal: list[dict[str, Any]] = []
     FileStateTracker(journal=journal.append).record_read(path)
-    damaged = [{"path": str(path.resolve()), "stamp": {"sha256": "x"}}, {"nothing": 1}]
+    damaged: list[dict[str, Any]] = [
+        {"path": str(path.resolve()), "stamp": {"sha256": "x"}},
+        {"nothing": 1},
+    ]
     tracker = FileStateTracker()
     assert tracker.restore(damaged) == 0
     assert tracker.check(path) is ReadGate.NOT_READ
