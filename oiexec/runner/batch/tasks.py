@@ -136,6 +136,9 @@ def parse_tasks(
     # Windows, where an output directory is often copied or merged.
     first: dict[str, tuple[str, str]] = {}
     for where, data in entries:
+        if isinstance(data, _Unparsed):
+            problems.append(f"{where}: {data.problem}")
+            continue
         task, errors = _validate(len(tasks), data)
         problems += [f"{where}: {error}" for error in errors]
         if task is None:
@@ -156,7 +159,7 @@ def parse_tasks(
             problems += [f"{where}: task {task.id!r}: {problem}" for problem in limit(task)]
         tasks.append(task)
     if not problems and not tasks:
-        problems.append(f"{path}: no tasks found")
+        problems.append(f"{path.name}: no tasks found")
     if problems:
         shown = problems[:_MAX_PROBLEMS]
         if len(problems) > len(shown):
@@ -168,9 +171,15 @@ def parse_tasks(
     return tasks
 
 
+@dataclass(frozen=True)
+class _Unparsed:
+    """A line of the file that is not JSON, in place of its value."""
+
+    problem: str
+
+
 def _jsonl_entries(path: Path, text: str) -> tuple[list[tuple[str, Any]], list[str]]:
     entries: list[tuple[str, Any]] = []
-    problems: list[str] = []
     # Lines end at "\n" only, as JSONL's do: `splitlines` would also cut at U+2028, form feeds
     # and the like, which may stand raw inside a JSON string, and miscount lines.
     for number, line in enumerate(text.split("\n"), start=1):
@@ -178,15 +187,16 @@ def _jsonl_entries(path: Path, text: str) -> tuple[list[tuple[str, Any]], list[s
         if not line.strip() or line.lstrip().startswith("#"):
             continue
         where = f"{path.name}:{number}"
+        # A line that does not parse keeps its place: problems are listed in file order.
         try:
             entries.append((where, json.loads(line)))
         except json.JSONDecodeError as exc:
-            problems.append(f"{where}: bad JSON ({exc.msg} at column {exc.colno})")
+            entries.append((where, _Unparsed(f"bad JSON ({exc.msg} at column {exc.colno})")))
         except RecursionError:
-            problems.append(f"{where}: bad JSON (nested too deeply)")
+            entries.append((where, _Unparsed("bad JSON (nested too deeply)")))
         except ValueError as exc:  # an integer too long to convert, say
-            problems.append(f"{where}: bad JSON ({_clip(str(exc))})")
-    return entries, problems
+            entries.append((where, _Unparsed(f"bad JSON ({_clip(str(exc))})")))
+    return entries, []
 
 
 def _toml_entries(path: Path, text: str) -> tuple[list[tuple[str, Any]], list[str]]:

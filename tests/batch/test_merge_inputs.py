@@ -1,0 +1,112 @@
+"""`batch merge` reads directories a batch wrote, which its tasks could also write: a summary
+of the wrong shape, an id that would leave the merged directory or take one of its report
+names, a task file that is a FIFO, not XML or huge: each is a usage error naming the file and
+entry, or a file left out with a warning; never an internal error, never a hang."""
+
+from __future__ import annotations
+
+import json
+import os
+import time
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from oiexec.core.errors import UsageError
+from oiexec.runner.batch.merge import merge_batches
+from tests.conftest import run_cli
+
+
+def _entry(task_id: str, **fields: Any) -> dict[str, Any]:
+    return {"index": 0, "id": task_id, "status": "success", "exit_code": 0, **fields}
+
+
+def _shard(path: Path, tasks: list[Any], **summary: Any) -> Path:
+    path.mkdir(parents=True, exist_ok=True)
+    data = {"batch": "b", "exit_code": 0, "totals": {}, "tasks": tasks, **summary}
+    (path / "summary.json").write_text(json.dumps(data))
+    return path
+
+
+_BAD_ENTRIES = [
+    ("not an object", "x", "task 1: the entry: Input should be a dictionary"),
+    ("tokens a list", _entry("a", tokens=[1]), "task 1: tokens: Input should be"),
+    ("index a word", _entry("a", index="first"), "task 1: index: Input should be a valid integer"),
+    ("id escapes", _entry("../../etc"), "task 1: id '../../etc' cannot be used"),
+    ("id is a report", _entry("summary.json"), "task 1: id 'summary.json' cannot be used"),
+    ("id not a string", _entry(None), "task 1: id: Input should be a valid string"),
+    ("unknown status", _entry("a", status="great"), "task 1: unknown status 'great'"),
+    (
+        "duration nan",
+        _entry("a", duration_s=float("nan")),
+        "task 1: duration_s is not a finite number",
+    ),
+]
+
+
+@pytest.mark.parametrize(
+    ("case", "entry", "message"), _BAD_ENTRIES, ids=[c[0] for c in _BAD_ENTRIES]
+)
+def test_a_summary_entry_of_the_wrong_shape_is_a_usage_error_naming_it(
+    tmp_path: Path, case: str, entry: Any, message: str
+) -> None:
+    shard = _shard(tmp_path / "s0", [entry])
+    with pytest.raises(UsageError) as caught:
+        merge_batches([shard], tmp_path / "merged")
+    assert f"{shard / 'summary.json'}: {message}" in caught.value.render()
+    assert not (tmp_path / "merged").exists()
+    assert not (tmp_path / "etc").exists()
+
+
+@pytest.mark.parametrize(
+    "content",
+    [b"[" * 100_000, b"\xff\xfe", b"[]", b'{"tasks": 5}', b"NaN"],
+    ids=["deep", "not utf-8", "a list", "tasks not a list", "nan"],
+)
+def test_a_summary_that_is_not_a_batch_summary_is_a_usage_error(
+    tmp_path: Path, content: bytes
+) -> None:
+    shard = tmp_path / "s0"
+    shard.mkdir()
+    (shard / "summary.json").write_bytes(content)
+    with pytest.raises(UsageError, match=r"summary\.json"):
+        merge_batches([shard], tmp_path / "merged")
+
+
+def test_odd_task_files_are_copied_or_left_out_with_a_warning_never_hang(tmp_path: Path) -> None:
+    shard = _shard(tmp_path / "s0", [_entry("a")])
+    (shard / "shard.json").write_text(json.dumps({"batch_tasks": ["a", "../x", 7, "junit.xml"]}))
+    task = shard / "a"
+    task.mkdir()
+    (task / "junit.xml").write_bytes(b"\x00not xml at all<<<")
+    os.mkfifo(task / "events.jsonl")  # nobody writes it: a read would block forever
+    (task / "stderr.log").symlink_to(tmp_path / "secret")
+    (tmp_path / "secret").write_text("SECRET")
+    warnings: list[str] = []
+    started = time.monotonic()
+    code = merge_batches([shard], tmp_path / "merged", warn=warnings.append)
+    assert time.monotonic() - started < 10
+    assert code == 0
+    merged = tmp_path / "merged"
+    assert (merged / "a" / "junit.xml").read_bytes() == b"\x00not xml at all<<<"
+    assert not (merged / "a" / "events.jsonl").exists()
+    assert not (merged / "a" / "stderr.log").exists()
+    assert any("not copied" in w and "events.jsonl" in w for w in warnings), warnings
+    assert any("not copied" in w and "stderr.log" in w for w in warnings), warnings
+    # The shard file's odd ids are not turned into tasks of the merge.
+    assert [t["id"] for t in json.loads((merged / "summary.json").read_text())["tasks"]] == ["a"]
+
+
+def test_merge_cli_says_what_is_wrong_without_a_traceback(tmp_path: Path) -> None:
+    shard = _shard(tmp_path / "s0", [_entry("../../escape")])
+    planted = _shard(tmp_path / "s1", [_entry("b")])
+    result = run_cli(
+        ["batch", "merge", str(shard), "--out", str(tmp_path / "merged")], cwd=tmp_path
+    )
+    assert result.returncode == 2, result.stderr
+    assert "task 1: id '../../escape' cannot be used as a directory name" in result.stderr
+    assert "Traceback" not in result.stderr and "internal error" not in result.stderr
+    result = run_cli(["batch", "merge", str(planted), "--out", "/proc/merged"], cwd=tmp_path)
+    assert result.returncode == 2, result.stderr
+    assert "--out /proc/merged: cannot create or open its directory" in result.stderr
