@@ -48,16 +48,22 @@ _ODD_STRINGS = st.sampled_from(
         "\ufeff",
         "-rf",
         "a" * 129,
-        "x" * 200_000,
     ]
+)
+# Huge values, built in a map so that reports show the strategy, not megabytes of it.
+_HUGE = st.one_of(
+    st.integers(100_000, 300_000).map(lambda size: "x" * size),
+    st.integers(300, 4000).map(lambda digits: 10**digits),
+    st.integers(300, 4000).map(lambda digits: -(10**digits)),
 )
 _SCALARS = st.one_of(
     st.none(),
     st.booleans(),
-    st.integers(min_value=-(10**400), max_value=10**400),
+    st.integers(),
     st.floats(allow_nan=True, allow_infinity=True),
     _ANY_TEXT,
     _ODD_STRINGS,
+    _HUGE,
 )
 _JSON = st.recursive(
     _SCALARS,
@@ -294,10 +300,17 @@ def test_worst_cases_through_the_cli_are_usage_errors_in_bounded_time(
 
 def test_odd_but_valid_prompts_run(model_server: ModelServer, repo: Path, tmp_path: Path) -> None:
     """Control characters, U+2028, bidi marks, emoji and a long prompt are a prompt like any."""
-    odd = "\x1b[31m\u2028\u202e\U0001f600\r\x7f [task:odd] " + "x" * 300_000
+    odd = "\x1b[31m\u2028\u202e\U0001f600\x7f [task:odd] " + "x" * 300_000
     tasks = write_tasks(tmp_path / "t.jsonl", [{"id": "odd", "prompt": odd}])
     model_server.route("[task:odd]", reply("ok"))
     result = run_batch(model_server, tasks, tmp_path / "out", cwd=repo, timeout=120)
     assert result.returncode == 0, result.stderr
     assert statuses(tmp_path / "out") == {"odd": "success"}
-    assert odd in json.dumps(model_server.model_requests[0].body, ensure_ascii=False)
+    assert any(odd in text for text in _strings(model_server.model_requests[0].body))
+
+
+def _strings(value: Any) -> list[str]:
+    if isinstance(value, str):
+        return [value]
+    items = value.values() if isinstance(value, dict) else value if isinstance(value, list) else []
+    return [text for item in items for text in _strings(item)]

@@ -148,3 +148,19 @@ def test_a_report_name_a_task_took_over_fails_the_batch_with_the_table_not_a_tra
     os.rmdir(out / "summary.json")
     assert run_batch(model_server, tasks, out, cwd=repo, timeout=60).returncode == 0
     assert statuses(out) == {"one": "success"}
+
+
+def test_reports_are_written_whatever_text_the_records_hold() -> None:
+    """A lone surrogate in a record (a `\\ud800` escape in a task's events, which the task can
+    write, or in a shard's summary given to merge) or in the batch name once made the report
+    write fail after every task ran (UnicodeEncodeError; XML refused it): it is U+FFFD now."""
+    from oiexec.runner.batch.record import TaskRecord
+    from oiexec.runner.batch.report import render
+
+    record = TaskRecord(index=0, id="a", status="failed", message="\ud800", session_id="\udcff")
+    summary, junit = render("nightly-\udcff", [record])
+    summary.encode("utf-8")
+    junit.encode("utf-8")
+    assert json.loads(summary)["tasks"][0]["message"] == "\ufffd"
+    assert json.loads(summary)["batch"] == "nightly-\ufffd"
+    assert 'classname="nightly-\ufffd"' in junit

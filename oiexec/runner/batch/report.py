@@ -22,7 +22,9 @@ Paths are relative to the output directory.
 from __future__ import annotations
 
 import json
+import re
 from collections.abc import Sequence
+from dataclasses import replace
 from pathlib import Path
 from typing import Any, TextIO
 
@@ -43,6 +45,8 @@ __all__ = [
     "write_reports",
 ]
 
+_SURROGATES = re.compile("[\ud800-\udfff]")
+
 
 def batch_exit_code(records: Sequence[TaskRecord]) -> int:
     """0 when every task succeeded; 130 when the batch was interrupted before every task
@@ -56,7 +60,8 @@ def batch_exit_code(records: Sequence[TaskRecord]) -> int:
 
 def render(name: str, records: Sequence[TaskRecord]) -> tuple[str, str]:
     """(summary.json text, junit.xml text) for `records` in TASKS order."""
-    ordered = sorted(records, key=lambda record: record.index)
+    name = _unicode(name)
+    ordered = [_clean(record) for record in sorted(records, key=lambda record: record.index)]
     tokens = Tokens()
     for record in ordered:
         tokens.add(record.tokens)
@@ -72,6 +77,28 @@ def render(name: str, records: Sequence[TaskRecord]) -> tuple[str, str]:
     }
     text = json.dumps(summary, indent=2, ensure_ascii=False) + "\n"
     return text, _junit(name, ordered)
+
+
+def _unicode(text: str) -> str:
+    """`text` with each lone surrogate as U+FFFD. They come from a name that is not UTF-8 (the
+    tasks file's, `--name` in a non-UTF-8 argv) or a `\\ud800` escape in what a task wrote, and
+    can be written neither as UTF-8 nor in XML: left in, the reports would not be written."""
+    return _SURROGATES.sub("\ufffd", text)
+
+
+def _clean(record: TaskRecord) -> TaskRecord:
+    def text(value: str | None) -> str | None:
+        return None if value is None else _unicode(value)
+
+    return replace(
+        record,
+        id=_unicode(record.id),
+        status=_unicode(record.status),
+        message=text(record.message),
+        session_id=text(record.session_id),
+        worktree=text(record.worktree),
+        paths={_unicode(key): _unicode(path) for key, path in record.paths.items()},
+    )
 
 
 def write_reports(out: ReportDir, name: str, records: Sequence[TaskRecord]) -> None:

@@ -304,19 +304,26 @@ def _read_events(out: Path, path: Path, record: TaskRecord) -> None:
             continue
         kind = event.get("type")
         if kind == "thread.started" and record.session_id is None:
-            record.session_id = event.get("thread_id")
+            thread_id = event.get("thread_id")
+            record.session_id = thread_id if isinstance(thread_id, str) else None
         elif kind in ("turn.completed", "turn.failed"):
             usage = event.get("usage")
             if isinstance(usage, dict):  # cumulative for the thread: the last one counts
                 record.tokens = Tokens(
-                    input=int(usage.get("input_tokens", 0)),
-                    cached_input=int(usage.get("cached_input_tokens", 0)),
-                    output=int(usage.get("output_tokens", 0)),
-                    reasoning=int(usage.get("reasoning_output_tokens", 0)),
+                    input=_count(usage.get("input_tokens")),
+                    cached_input=_count(usage.get("cached_input_tokens")),
+                    output=_count(usage.get("output_tokens")),
+                    reasoning=_count(usage.get("reasoning_output_tokens")),
                 )
             error = event.get("error")
             if kind == "turn.failed" and isinstance(error, dict):
                 record.message = str(error.get("message") or "") or None
+
+
+def _count(value: Any) -> int:
+    """A token count from the task's events, which the task could have written itself: 0 for
+    anything that is not a whole number."""
+    return value if isinstance(value, int) and not isinstance(value, bool) and value >= 0 else 0
 
 
 def _read_junit(out: Path, path: Path, record: TaskRecord, earlier_turns: int) -> None:
