@@ -7,8 +7,9 @@ from __future__ import annotations
 import itertools
 import json
 import threading
+import time
 from collections import deque
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 from tests.support.model_server.steps import Step
@@ -22,6 +23,9 @@ class RecordedRequest:
     query: dict[str, str]
     headers: dict[str, str]
     body: Any
+    #: `time.monotonic()` when the request was read: a test times a fault from the first
+    #: model request, leaving out the client's own start-up.
+    received: float = field(default_factory=time.monotonic)
 
     @property
     def wire(self) -> Wire | None:
@@ -55,6 +59,14 @@ class ScriptedModel:
         with self._lock:
             self._steps.extend(steps)
         return self
+
+    def clear(self) -> int:
+        """Drop the steps still queued (one script after another on a shared server); how
+        many there were."""
+        with self._lock:
+            left = len(self._steps)
+            self._steps.clear()
+            return left
 
     @property
     def remaining(self) -> int:

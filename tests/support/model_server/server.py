@@ -89,6 +89,9 @@ class ModelServer:
         self.model.route(marker, *steps)
         return self
 
+    def clear(self) -> int:
+        return self.model.clear()
+
     @property
     def requests(self) -> list[RecordedRequest]:
         return self.model.requests
