@@ -22,6 +22,7 @@ from tomlkit.items import Comment, Item, Table, Whitespace
 from tomlkit.toml_document import TOMLDocument
 
 from oiexec.core.errors import ConfigError
+from oiexec.core.userfile import CONFIG_MAX, read_user_file_if_exists, user_text
 
 __all__ = ["read_user_document", "remove_mcp_server", "set_mcp_server"]
 
@@ -30,12 +31,11 @@ MCP_SERVERS = "mcp_servers"
 
 def read_user_document(path: Path) -> TOMLDocument:
     """The file as an editable document; an empty one when the file does not exist yet."""
-    try:
-        text = path.read_text(encoding="utf-8")
-    except FileNotFoundError:
+    what = f"cannot read config file {path}"
+    raw = read_user_file_if_exists(path, name=what, cap=CONFIG_MAX, error=ConfigError)
+    if raw is None:
         return tomlkit.document()
-    except (OSError, UnicodeDecodeError) as exc:
-        raise ConfigError(f"cannot read config file {path}: {exc}") from exc
+    text = user_text(raw, name=what, error=ConfigError)
     try:
         return tomlkit.parse(text)
     except TOMLKitError as exc:

@@ -37,6 +37,7 @@ from oiexec.config.hooks import RUN_EVENTS, HooksConfig
 from oiexec.core.errors import ConfigError
 from oiexec.core.interrupts import uninterruptible
 from oiexec.core.redact import redact
+from oiexec.core.userfile import CONFIG_MAX, read_user_file_if_exists, user_text
 from oiexec.extensions.outside import command_refusal, outside_env
 
 __all__ = [
@@ -121,18 +122,19 @@ def hooks_enabled(features: Mapping[str, bool]) -> bool:
 
 def read_hooks_file(path: Path) -> HooksConfig | None:
     """A `hooks.json` (`{"hooks": {Event: [groups]}}`), None when there is none."""
-    try:
-        text = path.read_text(encoding="utf-8")
-    except FileNotFoundError:
+    what = f"cannot read {path}"
+    raw = read_user_file_if_exists(path, name=what, cap=CONFIG_MAX, error=ConfigError)
+    if raw is None:
         return None
-    except OSError as exc:
-        raise ConfigError(f"cannot read {path}: {exc.strerror or exc}") from exc
+    text = user_text(raw, name=what, error=ConfigError)
     try:
         data = json.loads(text)
     except json.JSONDecodeError as exc:
         raise ConfigError(
             f"{path} is not valid JSON: {exc.msg} at line {exc.lineno} column {exc.colno}"
         ) from exc
+    except RecursionError:
+        raise ConfigError(f"{path} is nested too deeply to be a hooks file") from None
     if not isinstance(data, dict) or not isinstance(data.get("hooks", {}), dict):
         raise ConfigError(f'{path} must be a JSON object like {{"hooks": {{"PreToolUse": [...]}}}}')
     try:

@@ -100,7 +100,7 @@ def run_exec(
             stack.callback(prepared.sandbox.close)
             # A broken hooks.json is a config error like any other: before the thread starts.
             check_hook_files(prepared)
-            prepared = prepared.with_prompt(prompt() if prompt is not None else None)
+            prepared = prepared.with_prompt(prompt)  # within --timeout
             request = prepared.request
             session = open_session(
                 request, prepared.config, prepared.provider_id, prepared.continued

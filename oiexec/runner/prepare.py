@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import dataclasses
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
@@ -33,6 +34,7 @@ from oiexec.runner.reports import stderr_warning
 from oiexec.runner.request import ExecRequest
 from oiexec.runner.sandboxing import RefusalTracker, add_dir_warnings, run_policy
 from oiexec.runner.sessions import SettingChange, continue_session, setting_changes
+from oiexec.runner.signals import deadline_alarm
 from oiexec.sandbox.selfguard import protect_runner
 
 if TYPE_CHECKING:
@@ -107,25 +109,34 @@ class Prepared:
     sandbox: RefusalTracker
     #: The model's context window and price (config, else the catalog).
     facts: ModelFacts
-    #: When the run started (`--timeout` counts from here); set once the prompt is in hand.
+    #: When the run started (`--timeout` counts from here): before config was read, so the
+    #: limit covers the whole run, a slow stdin included.
     started: float = 0.0
     #: The session a resume or fork continues.
     continued: LoadedSession | None = None
     #: Where this run differs from the continued session's (announced and recorded).
     changes: tuple[SettingChange, ...] = ()
 
-    def with_prompt(self, prompt: str | None) -> Prepared:
-        """Ready to run: the prompt (when read late) filled in and the clock started, so a
-        slow stdin does not count against `--timeout`."""
-        request = (
-            self.request if prompt is None else dataclasses.replace(self.request, prompt=prompt)
-        )
-        return dataclasses.replace(self, request=request, started=time.monotonic())
+    @property
+    def deadline(self) -> float | None:
+        """When `--timeout` runs out (monotonic clock), if it is set."""
+        timeout = self.request.timeout
+        return self.started + timeout if timeout else None
+
+    def with_prompt(self, read: Callable[[], str] | None) -> Prepared:
+        """Ready to run: the prompt read now (stdin), when `read` is given. `--timeout` counts
+        the read: a stdin that never ends is cut off at the deadline (`RunTimedOut`)."""
+        if read is None:
+            return self
+        with deadline_alarm(self.deadline):
+            prompt = read()
+        return dataclasses.replace(self, request=dataclasses.replace(self.request, prompt=prompt))
 
 
 def prepare(request: ExecRequest, hooks: RunHooks, warnings: StartupWarnings) -> Prepared:
     """Checks everything that does not need the prompt; raises `OiexecError` (usage, config,
     session) on the first problem, with the warnings found so far in `warnings`."""
+    started = time.monotonic()
     warnings.add(*request.warnings)
     found: list[str] = []
     try:
@@ -195,7 +206,7 @@ def prepare(request: ExecRequest, hooks: RunHooks, warnings: StartupWarnings) ->
     warnings.add(*_sandbox_warnings(sandbox, policy))
     return Prepared(
         request, hooks, config, provider_id, provider, api_key, images, output_schema, policy,
-        sandbox, facts, continued=continued, changes=tuple(changes),
+        sandbox, facts, started=started, continued=continued, changes=tuple(changes),
     )  # fmt: skip
 
 
