@@ -33,6 +33,10 @@ class _LazyGroup(click.Group):
     }
     _aliases: ClassVar[dict[str, str]] = {"e": "exec"}
 
+    def parse_args(self, ctx: click.Context, args: list[str]) -> list[str]:
+        _refuse_undecodable(args)
+        return super().parse_args(ctx, args)
+
     def list_commands(self, ctx: click.Context) -> list[str]:
         return sorted(self._lazy)
 
@@ -45,6 +49,21 @@ class _LazyGroup(click.Group):
         module_name, attr = self._lazy[name]
         command: click.Command = getattr(importlib.import_module(module_name), attr)
         return command
+
+
+def _refuse_undecodable(args: list[str]) -> None:
+    """An argument that is not UTF-8 (Python holds its bytes as lone surrogates) is a usage
+    error, as in Codex: such text cannot be sent to a model, written to JSON or put in a
+    header, and would fail there instead."""
+    for number, arg in enumerate(args, start=1):
+        try:
+            arg.encode("utf-8")
+        except UnicodeEncodeError:
+            shown = arg.encode("utf-8", "surrogateescape").decode("utf-8", "backslashreplace")
+            raise click.UsageError(
+                f"argument {number} is not valid UTF-8: `{shown[:80]}`; pass text and paths "
+                "as UTF-8"
+            ) from None
 
 
 @click.group(cls=_LazyGroup, context_settings={"help_option_names": ["-h", "--help"]})

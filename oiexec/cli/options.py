@@ -11,6 +11,7 @@ from typing import Any, TypeVar
 
 import click
 
+from oiexec.core.numbers import COUNT, POSITIVE, SECONDS, NumberRange
 from oiexec.core.policy import SANDBOX_MODES
 
 F = TypeVar("F", bound=Callable[..., Any])
@@ -19,6 +20,33 @@ F = TypeVar("F", bound=Callable[..., Any])
 #: FIFO, a socket or a directory) is decided when it is opened (runner/reports), which also
 #: writes the other reports saying why the run stopped.
 REPORT_PATH = click.Path(readable=False, path_type=str)
+
+
+class NumberParam(click.ParamType[int | float]):
+    """A numeric flag in a range of `oiexec.core.numbers` (the config keys of the same meaning
+    use the same range): `--timeout inf`, `--max-cost nan` and negatives are usage errors
+    (exit 2) naming the flag, the value and what is allowed."""
+
+    def __init__(self, allowed: NumberRange, metavar: str) -> None:
+        self.allowed = allowed
+        self.name = metavar.lower()
+        self._metavar = metavar
+
+    def get_metavar(self, param: click.Parameter, *args: Any, **kwargs: Any) -> str:
+        return self._metavar
+
+    def convert(self, value: Any, param: click.Parameter | None, ctx: click.Context | None) -> Any:
+        try:
+            if isinstance(value, str):
+                return self.allowed.parse(value)
+            return self.allowed.check(value)
+        except ValueError as exc:
+            self.fail(str(exc), param, ctx)
+
+
+#: At least 1: turns, attempts, tokens, jobs.
+COUNT_PARAM = NumberParam(COUNT, "N")
+
 
 _EXEC_OPTIONS: list[Callable[[Any], Any]] = [
     click.option(
@@ -146,25 +174,25 @@ _EXEC_OPTIONS: list[Callable[[Any], Any]] = [
     ),
     click.option(
         "--max-turns",
-        type=click.IntRange(min=1),
+        type=COUNT_PARAM,
         help="Fail (exit 4) if the model needs more than N model turns.",
     ),
     click.option(
         "--timeout",
         "timeout_s",
-        type=click.FloatRange(min=0, min_open=True),
+        type=NumberParam(SECONDS, "SECONDS"),
         metavar="SECONDS",
         help="Fail (exit 5) if the run takes longer.",
     ),
     click.option(
         "--max-tokens",
-        type=click.IntRange(min=1),
+        type=COUNT_PARAM,
         metavar="N",
         help="Fail (exit 9) once the run has used more than N tokens (input + output).",
     ),
     click.option(
         "--max-cost",
-        type=click.FloatRange(min=0, min_open=True),
+        type=NumberParam(POSITIVE, "USD"),
         metavar="USD",
         help="Fail (exit 10) once the run has cost more than USD at the model's price.",
     ),
@@ -178,7 +206,7 @@ _EXEC_OPTIONS: list[Callable[[Any], Any]] = [
     ),
     click.option(
         "--max-attempts",
-        type=click.IntRange(min=1),
+        type=COUNT_PARAM,
         metavar="N",
         help="How many times --check may run (default 3, or `check_max_attempts`).",
     ),

@@ -104,27 +104,40 @@ def parse_path(text: str) -> list[str]:
     return parts
 
 
+#: Marks, in the tree of known paths, that a path may end at this node.
+_END = ""
+
+
 @functools.cache
-def _known() -> tuple[tuple[str, ...], ...]:
+def _known() -> dict[str, Any]:
+    """The known key paths as a tree, one level per key part (a config with thousands of
+    keys is checked key by key; walking ~800 patterns for each took minutes)."""
     text = resources.files("oiexec.config").joinpath("codex_keys.txt").read_text("utf-8")
-    return tuple(
-        tuple(parse_path(line)) for line in text.splitlines() if line and not line.startswith("#")
-    )
+    tree: dict[str, Any] = {}
+    for line in text.splitlines():
+        if line and not line.startswith("#"):
+            node = tree
+            for part in parse_path(line):
+                node = node.setdefault(part, {})
+            node[_END] = {}
+    return tree
 
 
 def codex_knows(key_path: Sequence[str]) -> bool:
     """Whether Codex's config has `key_path` (an exact key, a map entry, or anything inside a
     table Codex leaves open)."""
-    return any(_matches(pattern, key_path) for pattern in _known())
+    return _matches(_known(), key_path, 0)
 
 
-def _matches(pattern: Sequence[str], key_path: Sequence[str]) -> bool:
-    for index, part in enumerate(pattern):
-        if part == "**":
-            return len(key_path) > index
-        if index >= len(key_path) or part not in ("*", key_path[index]):
-            return False
-    return len(pattern) == len(key_path)
+def _matches(node: dict[str, Any], key_path: Sequence[str], index: int) -> bool:
+    if index == len(key_path):
+        return _END in node
+    if "**" in node:
+        return True  # something below a table Codex leaves open
+    return any(
+        child is not None and _matches(child, key_path, index + 1)
+        for child in (node.get(key_path[index]), node.get("*"))
+    )
 
 
 def render(schema_path: Path) -> str:

@@ -22,6 +22,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from oiexec.config.layers import Layer, layer_of, leaf_paths
+from oiexec.config.problems import REPORTED
 from oiexec.config.settings import Settings
 from oiexec.core.errors import ConfigError
 
@@ -50,10 +51,15 @@ _NO_EFFECT: dict[str, str] = {
 
 @dataclass(frozen=True)
 class IgnoredKey:
-    """A key Codex's config knows and oiexec does not model, as the loader found it."""
+    """A key Codex's config knows and oiexec does not model, as the loader found it, with
+    the layer that set it (None: not known)."""
 
     key_path: tuple[str, ...]
-    where: str
+    layer: Layer | None
+
+    @property
+    def where(self) -> str:
+        return self.layer.where(list(self.key_path)) if self.layer else "?"
 
 
 @dataclass(frozen=True)
@@ -74,32 +80,38 @@ def no_effect_notes(
 ) -> list[str]:
     """One note per key set for this run that has no effect; a `ConfigError` naming them all
     instead when `strict`."""
-    found: dict[str, str] = {}
+    # Where each key was set is worked out only for the keys named (the slow part).
+    found: dict[tuple[str, ...], IgnoredKey] = {}
     for key in ignored:
-        found.setdefault(_dotted(key.key_path), key.where)
+        found.setdefault(key.key_path, key)
     for key_path, layer, value in _set_keys(layers):
         if _has_no_effect(settings, key_path, value, facts):
-            found.setdefault(_dotted(key_path), layer.where(key_path))
+            found.setdefault(tuple(key_path), IgnoredKey(tuple(key_path), layer))
+    named = [(_dotted(key), where) for key, where in list(found.items())[:REPORTED]]
+    more = len(found) - len(named)
     if strict and found:
+        lines = [f"`{key}` in {where.where}" for key, where in named]
         raise ConfigError(
             "config keys that have no effect in exec (--strict-config):\n  "
-            + "\n  ".join(f"`{key}` in {where}" for key, where in found.items()),
+            + "\n  ".join(lines + ([f"... and {more} more"] if more else [])),
             hint="Remove them from the config (or the command line), or drop --strict-config "
             "to run with them reported and ignored.",
         )
-    return [f"{key}: {NO_EFFECT} ({where})" for key, where in found.items()]
+    notes = [f"{key}: {NO_EFFECT} ({where.where})" for key, where in named]
+    return notes + ([f"{more} more keys: {NO_EFFECT}"] if more else [])
 
 
 def unknown_features(settings: Settings, layers: list[Layer]) -> list[str]:
     """`[features]` names neither Codex nor oiexec has (a typo such as `--enable skils`): they
     get the unknown-key warning, since `features` takes any name."""
+    unknown = [name for name in settings.features if not _known_feature(name)]
     warnings: list[str] = []
-    for name in settings.features:
-        if _known_feature(name):
-            continue
+    for name in unknown[:REPORTED]:
         owner = layer_of(layers, ["features", name])
         where = owner.where(["features", name]) if owner else "?"
         warnings.append(f"ignoring unknown feature `features.{name}` ({where})")
+    if len(unknown) > REPORTED:
+        warnings.append(f"ignoring {len(unknown) - REPORTED} more unknown features")
     return warnings
 
 

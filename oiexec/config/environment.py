@@ -84,6 +84,8 @@ def environment_layers(environ: Mapping[str, str]) -> list[Layer]:
             for name, value in environ.items()
             if name.startswith(prefix) and name not in NOT_CONFIG and value != ""
         }
+        for name, value in chosen.items():
+            _refuse_undecodable(name, value)
         paths = {tuple(name[len(prefix) :].lower().split(_DELIMITER)): name for name in chosen}
         data = read_env_text(Settings, _PrefixSource(prefix, chosen)(), paths)
         if prefix == OWN_PREFIX:
@@ -96,6 +98,20 @@ def environment_layers(environ: Mapping[str, str]) -> list[Layer]:
         if data:
             layers.append(Layer("environment", data, variables=paths))
     return layers
+
+
+def _refuse_undecodable(name: str, value: str) -> None:
+    """A config variable that is not UTF-8 (its bytes held as lone surrogates) is a config
+    error naming it: the value could not be sent to a model, written to JSON or shown."""
+    for text in (name, value):
+        try:
+            text.encode("utf-8")
+        except UnicodeEncodeError:
+            shown = name.encode("utf-8", "surrogateescape").decode("utf-8", "backslashreplace")
+            raise ConfigError(
+                f"environment variable {shown} is not valid UTF-8",
+                hint="Export it again as UTF-8 text, or unset it.",
+            ) from None
 
 
 class _PrefixSource(EnvSettingsSource):
@@ -124,8 +140,10 @@ class _PrefixSource(EnvSettingsSource):
     ) -> Any:
         try:
             return super().prepare_field_value(field_name, field, value, value_is_complex)
-        except ValueError as exc:
-            # A table or list that is not valid JSON; say which variable, as for a file line.
+        except (ValueError, RecursionError) as error:
+            # A table or list that is not valid JSON (or JSON nested past the interpreter's
+            # stack); say which variable, as for a file line.
+            exc = "nested too deeply" if isinstance(error, RecursionError) else error
             own = f"{self.env_prefix}{field_name}".lower()
             names = sorted(
                 name

@@ -69,8 +69,11 @@ def _read(annotation: Any, text: str) -> Any:
 
 
 def without_none(annotation: Any) -> Any:
-    """`X | None` -> X; any other annotation as it is."""
+    """`X | None` -> X, and `Annotated[X, ...]` (a key with a range) -> X; any other
+    annotation as it is."""
     if isinstance(annotation, types.UnionType) or typing.get_origin(annotation) is typing.Union:
         rest = [arg for arg in typing.get_args(annotation) if arg is not type(None)]
-        return rest[0] if len(rest) == 1 else annotation
+        annotation = rest[0] if len(rest) == 1 else annotation
+    if typing.get_origin(annotation) is typing.Annotated:
+        return typing.get_args(annotation)[0]
     return annotation

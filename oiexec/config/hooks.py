@@ -14,6 +14,8 @@ from typing import Literal
 
 from pydantic import AliasChoices, BaseModel, ConfigDict, Field, model_validator
 
+from oiexec.core.numbers import SecondsKey
+
 __all__ = ["RUN_EVENTS", "HookCommand", "HookGroup", "HooksConfig"]
 
 #: The events an exec run fires.
@@ -31,8 +33,8 @@ class HookCommand(_Table):
     #: The shell command (`/bin/sh -c`); required for `type = "command"`.
     command: str | None = None
     #: Seconds the command may run before it is killed (and reported as failed).
-    timeout: float = Field(
-        default=600.0, gt=0, validation_alias=AliasChoices("timeout", "timeoutSec")
+    timeout: SecondsKey = Field(
+        default=600.0, validation_alias=AliasChoices("timeout", "timeoutSec")
     )
     #: Codex runs an async hook in the background and ignores its answer; exec waits for
     #: every hook (a run is short-lived), so it only changes when the answer is read: never.

@@ -6,17 +6,28 @@ its file and line, or with the environment variable that set it.
 
 from __future__ import annotations
 
+import functools
 import re
 import tomllib
-from collections.abc import Mapping
+from collections.abc import Iterator, Mapping, MutableMapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from oiexec.config import tomltext
 from oiexec.config.overrides import nest, split_dotted_key
 from oiexec.core.errors import ConfigError, UsageError
+from oiexec.core.userfile import CONFIG_MAX, read_user_file_if_exists, user_text
 
-__all__ = ["Layer", "deep_merge", "layer_of", "leaf_paths", "nest_dotted", "read_toml_layer"]
+__all__ = [
+    "Layer",
+    "Origins",
+    "deep_merge",
+    "layer_of",
+    "leaf_paths",
+    "nest_dotted",
+    "read_toml_layer",
+]
 
 
 @dataclass(frozen=True)
@@ -31,6 +42,24 @@ class Layer:
     key_prefix: tuple[str, ...] = ()
     #: The key path each environment variable sets -> the variable's name.
     variables: Mapping[tuple[str, ...], str] = field(default_factory=dict)
+
+    def __post_init__(self) -> None:
+        # Everything below walks layers recursively (merging, naming each key's origin), so
+        # data too deep for that is refused here, however it was made: a file (already
+        # scanned), `-c a.a.a…` or an environment variable's JSON.
+        if tomltext.too_deep(self.data):
+            raise ConfigError(
+                f"{self.describe()} nests more than {tomltext.MAX_DEPTH} levels deep",
+                hint="A config nests a few levels at most; remove the deep part.",
+            )
+
+    def describe(self) -> str:
+        """The layer for a message: its file, its environment variables, or its name."""
+        if self.path is not None:
+            return f"config file {self.path}"
+        if self.variables:
+            return "environment variable " + ", ".join(sorted(set(self.variables.values())))
+        return self.name
 
     @property
     def persistent(self) -> bool:
@@ -53,8 +82,14 @@ class Layer:
             return f"environment variable {variable}"
         if self.path is None:
             return self.name
-        line = _find_line(self.text or "", [*self.key_prefix, *key_path])
+        line = _first_line(self._lines, [*self.key_prefix, *key_path])
         return f"{self.path}:{line}" if line else str(self.path)
+
+    @functools.cached_property
+    def _lines(self) -> dict[tuple[str, ...], int]:
+        # Worked out once per file: a file with thousands of unknown keys is reported key by
+        # key, and scanning its text for each one was quadratic (minutes for 20 000 keys).
+        return _line_index(self.text or "")
 
     def origin(self, key_path: list[str]) -> str:
         """The layer as `config show --origins` names it for `key_path`."""
@@ -66,20 +101,64 @@ class Layer:
 
 def read_toml_layer(name: str, path: Path) -> Layer | None:
     """The file as a layer; None when it does not exist."""
-    try:
-        text = path.read_text(encoding="utf-8")
-    except FileNotFoundError:
+    what = f"cannot read config file {path}"
+    raw = read_user_file_if_exists(path, name=what, cap=CONFIG_MAX, error=ConfigError)
+    if raw is None:
         return None
-    except (OSError, UnicodeDecodeError) as exc:
-        raise ConfigError(f"cannot read config file {path}: {exc}") from exc
+    text = user_text(raw, name=what, error=ConfigError)
     try:
-        data = tomllib.loads(text)
+        data = tomltext.loads(text)
+    except tomltext.TomlTooDeep as exc:
+        raise ConfigError(
+            f"invalid TOML in {path}: {exc}",
+            hint="A config nests a few levels at most; fix or remove that part of the file.",
+        ) from None
     except tomllib.TOMLDecodeError as exc:
         raise ConfigError(
             f"invalid TOML in {path}: {exc}",
             hint="Fix the syntax at the line shown (see https://toml.io).",
         ) from exc
     return Layer(name, data, path, text)
+
+
+class Origins(MutableMapping[str, str]):
+    """dotted key -> the layer that set it, as `config show --origins` names it: for each
+    key any layer sets as a value, the highest such layer. Worked out when asked (a file's
+    lines are searched to name them, which a config with thousands of keys makes slow), and
+    assignable (review names `model`'s origin after its `review_model`)."""
+
+    def __init__(self, layers: list[Layer]) -> None:
+        self._layers = layers
+        self._given: dict[str, str] = {}
+        self._leaves: dict[str, tuple[Layer, list[str]]] | None = None
+
+    def _owners(self) -> dict[str, tuple[Layer, list[str]]]:
+        if self._leaves is None:
+            self._leaves = {}
+            for layer in self._layers:
+                for key_path in leaf_paths(layer.data):
+                    self._leaves[".".join(key_path)] = (layer, key_path)
+        return self._leaves
+
+    def __getitem__(self, key: str) -> str:
+        if key in self._given:
+            return self._given[key]
+        layer, key_path = self._owners()[key]
+        return layer.origin(key_path)
+
+    def __setitem__(self, key: str, value: str) -> None:
+        self._given[key] = value
+
+    def __delitem__(self, key: str) -> None:
+        self._given.pop(key, None)
+        self._owners().pop(key)
+
+    def __iter__(self) -> Iterator[str]:
+        yield from self._owners()
+        yield from (key for key in self._given if key not in self._owners())
+
+    def __len__(self) -> int:
+        return sum(1 for _ in self)
 
 
 def layer_of(layers: list[Layer], key_path: list[str]) -> Layer | None:
@@ -126,13 +205,16 @@ def leaf_paths(data: dict[str, Any], prefix: tuple[str, ...] = ()) -> list[list[
     return paths
 
 
+#: A dotted key of bare parts, the common case, split without the quote-aware parser.
+_BARE_KEY = re.compile(r"\s*([A-Za-z0-9_-]+(?:\s*\.\s*[A-Za-z0-9_-]+)*)\s*")
 _HEADER = re.compile(r"^\s*\[\[?\s*([^\]]+?)\s*\]\]?\s*(#.*)?$")
 
 
-def _find_line(text: str, key_path: list[str]) -> int | None:
-    """Best-effort line number of a key in TOML text (tomllib keeps no positions)."""
+def _line_index(text: str) -> dict[tuple[str, ...], int]:
+    """Each key path a line of TOML text sets (its table's path and the line's dotted key),
+    with the first line that sets it (tomllib keeps no positions; this is a best effort)."""
+    index: dict[tuple[str, ...], int] = {}
     table: list[str] = []
-    leaf = key_path[-1]
     for number, line in enumerate(text.splitlines(), start=1):
         header = _HEADER.match(line)
         if header:
@@ -141,12 +223,18 @@ def _find_line(text: str, key_path: list[str]) -> int | None:
         key, sep, _ = line.partition("=")
         if not sep:
             continue
-        parts = _dotted(key)
-        if [*table, *parts] == key_path or (table == key_path[:-1] and parts == [leaf]):
-            return number
-        if [*table, *parts] == key_path[: len(table) + len(parts)] and parts:
-            return number
-    return None
+        bare = _BARE_KEY.fullmatch(key)
+        parts = [part.strip() for part in bare.group(1).split(".")] if bare else _dotted(key)
+        if parts:
+            index.setdefault((*table, *parts), number)
+    return index
+
+
+def _first_line(index: dict[tuple[str, ...], int], key_path: list[str]) -> int | None:
+    """The first line setting `key_path` or a table holding it (`a = { b = 1 }` sets `a.b`)."""
+    lines = [index.get(tuple(key_path[:end])) for end in range(1, len(key_path) + 1)]
+    found = [line for line in lines if line is not None]
+    return min(found) if found else None
 
 
 def _dotted(key: str) -> list[str]:

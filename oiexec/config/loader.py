@@ -17,7 +17,7 @@ from __future__ import annotations
 import dataclasses
 import os
 import typing
-from collections.abc import Mapping
+from collections.abc import Mapping, MutableMapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -30,6 +30,7 @@ from oiexec.config.environment import default_home, environment_layers
 from oiexec.config.envtext import without_none
 from oiexec.config.layers import (
     Layer,
+    Origins,
     deep_merge,
     layer_of,
     leaf_paths,
@@ -38,7 +39,7 @@ from oiexec.config.layers import (
 )
 from oiexec.config.oss import DEFAULT_OSS_MODELS
 from oiexec.config.overrides import nest, parse_override
-from oiexec.config.problems import validate_settings
+from oiexec.config.problems import REPORTED, validate_settings
 from oiexec.config.settings import Settings
 from oiexec.core.errors import ConfigError, UsageError
 from oiexec.git import find_project_root
@@ -55,7 +56,7 @@ _FLAG_NAMES = {"model": "-m/--model", "model_provider": "--local-provider", "san
 class LoadedConfig:
     settings: Settings
     #: dotted key -> human description of the layer that set it
-    origins: dict[str, str]
+    origins: MutableMapping[str, str]
     warnings: list[str]
     home: Path
     project_root: Path
@@ -105,12 +106,19 @@ def load_config(
     user_data = user.data if user else {}
 
     env_layers = environment_layers(environ)
-    profile_name = inputs.profile or _env_profile(env_layers) or user_data.get("profile")
+    cli: dict[str, Any] = {}
+    for text in inputs.overrides:
+        key_path, value = parse_override(text)
+        cli = deep_merge(cli, nest(key_path, value))
+    # `-c profile=X` selects the profile as in Codex (whose `-c` sets the same top-level key
+    # `--profile` reads); `--profile` wins over it, as it does over the config's `profile`.
+    given_now = inputs.profile or _override_profile(cli)
+    profile_name = given_now or _env_profile(env_layers) or user_data.get("profile")
     chosen_now: list[Layer] = []
     if profile_name:
         profile_layers = _profile_layers(str(profile_name), home, user)
         layers.extend(profile_layers)
-        if inputs.profile:
+        if given_now:
             chosen_now = profile_layers
 
     project_root = find_project_root(inputs.cwd) or inputs.cwd
@@ -143,10 +151,6 @@ def load_config(
         if session:
             layers.append(Layer(inputs.session_origin, nest_dotted(session)))
 
-    cli: dict[str, Any] = {}
-    for text in inputs.overrides:
-        key_path, value = parse_override(text)
-        cli = deep_merge(cli, nest(key_path, value))
     if cli:
         layers.append(Layer("-c override", cli))
     flags = _flag_values(inputs.flags)
@@ -165,18 +169,16 @@ def load_config(
     warnings.extend(untrusted)
 
     merged: dict[str, Any] = {}
-    origins: dict[str, str] = {}
     for layer in layers:
         merged = deep_merge(merged, layer.data)
-        for key_path in leaf_paths(layer.data):
-            origins[".".join(key_path)] = layer.origin(key_path)
 
     ignored: list[IgnoredKey] = []
+    unknown: list[tuple[str, Layer | None, list[str]]] = []
     for key_path in unknown_keys(Settings, merged):
         dotted = ".".join(key_path)
         owner = layer_of(layers, key_path)
-        where = owner.where(key_path) if owner else "?"
         if key_path[0] == "permissions":
+            where = owner.where(key_path) if owner else "?"
             # A profile's rule set aside would be a sandbox rule dropped: never a warning.
             raise ConfigError(
                 f"unknown key `{dotted}` in permission profile ({where})",
@@ -187,25 +189,30 @@ def load_config(
             # Codex's key, not a typo: reported as having no effect (oiexec.config.effects),
             # each value a table holds by its own key, as a user would look it up.
             for leaf in _leaves_at(merged, key_path):
-                leaf_owner = layer_of(layers, leaf)
-                ignored.append(
-                    IgnoredKey(tuple(leaf), leaf_owner.where(leaf) if leaf_owner else where)
-                )
+                ignored.append(IgnoredKey(tuple(leaf), layer_of(layers, leaf) or owner))
             _delete_path(merged, key_path)
             continue
         if inputs.strict and owner is not None and owner.persistent:
             raise ConfigError(
-                f"unknown config key `{dotted}` in {where}",
+                f"unknown config key `{dotted}` in {owner.where(key_path)}",
                 hint="Remove it, or drop --strict-config to only warn about unknown keys.",
             )
-        warnings.append(f"ignoring unknown config key `{dotted}` ({where})")
+        unknown.append((dotted, owner, key_path))
         _delete_path(merged, key_path)
+    # Where each key was set is worked out only for the keys named (it is the slow part).
+    named = [
+        f"ignoring unknown config key `{dotted}` ({owner.where(key_path) if owner else '?'})"
+        for dotted, owner, key_path in unknown[: REPORTED + 1]
+    ]
+    if len(unknown) > REPORTED:
+        named[REPORTED:] = [f"ignoring {len(unknown) - REPORTED} more unknown config keys"]
+    warnings.extend(named)
 
     settings = validate_settings(merged, layers)
     warnings.extend(unknown_features(settings, layers))
     warnings.extend(_home_in_workspace(home, inputs.cwd, project_root, settings))
     return LoadedConfig(
-        settings, origins, warnings, home, project_root, trusted, layers, ignored=ignored
+        settings, Origins(layers), warnings, home, project_root, trusted, layers, ignored=ignored
     )
 
 
@@ -273,6 +280,21 @@ def _without_borrowed_trust(
         )
         kept.append(dataclasses.replace(layer, data=data))
     return kept, warnings
+
+
+def _override_profile(cli: dict[str, Any]) -> str | None:
+    """The profile `-c profile=NAME` names; a value that cannot name one is a config error
+    here, before it is looked up (`-c profile=1` is not the profile `1`)."""
+    name = cli.get("profile")
+    if name is None:
+        return None
+    if not isinstance(name, str) or not name.strip():
+        raise ConfigError(
+            f"`profile` in -c override: expected a profile name, got {name!r}",
+            hint="Use -c profile=NAME (or -p NAME) with a [profiles.NAME] table or "
+            "NAME.config.toml in the oiexec home.",
+        )
+    return name
 
 
 def _env_profile(env_layers: list[Layer]) -> str | None:

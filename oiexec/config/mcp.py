@@ -11,6 +11,9 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
+from oiexec.config.headers import EnvHeaderMap, HeaderMap
+from oiexec.core.numbers import MillisecondsKey, SecondsKey
+
 __all__ = ["McpServerConfig", "McpToolConfig", "ToolApprovalMode"]
 
 #: How a tool call is approved: `auto` runs it, `prompt` asks (so under exec's forced
@@ -39,18 +42,18 @@ class McpServerConfig(BaseModel):
     # streamable HTTP
     url: str | None = None
     bearer_token_env_var: str | None = None
-    http_headers: dict[str, str] = Field(default_factory=dict)
-    env_http_headers: dict[str, str] = Field(default_factory=dict)
+    http_headers: HeaderMap = Field(default_factory=dict)
+    env_http_headers: EnvHeaderMap = Field(default_factory=dict)
 
     enabled: bool = True
     #: A required server that does not start fails the run before the turn.
     required: bool = False
     enabled_tools: list[str] | None = None
     disabled_tools: list[str] = Field(default_factory=list)
-    startup_timeout_sec: float = Field(default=10.0, gt=0)
+    startup_timeout_sec: SecondsKey = 10.0
     #: Codex's older spelling of the startup timeout.
-    startup_timeout_ms: int | None = Field(default=None, gt=0)
-    tool_timeout_sec: float = Field(default=60.0, gt=0)
+    startup_timeout_ms: MillisecondsKey | None = None
+    tool_timeout_sec: SecondsKey = 60.0
     default_tools_approval_mode: ToolApprovalMode | None = None
     tools: dict[str, McpToolConfig] = Field(default_factory=dict)
 

@@ -5,7 +5,8 @@ from __future__ import annotations
 import tomllib
 from typing import Any
 
-from oiexec.core.errors import UsageError
+from oiexec.config import tomltext
+from oiexec.core.errors import ConfigError, UsageError
 
 
 def split_dotted_key(key: str) -> list[str]:
@@ -38,9 +39,18 @@ def parse_value(raw: str) -> Any:
     """A TOML literal when it parses as one (`true`, `3`, `["a"]`, `"x"`), else the raw string,
     so `-c model=gpt-5` works without quoting."""
     try:
-        return tomllib.loads(f"value = {raw}")["value"]
+        return tomltext.loads(f"value = {raw}")["value"]
+    except tomltext.TomlTooDeep as exc:
+        raise ConfigError(
+            f"-c value `{_short(raw)}`: {str(exc).removeprefix('line 1: ')}",
+            hint="A config value nests a few levels at most.",
+        ) from None
     except tomllib.TOMLDecodeError:
         return raw
+
+
+def _short(text: str, limit: int = 60) -> str:
+    return text if len(text) <= limit else text[: limit - 1] + "…"
 
 
 def parse_override(text: str) -> tuple[list[str], Any]:
@@ -51,7 +61,13 @@ def parse_override(text: str) -> tuple[list[str], Any]:
             hint="Use -c key=value, e.g. -c model=gpt-5.5 or "
             "-c sandbox_workspace_write.network_access=true",
         )
-    return split_dotted_key(key.strip()), parse_value(raw.strip())
+    key_path = split_dotted_key(key.strip())
+    if len(key_path) > tomltext.MAX_DEPTH:
+        raise ConfigError(
+            f"-c key `{_short(key.strip())}` has {len(key_path)} parts; a config key has at "
+            f"most {tomltext.MAX_DEPTH}",
+        )
+    return key_path, parse_value(raw.strip())
 
 
 def nest(path: list[str], value: Any) -> dict[str, Any]:

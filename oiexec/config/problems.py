@@ -17,7 +17,11 @@ from oiexec.config.layers import Layer, layer_of
 from oiexec.config.settings import Settings
 from oiexec.core.errors import ConfigError
 
-__all__ = ["validate_settings"]
+__all__ = ["REPORTED", "validate_settings"]
+
+#: How many problems of one kind are named one by one; the rest are counted. A generated
+#: config with 20 000 unknown keys gets a readable report, not 20 000 lines (or JSONL items).
+REPORTED = 20
 
 _EXPECTED = {
     "bool_type": "a boolean (true or false)",
@@ -29,16 +33,22 @@ _EXPECTED = {
     "model_type": "a table",
 }
 
+#: Keys whose value is a secret: a problem with one never repeats the value.
+_CREDENTIALS = frozenset({"experimental_bearer_token"})
+
 
 def validate_settings(merged: dict[str, Any], layers: list[Layer]) -> Settings:
     """`merged` as `Settings`; a `ConfigError` listing every problem otherwise."""
     try:
         return Settings(**merged)
     except ValidationError as exc:
-        errors = exc.errors()
-        problems = [_problem(error, merged, layers) for error in errors]
+        errors = exc.errors()[: REPORTED + 1]
+        count = exc.error_count()
+        problems = [_problem(error, merged, layers) for error in errors[:REPORTED]]
         typed = [
-            text for text, error in zip(problems, errors, strict=True) if error["type"] in _EXPECTED
+            text
+            for text, error in zip(problems, errors, strict=False)
+            if error["type"] in _EXPECTED
         ]
         hints = ["Fix the value(s) above; `interpreter config show --origins` shows every layer."]
         if any("-c override" in text for text in typed):
@@ -50,6 +60,8 @@ def validate_settings(merged: dict[str, Any], layers: list[Layer]) -> Settings:
             hints.append(
                 "In the environment a boolean is true or false, a number is written in digits."
             )
+        if count > REPORTED:
+            problems.append(f"... and {count - REPORTED} more")
         raise ConfigError(
             "invalid configuration:\n  " + "\n  ".join(problems), hint=" ".join(hints)
         ) from None
@@ -65,8 +77,15 @@ def _problem(error: ErrorDetails, merged: dict[str, Any], layers: list[Layer]) -
     if missing:
         return f"`{dotted}` in {where}: is required"
     got = error.get("input")
+    if key_path and key_path[-1] in _CREDENTIALS:
+        return f"`{dotted}` in {where}: {_expected(error)} (the value is not shown)"
     if error["type"] == "value_error":
-        return f"`{dotted}` in {where}: {_expected(error)}; got {_describe(got)}"
+        # A table's problem names the entry at fault (a header); the table says nothing.
+        expected = _expected(error)
+        # A range's message reads like a type's ("expected a whole number >= 1, got …").
+        joint = ", got" if expected.startswith("expected ") else "; got"
+        shown = "" if isinstance(got, dict) else f"{joint} {_describe(got)}"
+        return f"`{dotted}` in {where}: {expected}{shown}"
     tip = ""
     if isinstance(got, str) and _reads_as(error["type"], got):
         tip = " (write it without quotes)"

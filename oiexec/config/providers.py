@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import os
 
+from oiexec.config.headers import sendable
 from oiexec.config.settings import ProviderConfig, Settings
 from oiexec.core.errors import ConfigError
 
@@ -107,10 +108,11 @@ def resolve_api_key(provider_id: str, provider: ProviderConfig) -> str | None:
 
     Raises ConfigError naming the variable when the provider needs one that is unset.
     """
+    _check_env_headers(provider)
     if provider.experimental_bearer_token:
         return provider.experimental_bearer_token
     if provider_id == "openai" and os.environ.get(CODEX_API_KEY_ENV):
-        return os.environ[CODEX_API_KEY_ENV]
+        return _sendable_key(CODEX_API_KEY_ENV, os.environ[CODEX_API_KEY_ENV])
     if not provider.env_key:
         return None
     value = os.environ.get(provider.env_key, "").strip()
@@ -119,4 +121,31 @@ def resolve_api_key(provider_id: str, provider: ProviderConfig) -> str | None:
             f"Export {provider.env_key} with your {provider.name or provider_id} API key."
         )
         raise ConfigError(f"Missing environment variable: `{provider.env_key}`.", hint=hint)
+    return _sendable_key(provider.env_key, value)
+
+
+def _sendable_key(variable: str, value: str) -> str:
+    """The key, which goes in `Authorization: Bearer`: a character a header cannot carry (a
+    pasted non-ASCII quote, a byte that is not UTF-8) is named by position, the key never
+    shown."""
+    if not sendable(value):
+        position = next(i for i, char in enumerate(value) if not sendable(char))
+        raise ConfigError(
+            f"environment variable `{variable}` holds a character that cannot be sent in an "
+            f"HTTP header (at position {position + 1}): an API key is ASCII text on one line",
+            hint=f"Export {variable} again with the key as the provider shows it.",
+        )
     return value
+
+
+def _check_env_headers(provider: ProviderConfig) -> None:
+    """`env_http_headers`' values, read from the environment as they are sent."""
+    for header, variable in provider.env_http_headers.items():
+        value = os.environ.get(variable, "").strip()
+        if value and not sendable(value):
+            raise ConfigError(
+                f"environment variable `{variable}` (env_http_headers `{header}`) holds a "
+                "character that cannot be sent in an HTTP header: a header value is ASCII "
+                "text on one line",
+                hint=f"Export {variable} again with a plain ASCII value.",
+            )

@@ -14,9 +14,18 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 from pydantic_settings import BaseSettings, PydanticBaseSettingsSource, SettingsConfigDict
 
+from oiexec.config.headers import EnvHeaderMap, HeaderMap, sendable
 from oiexec.config.hooks import HooksConfig
 from oiexec.config.mcp import McpServerConfig
 from oiexec.config.permissions import PermissionProfile
+from oiexec.core.numbers import (
+    CountKey,
+    CountOrZeroKey,
+    MillisecondsKey,
+    PriceKey,
+    SecondsKey,
+    SizeKey,
+)
 from oiexec.core.policy import SandboxMode
 
 WireApi = Literal["responses", "chat", "messages"]
@@ -58,13 +67,21 @@ class ProviderConfig(_Table):
     experimental_bearer_token: str | None = Field(default=None, repr=False)
     wire_api: WireApi = "responses"
     query_params: dict[str, str] = Field(default_factory=dict)
-    http_headers: dict[str, str] = Field(default_factory=dict)
+    http_headers: HeaderMap = Field(default_factory=dict)
     #: Header name -> environment variable; sent only when the variable is set.
-    env_http_headers: dict[str, str] = Field(default_factory=dict)
+    env_http_headers: EnvHeaderMap = Field(default_factory=dict)
     request_max_retries: int = Field(default=4, ge=0, le=100)
     stream_max_retries: int = Field(default=5, ge=0, le=100)
-    stream_idle_timeout_ms: int = Field(default=300_000, gt=0)
+    stream_idle_timeout_ms: MillisecondsKey = 300_000
     requires_openai_auth: bool = False
+
+    @field_validator("experimental_bearer_token")
+    @classmethod
+    def _token_is_sendable(cls, value: str | None) -> str | None:
+        # Sent as `Authorization: Bearer <token>`; the token itself is never echoed.
+        if value is not None and not sendable(value):
+            raise ValueError("must be ASCII text on one line (it is sent in a header)")
+        return value
 
     @field_validator("base_url")
     @classmethod
@@ -86,9 +103,9 @@ class SandboxWorkspaceWrite(_Table):
 class SandboxLimitsConfig(_Table):
     """`[sandbox_limits]`: per-command resource limits; 0 means unlimited."""
 
-    max_processes: int = Field(default=1024, ge=0)
-    max_file_size_mb: int = Field(default=1024, ge=0)
-    max_cpu_seconds: int = Field(default=3600, ge=0)
+    max_processes: CountOrZeroKey = 1024
+    max_file_size_mb: SizeKey = 1024
+    max_cpu_seconds: CountOrZeroKey = 3600
 
 
 class ShellEnvironmentPolicy(_Table):
@@ -109,10 +126,10 @@ class ModelPricing(_Table):
     """`[model_pricing]`: the current model's price in USD per million tokens, for
     `--max-cost` when the model catalog has none (or to correct it)."""
 
-    input_per_mtok: float = Field(ge=0)
-    output_per_mtok: float = Field(ge=0)
-    cached_input_per_mtok: float | None = Field(default=None, ge=0)
-    cache_write_per_mtok: float | None = Field(default=None, ge=0)
+    input_per_mtok: PriceKey
+    output_per_mtok: PriceKey
+    cached_input_per_mtok: PriceKey | None = None
+    cache_write_per_mtok: PriceKey | None = None
 
 
 class ProjectConfig(_Table):
@@ -134,8 +151,8 @@ class Settings(BaseSettings):
     model_reasoning_effort: ReasoningEffort | None = None
     model_reasoning_summary: Literal["auto", "concise", "detailed", "none"] | None = None
     model_verbosity: Literal["low", "medium", "high"] | None = None
-    model_context_window: int | None = None
-    model_auto_compact_token_limit: int | None = Field(default=None, gt=0)
+    model_context_window: CountKey | None = None
+    model_auto_compact_token_limit: CountKey | None = None
     model_pricing: ModelPricing | None = None
 
     harness: str | None = None
@@ -157,17 +174,17 @@ class Settings(BaseSettings):
     approval_policy: ApprovalPolicy = "on-request"
     shell_environment_policy: ShellEnvironmentPolicy = Field(default_factory=ShellEnvironmentPolicy)
 
-    project_doc_max_bytes: int = Field(default=32 * 1024, ge=0)
+    project_doc_max_bytes: CountOrZeroKey = 32 * 1024
     project_doc_fallback_filenames: list[str] = Field(default_factory=list)
-    tool_output_token_limit: int = Field(default=10_000, gt=0)
+    tool_output_token_limit: CountKey = 10_000
 
     #: `--check CMD`: a command that must pass before the run counts as done (the verify
     #: loop, oiexec.runner.check). A blank command would pass vacuously, so it is refused.
     check: str | None = None
     #: How many times the check may run (each failure but the last goes back to the model).
-    check_max_attempts: int = Field(default=3, ge=1)
+    check_max_attempts: CountKey = 3
     #: Seconds one check run may take; a check still running then is killed and fails.
-    check_timeout: float = Field(default=1800.0, gt=0)
+    check_timeout: SecondsKey = 1800.0
     hide_agent_reasoning: bool = False
 
     #: `[mcp_servers.<id>]`: MCP servers started with the run (oiexec.mcp).

@@ -34,6 +34,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TextIO
 
+from oiexec.config.headers import sendable
 from oiexec.config.mcp import McpServerConfig
 from oiexec.core import programs
 
@@ -185,7 +186,7 @@ def http_headers(config: McpServerConfig, environ: Mapping[str, str]) -> dict[st
     for header, variable in config.env_http_headers.items():
         value = environ.get(variable, "").strip()
         if value:
-            headers[header] = value
+            headers[header] = _sendable(variable, value)
     if config.bearer_token_env_var:
         token = environ.get(config.bearer_token_env_var, "").strip()
         if not token:
@@ -193,8 +194,18 @@ def http_headers(config: McpServerConfig, environ: Mapping[str, str]) -> dict[st
                 f"environment variable `{config.bearer_token_env_var}` (bearer_token_env_var) "
                 "is not set; export it or remove bearer_token_env_var"
             )
-        headers["Authorization"] = f"Bearer {token}"
+        headers["Authorization"] = f"Bearer {_sendable(config.bearer_token_env_var, token)}"
     return headers
+
+
+def _sendable(variable: str, value: str) -> str:
+    # httpx would fail on it deep in the connection; the value (a credential) is not shown.
+    if not sendable(value):
+        raise LaunchError(
+            f"environment variable `{variable}` holds a character that cannot be sent in an "
+            "HTTP header (a header value is ASCII text on one line)"
+        )
+    return value
 
 
 def process_start(pid: int) -> str | None:

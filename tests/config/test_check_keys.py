@@ -28,8 +28,8 @@ def test_check_from_the_environment_and_from_a_file(load: Load, home: Path) -> N
     ("override", "message"),
     [
         ('check="  "', "must be a shell command"),
-        ("check_max_attempts=0", "expected a value >= 1, got the integer 0"),
-        ("check_timeout=0", r"expected a value > 0(\.0)?, got the integer 0"),
+        ("check_max_attempts=0", "expected a whole number >= 1, got the integer 0"),
+        ("check_timeout=0", r"expected a finite number of seconds > 0 .*, got the integer 0"),
     ],
 )
 def test_bad_check_values_are_config_errors(load: Load, override: str, message: str) -> None:
