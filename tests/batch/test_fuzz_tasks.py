@@ -16,6 +16,7 @@ from hypothesis import HealthCheck, event, example, given, settings
 from hypothesis import strategies as st
 
 from oiexec.core.errors import UsageError
+from oiexec.core.numbers import COUNT, SECONDS
 from oiexec.runner.batch.tasks import KNOWN_KEYS, Task, check_id, parse_tasks
 from tests.batch.conftest import run_batch, statuses, write_tasks
 from tests.support.model_server import ModelServer, reply
@@ -209,10 +210,8 @@ def _check_tasks(tasks: list[Task]) -> None:
             if isinstance(value, str):
                 value.encode("utf-8")  # no lone surrogate
                 assert "\x00" not in value
-            elif isinstance(value, float):
-                assert math.isfinite(value) and value > 0
-            elif isinstance(value, int):
-                assert value > 0
+            elif isinstance(value, int | float):  # as exec's --max-turns and --timeout take
+                assert (COUNT if key == "max_turns" else SECONDS).problem(value) is None
         assert task.prompt.strip()
 
 
@@ -275,7 +274,7 @@ def test_worst_cases_through_the_cli_are_usage_errors_in_bounded_time(
             "t.jsonl:2: id 'a\\n' cannot be used",
             "t.jsonl:3: bad JSON (nested too deeply)",
             "t.jsonl:4: bad JSON (Exceeds the limit (4300 digits)",
-            "t.jsonl:5: `timeout` must be a finite number, not nan",
+            "t.jsonl:5: `timeout`: expected a finite number of seconds > 0 and <= 1000000000",
             "t.jsonl:6: `prompt` is not valid Unicode (an unpaired surrogate U+DC80",
             "t.jsonl:7: `check` contains a NUL character",
             "... and 4957 more",

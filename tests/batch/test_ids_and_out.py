@@ -102,6 +102,8 @@ def test_out_that_cannot_hold_the_batch_is_a_usage_error_up_front(
         str(a_file / "sub"): f"--out {a_file / 'sub'}: cannot create or open its directory",
         str(a_file): "Invalid value for '--out'",
         str(planted): f"--out {planted}: shard.json there is not a file",
+        # The source checkout: a task `src` would have its files and worktree cleared there.
+        ".": f"--out {repo} holds ",
     }
     for out, message in cases.items():
         started = time.monotonic()
@@ -114,6 +116,7 @@ def test_out_that_cannot_hold_the_batch_is_a_usage_error_up_front(
         assert "Traceback" not in result.stderr and "internal error" not in result.stderr
         assert elapsed < 20, (out, elapsed)  # ~1.5 s; generous for a loaded machine
     # `--out ''` once wrote the batch into the directory it ran in: here, the source checkout.
+    assert "but is not a batch output directory (no shard.json or summary.json)" in result.stderr
     assert source_state(repo) == before and not (repo / "one").exists()
     assert model_server.model_requests == []
     merged = run_cli(["batch", "merge", str(planted), "--out", ""], cwd=repo, timeout=60)

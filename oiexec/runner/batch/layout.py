@@ -49,6 +49,16 @@ def open_out(out: Path, label: str = "--out") -> ReportDir:
         held = ReportDir.open(out, label)
     except UsageError as exc:
         raise UsageError(exc.message, hint=_HINT) from None
+    foreign = _foreign_entry(held.path)
+    if foreign is not None:
+        held.close()
+        raise UsageError(
+            f"{label} {out} holds {foreign!r} but is not a batch output directory (no "
+            f"{SHARD_FILE} or {SUMMARY_FILE}): the tasks' directories would be mixed with "
+            "what is there, and a task's stale files and worktree are removed before it runs",
+            hint="Name a new or empty directory, or one a batch wrote (a rerun there picks up "
+            "where it stopped).",
+        )
     for name in sorted(RESERVED_NAMES):
         try:
             info = os.lstat(held.path / name)
@@ -74,3 +84,19 @@ def write_first(held: ReportDir, name: str, data: str, label: str = "--out") -> 
         raise UsageError(
             f"{label} {held.path}: cannot write {name} into it: {exc.strerror or exc}", hint=_HINT
         ) from None
+
+
+def _foreign_entry(path: Path) -> str | None:
+    """A name in `path` a task id could take, when `path` holds no batch's files; None when it
+    is empty (dot-files aside: no id starts with a dot) or a batch wrote it."""
+    first: str | None = None
+    try:
+        with os.scandir(path) as entries:
+            for entry in entries:
+                if entry.name in (SHARD_FILE, SUMMARY_FILE):
+                    return None
+                if first is None and not entry.name.startswith("."):
+                    first = entry.name
+    except OSError:
+        return None  # unreadable: the first write says what is wrong
+    return first

@@ -15,7 +15,6 @@ unpaired surrogates are refused; numbers must be finite.
 from __future__ import annotations
 
 import json
-import math
 import re
 import tomllib
 from collections.abc import Callable
@@ -24,6 +23,7 @@ from pathlib import Path
 from typing import Any
 
 from oiexec.core.errors import UsageError
+from oiexec.core.numbers import COUNT, SECONDS, NumberRange
 from oiexec.core.policy import SANDBOX_MODES
 from oiexec.core.userfile import TASKS_MAX, read_user_file
 from oiexec.runner.batch.layout import RESERVED_NAMES
@@ -31,7 +31,6 @@ from oiexec.runner.batch.layout import RESERVED_NAMES
 __all__ = [
     "ID_RULE",
     "KNOWN_KEYS",
-    "MAX_TIMEOUT_S",
     "Task",
     "check_id",
     "load_tasks",
@@ -62,8 +61,9 @@ ID_RULE = (
     "use letters, digits, '.', '_' and '-' (starting with a letter or digit, at most 128 "
     "characters)"
 )
-#: The longest `timeout` a task may have (about 31 years: "never", in effect).
-MAX_TIMEOUT_S = 1_000_000_000
+#: The numeric keys' ranges: those of the exec flags they are passed on as (`--max-turns`,
+#: `--timeout`), so a task the file accepts is never refused by its own run.
+_RANGES: dict[str, NumberRange] = {"max_turns": COUNT, "timeout": SECONDS}
 #: Problems listed in the error before the rest are only counted (a generated file with
 #: every line wrong must not produce a message as long as itself).
 _MAX_PROBLEMS = 50
@@ -252,10 +252,16 @@ def _validate(index: int, data: Any) -> tuple[Task | None, list[str]]:
         if isinstance(value, bool) or not isinstance(value, types):
             errors.append(f"`{key}` must be {description}, not {_kind(value)}")
             continue
-        problem = _string_problem(value) if isinstance(value, str) else _number_problem(value)
-        if problem is not None:
-            errors.append(f"`{key}` {problem}")
-            continue
+        if isinstance(value, str):
+            problem = _string_problem(value)
+            if problem is not None:
+                errors.append(f"`{key}` {problem}")
+                continue
+        elif key in _RANGES:
+            problem = _RANGES[key].problem(value)
+            if problem is not None:
+                errors.append(f"`{key}`: {problem}, not {_clip(repr(value))}")
+                continue
         values[key] = value
     task_id = values.get("id")
     if isinstance(task_id, str) and task_id.strip():
@@ -266,12 +272,6 @@ def _validate(index: int, data: Any) -> tuple[Task | None, list[str]]:
         errors.append(
             f"`sandbox` must be one of {', '.join(SANDBOX_MODES)}, not {_show(values['sandbox'])}"
         )
-    for key in ("max_turns", "timeout"):
-        if key in values and values[key] <= 0:
-            errors.append(f"`{key}` must be positive, not {_clip(repr(values[key]))}")
-    if "timeout" in values and values["timeout"] > MAX_TIMEOUT_S:
-        # Beyond this the clocks a run's timeout is set on overflow (time_t, thread waits).
-        errors.append(f"`timeout` must be at most {MAX_TIMEOUT_S:,} seconds")
     if errors:
         return None, errors
     if "timeout" in values:
@@ -291,18 +291,6 @@ def _string_problem(value: str) -> str | None:
             f"is not valid Unicode (an unpaired surrogate U+{ord(value[exc.start]):04X} at "
             f"character {exc.start}); write the character itself, or both halves of its pair"
         )
-    return None
-
-
-def _number_problem(value: object) -> str | None:
-    if not isinstance(value, int | float):
-        return None
-    try:
-        finite = math.isfinite(value)
-    except OverflowError:  # an integer too large for a float
-        finite = False
-    if not finite:
-        return f"must be a finite number, not {_clip(repr(value))}"
     return None
 
 
