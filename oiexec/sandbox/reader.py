@@ -40,6 +40,7 @@ from pathlib import Path
 from typing import Literal
 
 from oiexec.core.policy import SandboxPolicy
+from oiexec.core.userfile import read_at_most
 from oiexec.sandbox import beneath
 
 __all__ = [
@@ -56,7 +57,6 @@ __all__ = [
 #: What one in-process read returns at most unless the caller says otherwise: far above any
 #: source file, far below what would hurt the runner.
 DEFAULT_MAX_BYTES = 32 * 1024 * 1024
-_CHUNK = 1024 * 1024
 _READ_FLAGS = os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC | getattr(os, "O_NOCTTY", 0)
 #: Kernel file systems: their "regular files" are views of kernel and process state.
 _PSEUDO_FS = frozenset(
@@ -342,15 +342,7 @@ def read_file(
         if info.st_size > max_bytes and not truncate:
             raise _too_big(path, info.st_size, max_bytes)
         os.set_blocking(fd, True)
-        chunks: list[bytes] = []
-        left = max_bytes + 1  # one more tells a file that grew past the cap
-        while left > 0:
-            chunk = os.read(fd, min(_CHUNK, left))
-            if not chunk:
-                break
-            chunks.append(chunk)
-            left -= len(chunk)
-    data = b"".join(chunks)
+        data = read_at_most(fd, max_bytes)  # one byte more tells a file that grew past the cap
     if len(data) > max_bytes:
         if not truncate:
             raise _too_big(path, max(info.st_size, len(data)), max_bytes)
