@@ -393,11 +393,7 @@ class ProviderHttp:
         if response.is_success:
             if "text/event-stream" in response.headers.get("content-type", ""):
                 return response
-            try:
-                raw = response.read()
-            finally:
-                watch.close()
-                response.close()
+            raw = _read_whole(response, watch)
             shown, _code = server_error_message(raw, self._clean)
             raise ProviderError(
                 self._clean(
@@ -407,13 +403,7 @@ class ProviderHttp:
                     "(usually ending in /v1), not a web page or a proxy's login page"
                 )
             )
-        try:
-            raw = response.read()
-        except httpx.HTTPError:
-            raw = b""
-        finally:
-            watch.close()
-            response.close()
+        raw = _read_whole(response, watch)
         self._raise_for_status(response, raw, url)
         raise AssertionError("unreachable: _raise_for_status always raises")
 
@@ -451,6 +441,18 @@ def _reason(state: RetryCallState) -> str:
     if isinstance(exc, _RetryableRequest):
         return exc.message
     return str(exc)
+
+
+def _read_whole(response: httpx.Response, watch: IdleWatch) -> bytes:
+    """The body of an answer that is not a stream (an error, a web page), for its message;
+    empty if the server stops sending it (the idle watch still guards it)."""
+    try:
+        return response.read()
+    except httpx.HTTPError:
+        return b""
+    finally:
+        watch.close()
+        response.close()
 
 
 def _describe(exc: Exception) -> str:

@@ -99,9 +99,9 @@ class IdleWatch:
         self._closed = False
         #: The watchdog ran out the clock and shut the connection down.
         self.fired = False
-        ledger.begin()
         self._thread = threading.Thread(target=self._watch, name="oiexec-stream-idle", daemon=True)
-        self._thread.start()
+        self._thread.start()  # first: if no thread can be had, there is nothing to undo
+        ledger.begin()
 
     # -- the request's side ---------------------------------------------------------------
 
