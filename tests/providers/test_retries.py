@@ -21,6 +21,7 @@ from tests.support.model_server import (
     ModelServer,
     drop_after,
     fault,
+    raw_body,
     reply,
     running_model_server,
     stall,
@@ -319,3 +320,14 @@ def test_an_exception_from_on_retry_stops_retrying(server: ModelServer, first: A
     finally:
         client.close()
     assert server.remaining == 1
+
+
+def test_a_web_page_cut_short_is_reported_not_raised(server: ModelServer) -> None:
+    # A proxy's login page whose connection drops before the page ends: what arrived is
+    # reported (the body read fails as a transport error, which must not escape).
+    server.enqueue(raw_body("<html>Sign in", content_type="text/html", complete=False))
+    run = Run(server)
+
+    with pytest.raises(ProviderError, match="answered 'text/html' instead of an event stream"):
+        run()
+    assert run.retries == []
