@@ -72,9 +72,10 @@ ORIGINATOR_ENV = "CODEX_INTERNAL_ORIGINATOR_OVERRIDE"
 _MAX_EVENT_IN_MESSAGE = 120
 #: SSE event names that say the request was taken, not that the model has begun to answer:
 #: the wait goes on through them (a reasoning model may think for minutes after
-#: `response.created`). Servers that name no events answer with their first one.
+#: `response.created`), as it does through keepalives. Servers that name no events answer
+#: with their first one.
 _NOT_AN_ANSWER = frozenset(
-    {"response.created", "response.in_progress", "response.queued", "message_start", "ping"}
+    {"response.created", "response.in_progress", "response.queued", "message_start"}
 )
 
 
@@ -334,8 +335,9 @@ class ProviderHttp:
         waiting = True
         try:
             for event in EventSource(response).iter_sse():
-                if not is_keepalive(event):
-                    watch.progress()
+                if is_keepalive(event):
+                    continue  # says nothing to the wire either
+                watch.progress()
                 # Once per stream: the rest of the events are the answer's deltas.
                 if waiting and event.event not in _NOT_AN_ANSWER:
                     self._observer.answered()

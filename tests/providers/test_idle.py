@@ -246,3 +246,27 @@ def test_without_a_socket_every_chunk_is_checked_against_the_clock(server: Model
     finally:
         client.close()
     assert 0.3 <= time.monotonic() - started < 1.5
+
+
+def test_keepalive_events_do_not_count_as_the_model_answering(server: ModelServer) -> None:
+    # The transcript's "waiting for the model" heartbeat goes on through keepalives.
+    class Observer:
+        def __init__(self) -> None:
+            self.answered_at: list[float] = []
+
+        def waiting(self) -> None:
+            pass
+
+        def answered(self) -> None:
+            self.answered_at.append(time.monotonic())
+
+    observer = Observer()
+    server.enqueue(keepalive(0.4, every=0.05, kind="event", reply=reply("thought it over")))
+    provider = server.provider_config("responses", stream_idle_timeout_ms=5_000)
+    client = create_client("scripted", provider, None, wait_observer=observer)
+    started = time.monotonic()
+    try:
+        assert client.respond(REQUEST, lambda *a: None).final_text == "thought it over"
+    finally:
+        client.close()
+    assert observer.answered_at[0] - started >= 0.4
