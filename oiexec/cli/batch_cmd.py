@@ -66,7 +66,7 @@ def batch_group() -> None:
     required=True,
     type=click.Path(file_okay=False, path_type=str),
     callback=lambda _ctx, _param, value: _out_value(value),
-    help="Output directory (reused by a rerun: finished tasks are skipped).",
+    help="Output directory: new, empty, or one a batch wrote (a rerun there skips finished tasks).",
 )
 @click.option(
     "-j",
@@ -103,7 +103,9 @@ def run_command(
     DIR/junit.xml and DIR/<id>/{events.jsonl,diff.patch,last-message.txt,junit.xml}.
 
     Task keys: id and prompt (required); repo, ref, check, model, harness, sandbox,
-    max_turns, timeout, profile. The exec options below apply to every task; they are
+    max_turns, timeout, profile. An id is a directory name: letters, digits, '.', '_', '-'
+    (starting with a letter or digit, at most 128), never summary.json, junit.xml or
+    shard.json. The exec options below apply to every task; they are
     also the ceiling of its sandbox: a task's `sandbox` or `profile` may only tighten it.
     """
     from pathlib import Path

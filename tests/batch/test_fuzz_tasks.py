@@ -108,19 +108,31 @@ _GOOD_TASKS = st.fixed_dictionaries(
 
 
 @st.composite
-def _jsonl_line(draw: st.DrawFn) -> str:
-    kind = draw(st.sampled_from(["good", "good", "task", "value", "junk", "blank", "comment"]))
-    if kind == "good":
-        return json.dumps(draw(_GOOD_TASKS), ensure_ascii=draw(st.booleans()))
+def _mutant(draw: st.DrawFn) -> dict[str, Any]:
+    """A good task with one key's value odd: one bad value alone in a file that is otherwise
+    fine is what finds a loader that lets it through."""
+    task = draw(_GOOD_TASKS)
+    key = draw(st.sampled_from(KNOWN_KEYS))
+    task[key] = draw(_ODD_STRINGS | _HUGE | _SCALARS)
+    return task
+
+
+@st.composite
+def _jsonl_line(draw: st.DrawFn, clean: bool) -> str:
+    # A clean file has no line that is wrong whatever its values, so an odd value is the
+    # only thing that can make it fail (or wrongly pass).
+    kinds = ["good", "good", "mutant", "blank"]
+    kind = draw(st.sampled_from(kinds if clean else [*kinds, "task", "value", "junk"]))
+    if kind in ("good", "mutant"):
+        task = draw(_GOOD_TASKS if kind == "good" else _mutant())
+        return json.dumps(task, ensure_ascii=draw(st.booleans()))
     if kind == "task":
         return json.dumps(draw(_TASKS), ensure_ascii=draw(st.booleans()))
     if kind == "value":
         return json.dumps(draw(_JSON), ensure_ascii=draw(st.booleans()))
-    if kind == "junk":
-        return draw(_ANY_TEXT)
     if kind == "blank":
-        return draw(st.sampled_from(["", " ", "\t", "\r"]))
-    return "# " + draw(_ANY_TEXT)
+        return draw(st.sampled_from(["", " ", "\t", "\r", "# a comment"]))
+    return draw(_ANY_TEXT)
 
 
 def _encode(text: str) -> bytes:
@@ -130,7 +142,7 @@ def _encode(text: str) -> bytes:
 
 @st.composite
 def _jsonl_file(draw: st.DrawFn) -> bytes:
-    lines = draw(st.lists(_jsonl_line(), max_size=6))
+    lines = draw(st.lists(_jsonl_line(clean=draw(st.booleans())), max_size=6))
     raw = _encode(draw(st.sampled_from(["\n", "\r\n"])).join(lines))
     if draw(st.booleans()):
         raw = b"\xef\xbb\xbf" + raw
@@ -159,10 +171,13 @@ def _toml_value(value: Any) -> str:
 @st.composite
 def _toml_file(draw: st.DrawFn) -> bytes:
     parts: list[str] = []
+    kinds = ["good", "good", "mutant"]
+    if not draw(st.booleans()):
+        kinds += ["table", "junk", "top"]
     for _ in range(draw(st.integers(0, 4))):
-        kind = draw(st.sampled_from(["good", "good", "table", "junk", "top"]))
-        if kind in ("good", "table"):
-            task = draw(_GOOD_TASKS if kind == "good" else _TASKS)
+        kind = draw(st.sampled_from(kinds))
+        if kind in ("good", "mutant", "table"):
+            task = draw({"good": _GOOD_TASKS, "mutant": _mutant(), "table": _TASKS}[kind])
             body = "".join(f"{json.dumps(k)} = {_toml_value(v)}\n" for k, v in task.items())
             parts.append("[[tasks]]\n" + body)
         elif kind == "top":
