@@ -333,6 +333,13 @@ def _home_in_workspace(home: Path, cwd: Path, project_root: Path, settings: Sett
 
 
 def _profile_layers(name: str, home: Path, user: Layer | None) -> list[Layer]:
+    if "\0" in name or not name.strip():
+        # `profile = "a\u0000"` in a file: no file name can hold it (and the lookup of
+        # NAME.config.toml would fail on it).
+        raise ConfigError(
+            f"profile name {name!r} is not a name",
+            hint="Name a [profiles.NAME] table or a NAME.config.toml in the oiexec home.",
+        )
     layers: list[Layer] = []
     table = (user.data.get("profiles") or {}).get(name) if user else None
     if table is not None:
