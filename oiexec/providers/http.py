@@ -346,9 +346,13 @@ class ProviderHttp:
         except (httpx.TransportError, SSEError) as exc:
             # A watchdog that shut the connection down shows as the peer hanging up.
             if isinstance(exc, httpx.ReadTimeout) or watch.fired:
-                idle = self._idle_detail("event")
-                raise StreamInterrupted(f"idle timeout waiting for SSE ({idle})") from None
+                raise self._idle_interrupt() from None
             raise StreamInterrupted(_describe(exc)) from None
+        if watch.fired:  # a body delimited by the connection's close ends "cleanly"
+            raise self._idle_interrupt()
+
+    def _idle_interrupt(self) -> StreamInterrupted:
+        return StreamInterrupted(f"idle timeout waiting for SSE ({self._idle_detail('event')})")
 
     def _open(
         self, path: str, body: dict[str, Any], on_retry: RetryCallback

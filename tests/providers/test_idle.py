@@ -4,6 +4,7 @@ or a socket pair; the fault matrix through the CLI is in test_fault_matrix.py.""
 
 from __future__ import annotations
 
+import contextlib
 import socket
 import threading
 import time
@@ -14,6 +15,7 @@ import httpx
 import pytest
 from httpx_sse import ServerSentEvent
 
+from oiexec.config.settings import ProviderConfig
 from oiexec.core.errors import ProviderError
 from oiexec.core.types import Message, ModelRequest
 from oiexec.providers.http import RetryTiming
@@ -270,3 +272,42 @@ def test_keepalive_events_do_not_count_as_the_model_answering(server: ModelServe
     finally:
         client.close()
     assert observer.answered_at[0] - started >= 0.4
+
+
+def test_a_body_delimited_by_the_connection_close_still_reports_the_idle_limit() -> None:
+    # An HTTP/1.0-style proxy: no length, no chunks, the body ends when the connection does.
+    # The watchdog's shutdown then reads as a clean end; the message must still name the limit.
+    listener = socket.create_server(("127.0.0.1", 0))
+    stop = threading.Event()
+
+    def serve() -> None:
+        conn, _ = listener.accept()
+        with conn:
+            conn.recv(65536)
+            conn.sendall(
+                b"HTTP/1.1 200 OK\r\nContent-Type: text/event-stream\r\nConnection: close\r\n\r\n"
+            )
+            with contextlib.suppress(OSError):
+                while not stop.wait(0.05):
+                    conn.sendall(b": ping\n\n")
+
+    server = threading.Thread(target=serve, daemon=True)
+    server.start()
+    port = listener.getsockname()[1]
+    provider = ProviderConfig(
+        base_url=f"http://127.0.0.1:{port}/v1",
+        env_key=None,
+        stream_idle_timeout_ms=LIMIT_MS,
+        stream_max_retries=0,
+    )
+    client = create_client("scripted", provider, None)
+    try:
+        with pytest.raises(
+            ProviderError, match=r"idle timeout waiting for SSE \(no event for 0.3s"
+        ):
+            client.respond(REQUEST, lambda *a: None)
+    finally:
+        client.close()
+        stop.set()
+        server.join(timeout=5)
+        listener.close()
