@@ -40,6 +40,7 @@ MATRIX: list[tuple[str, Wire]] = [
     ("byte drip, slower than idle", "messages"),
     ("hang before headers", "responses"),
     ("102 Processing forever", "chat"),
+    ("headers a byte at a time", "messages"),
     ("drop mid-stream", "responses"),
     ("wrong-shape JSON", "responses"),
     ("wrong-shape JSON", "chat"),

@@ -185,6 +185,19 @@ def test_keepalives_alone_end_the_stream_at_the_limit(
     assert 0.3 <= elapsed < 1.5
 
 
+@pytest.mark.parametrize("step", [interim(), interim(every=0.02, drip=True)], ids=["102", "drip"])
+def test_a_wait_for_headers_that_only_receives_bytes_ends_at_the_limit(
+    server: ModelServer, step: Step
+) -> None:
+    message, elapsed = _respond(server, "responses", step)
+
+    assert message.endswith(
+        "timed out waiting for the response "
+        f"(no response headers for 0.3s, stream_idle_timeout_ms = {LIMIT_MS})"
+    )
+    assert 0.3 <= elapsed < 1.5
+
+
 def test_keepalives_shorter_than_the_limit_then_the_answer_succeed(server: ModelServer) -> None:
     text, _ = _respond(server, "messages", keepalive(0.15, kind="event", reply=reply("there")))
     assert text == "there"

@@ -288,6 +288,13 @@ def catalog() -> list[FaultCase]:
         FaultCase("hang before headers", _twice(hang(30)), 1, IDLE_BOUND, _say(IDLE_HEADERS)),
         FaultCase("102 Processing forever", _twice(interim()), 1, IDLE_BOUND, _say(IDLE_HEADERS)),
         FaultCase(
+            "headers a byte at a time",
+            _twice(interim(every=0.02, drip=True)),
+            1,
+            IDLE_BOUND,
+            _say(IDLE_HEADERS),
+        ),
+        FaultCase(
             "hang mid-stream", _twice(stall(30, after_events=2)), 1, IDLE_BOUND, _say(IDLE_SSE)
         ),
         FaultCase(

@@ -227,13 +227,19 @@ class Handler(BaseHTTPRequestHandler):
     def _interim(self, step: Interim, wire: Wire, model_name: str) -> None:
         stopping = self.server.owner.stopping
         ends = None if step.seconds is None else time.monotonic() + step.seconds
+        head = b"HTTP/1.1 200 OK\r\nX-Pad: "
+        sent = 0
         try:
             while ends is None or time.monotonic() < ends:
-                self.wfile.write(b"HTTP/1.1 102 Processing\r\n\r\n")
+                if step.drip:
+                    self.wfile.write(head[sent : sent + 1] or b"a")
+                    sent += 1
+                else:
+                    self.wfile.write(b"HTTP/1.1 102 Processing\r\n\r\n")
                 self.wfile.flush()
                 if stopping.wait(step.every):
                     raise BrokenPipeError
-            if step.then is not None:
+            if step.then is not None and not step.drip:
                 self._stream(self._render(step.then, wire, model_name))
                 return
         except (BrokenPipeError, ConnectionResetError):

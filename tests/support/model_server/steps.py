@@ -142,11 +142,14 @@ class Keepalive:
 class Interim:
     """Before any response headers, an interim `102 Processing` every `every` seconds for
     `seconds` (None: until the client hangs up), then play `then` (if the client is still
-    there). A proxy's way of keeping a request open that has no answer yet."""
+    there). A proxy's way of keeping a request open that has no answer yet. `drip`: instead,
+    the head of a 200 one byte every `every` seconds, in a header line that never ends (then
+    the connection is closed; `then` is not played)."""
 
     seconds: float | None
     every: float
     then: Reply | None
+    drip: bool = False
 
 
 @dataclass(frozen=True)
@@ -276,6 +279,10 @@ def keepalive(
 
 
 def interim(
-    seconds: float | None = None, *, every: float = 0.05, then: Reply | None = None
+    seconds: float | None = None,
+    *,
+    every: float = 0.05,
+    then: Reply | None = None,
+    drip: bool = False,
 ) -> Interim:
-    return Interim(seconds, every, then)
+    return Interim(seconds, every, then, drip)
