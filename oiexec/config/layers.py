@@ -46,11 +46,17 @@ class Layer:
     def __post_init__(self) -> None:
         # Everything below walks layers recursively (merging, naming each key's origin), so
         # data too deep for that is refused here, however it was made: a file (already
-        # scanned), `-c a.a.a…` or an environment variable's JSON.
-        if tomltext.too_deep(self.data):
+        # scanned), `-c a.a.a…` or an environment variable's JSON; and a NUL, which would
+        # fail wherever the value is used as a path, a command or a name.
+        found = tomltext.unusable(self.data)
+        if found is not None:
+            key_path, problem = found
+            where = self.where(key_path) if key_path else self.describe()
+            key = ".".join(part.replace("\0", "\\0") for part in key_path) or "the config"
             raise ConfigError(
-                f"{self.describe()} nests more than {tomltext.MAX_DEPTH} levels deep",
-                hint="A config nests a few levels at most; remove the deep part.",
+                f"`{key}` in {where} {problem}",
+                hint="Remove that part of the config; a config nests a few levels at most and "
+                "holds no NUL characters.",
             )
 
     def describe(self) -> str:

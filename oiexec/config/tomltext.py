@@ -5,7 +5,7 @@
 key takes seconds). No config needs more than a few levels, so the text is first scanned
 (one regular-expression pass: strings and comments are skipped) and refused, naming the line,
 when it nests deeper than `MAX_DEPTH`; a layer's data is held to the same bound
-(`too_deep`), whatever made it (the environment's JSON, `-c`'s dotted keys).
+(`unusable`), whatever made it (the environment's JSON, `-c`'s dotted keys).
 """
 
 from __future__ import annotations
@@ -14,7 +14,7 @@ import re
 import tomllib
 from typing import Any
 
-__all__ = ["MAX_DEPTH", "TomlTooDeep", "loads", "too_deep"]
+__all__ = ["MAX_DEPTH", "TomlTooDeep", "loads", "unusable"]
 
 #: Levels of tables, arrays and dotted-key parts a config may nest (Codex's deepest keys,
 #: `mcp_servers.<id>.tools.<tool>.approval_mode` or a hook's handler, need a handful).
@@ -66,16 +66,28 @@ def _scan(text: str) -> None:
         line += token.count("\n")
 
 
-def too_deep(data: Any) -> bool:
-    """Whether `data` (tables and lists) nests deeper than `MAX_DEPTH`, found without
-    recursion, so it can be asked of data that would exhaust the stack."""
-    pending: list[tuple[Any, int]] = [(data, 0)]
+def unusable(data: Any) -> tuple[list[str], str] | None:
+    """The first place in `data` no config can mean, and why: nesting deeper than
+    `MAX_DEPTH`, or a NUL character in a key or a string (TOML can write `\\u0000`; no path,
+    command, name or environment value can hold one, and a path with one fails deep in the
+    run). Found without recursion, so it can be asked of data that would exhaust the stack.
+    A list's item is named as its key's `[i]` (`writable_roots[0]`)."""
+    pending: list[tuple[Any, list[str], int]] = [(data, [], 0)]
     while pending:
-        node, depth = pending.pop()
+        node, path, depth = pending.pop()
         if depth > MAX_DEPTH:
-            return True
+            # Named by its top-level key: the whole path would be as long as the nesting.
+            return path[:1] and [path[0].split("[")[0]], f"nests more than {MAX_DEPTH} levels deep"
+        if isinstance(node, str) and "\0" in node:
+            return path, "holds a NUL character"
         if isinstance(node, dict):
-            pending.extend((child, depth + 1) for child in node.values())
+            for key, child in node.items():
+                if "\0" in key:
+                    return [*path, key], "holds a NUL character"
+                pending.append((child, [*path, key], depth + 1))
         elif isinstance(node, list):
-            pending.extend((child, depth + 1) for child in node)
-    return False
+            head, last = path[:-1], path[-1] if path else ""
+            pending.extend(
+                (child, [*head, f"{last}[{index}]"], depth + 1) for index, child in enumerate(node)
+            )
+    return None

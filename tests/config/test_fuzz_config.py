@@ -159,6 +159,7 @@ _COMMON = settings(suppress_health_check=[HealthCheck.too_slow, HealthCheck.data
 )
 @example(entries=[(("desktop", "k"), 1)], overrides=["tools." + "a." * 5000 + "b=1"])
 @example(entries=[(("profile",), "\x00")], overrides=[])
+@example(entries=[(("sandbox_workspace_write", "writable_roots"), ["a\x00b"])], overrides=[])
 def test_any_config_document_loads_or_is_a_config_error(
     entries: list[tuple[tuple[str, ...], Any]], overrides: list[str]
 ) -> None:

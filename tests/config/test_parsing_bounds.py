@@ -80,6 +80,22 @@ def test_a_deeply_nested_override_is_a_config_error(load: Load, override: str, s
     assert cpu < _CPU_BOUND_S
 
 
+def test_a_nul_character_anywhere_is_a_config_error_naming_the_key(load: Load, home: Path) -> None:
+    """TOML can write `\\u0000`; no path, command or name can hold it (a writable root with
+    one was an internal error when the sandbox was built)."""
+    with pytest.raises(ConfigError) as caught:
+        load(overrides=('sandbox_workspace_write.writable_roots=["/x", "a\\u0000b"]',))
+    assert caught.value.message == (
+        "`sandbox_workspace_write.writable_roots[1]` in -c override holds a NUL character"
+    )
+    (home / "config.toml").write_text('model = "m"\n[tools]\nx = { "a\\u0000" = 1 }\n')
+    with pytest.raises(ConfigError) as caught:
+        load()
+    assert caught.value.message == (
+        f"`tools.x.a\\0` in {home / 'config.toml'}:3 holds a NUL character"
+    )
+
+
 def test_deep_json_in_a_variable_names_the_variable(load: Load) -> None:
     for depth in (_DEEP, 100):
         text = '{"a":' * depth + "1" + "}" * depth
