@@ -7,11 +7,15 @@ from __future__ import annotations
 
 import json
 import os
+import tempfile
 import time
+import xml.etree.ElementTree as ElementTree
 from pathlib import Path
 from typing import Any
 
 import pytest
+from hypothesis import example, given
+from hypothesis import strategies as st
 
 from oiexec.core.errors import UsageError
 from oiexec.runner.batch.merge import merge_batches
@@ -40,7 +44,7 @@ _BAD_ENTRIES = [
     (
         "duration nan",
         _entry("a", duration_s=float("nan")),
-        "task 1: duration_s is not a finite number",
+        "task 1: duration_s: expected a finite number of seconds >= 0",
     ),
 ]
 
@@ -110,3 +114,63 @@ def test_merge_cli_says_what_is_wrong_without_a_traceback(tmp_path: Path) -> Non
     result = run_cli(["batch", "merge", str(planted), "--out", "/proc/merged"], cwd=tmp_path)
     assert result.returncode == 2, result.stderr
     assert "--out /proc/merged: cannot create or open its directory" in result.stderr
+
+
+_VALUES = st.one_of(
+    st.none(),
+    st.booleans(),
+    st.integers(),
+    st.floats(allow_nan=True, allow_infinity=True),
+    st.just(1e308),
+    st.text(st.characters() | st.characters(categories=["Cs"]), max_size=10),
+    st.sampled_from(["success", "failed", "missing", "a", "../x", "summary.json"]),
+    st.lists(st.integers(), max_size=2),
+    st.dictionaries(st.text(max_size=5), st.integers() | st.text(max_size=5), max_size=3),
+)
+_FIELDS = ["index", "id", "status", "exit_code", "message", "turns", "tokens", "duration_s"]
+_ENTRIES = st.lists(
+    st.fixed_dictionaries(
+        {
+            "index": st.integers(0, 5),
+            "id": st.sampled_from(["a", "b", "c"]),
+            "status": st.just("success"),
+        },
+        optional={key: _VALUES for key in [*_FIELDS[3:], "session_id", "paths", "attempts", "x"]},
+    ).flatmap(
+        lambda entry: (
+            st.just(entry)
+            | st.sampled_from(_FIELDS[:3]).flatmap(
+                lambda key: _VALUES.map(lambda value: {**entry, key: value})
+            )
+        )
+    )
+    | _VALUES,
+    max_size=4,
+)
+
+
+@given(entries=_ENTRIES, batch=_VALUES)
+@example(
+    entries=[
+        {"index": 0, "id": "a", "status": "success", "duration_s": 1e308},
+        {"index": 1, "id": "b", "status": "success", "duration_s": 1e308},
+    ],
+    batch="b",
+)
+def test_any_summary_merges_or_is_a_usage_error(entries: list[Any], batch: Any) -> None:
+    """Property: whatever a shard's summary.json holds, merge writes valid reports and
+    returns a batch exit code, or raises the usage error; nothing else."""
+    with tempfile.TemporaryDirectory() as tmp:
+        shard = _shard(Path(tmp) / "s0", entries, batch=batch)
+        try:
+            code = merge_batches([shard], Path(tmp) / "merged")
+        except UsageError:
+            return
+        assert code in (0, 1, 130)
+        merged = Path(tmp) / "merged"
+        json.loads((merged / "summary.json").read_text(), parse_constant=_no_constant)
+        ElementTree.fromstring((merged / "junit.xml").read_bytes())
+
+
+def _no_constant(name: str) -> None:
+    raise AssertionError(f"{name} in the merged summary: not JSON")

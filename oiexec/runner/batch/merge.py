@@ -11,13 +11,13 @@ machine died, its artifact expired) is not merged away silently: its tasks appea
 from __future__ import annotations
 
 import json
-import math
 import os
 from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
 from oiexec.core.errors import UsageError
+from oiexec.core.numbers import MAX_SECONDS, NumberRange
 from oiexec.output.reportfile import ReportDir
 from oiexec.runner.batch.layout import SHARD_FILE, SUMMARY_FILE, open_out
 from oiexec.runner.batch.record import MAX_READ, STATUSES, TaskRecord, read_output
@@ -29,6 +29,8 @@ __all__ = ["merge_batches"]
 
 #: The most of a shard's summary.json read (a batch of 100 000 tasks writes about 60 MiB).
 _MAX_SUMMARY = 128 * 1024 * 1024
+#: A task's duration as a run records it.
+_DURATION = NumberRange(integer=False, minimum=0, maximum=MAX_SECONDS, unit="seconds")
 _HINT = "Merge only directories a batch wrote (--out), as it wrote them."
 
 
@@ -139,8 +141,9 @@ def _record(path: Path, position: int, entry: Any) -> TaskRecord:
         raise UsageError(f"{where}: {problem}", hint=_HINT)
     if record.status not in STATUSES:
         raise UsageError(f"{where}: unknown status {record.status[:60]!r}", hint=_HINT)
-    if not math.isfinite(record.duration_s):
-        raise UsageError(f"{where}: duration_s is not a finite number", hint=_HINT)
+    problem = _DURATION.problem(record.duration_s)
+    if problem is not None:  # a sum of huge ones would be Infinity, which is not JSON
+        raise UsageError(f"{where}: duration_s: {problem}", hint=_HINT)
     return record
 
 
