@@ -42,6 +42,11 @@ _BAD_ENTRIES = [
     ("id not a string", _entry(None), "task 1: id: Input should be a valid string"),
     ("unknown status", _entry("a", status="great"), "task 1: unknown status 'great'"),
     (
+        "session id an option",
+        _entry("a", session_id="--sandbox=danger-full-access"),
+        "task 1: session_id '--sandbox=danger-full-access' is not a session id",
+    ),
+    (
         "duration nan",
         _entry("a", duration_s=float("nan")),
         "task 1: duration_s: expected a finite number of seconds >= 0",
@@ -174,3 +179,28 @@ def test_any_summary_merges_or_is_a_usage_error(entries: list[Any], batch: Any) 
 
 def _no_constant(name: str) -> None:
     raise AssertionError(f"{name} in the merged summary: not JSON")
+
+
+def test_a_result_a_task_could_have_rewritten_is_not_trusted_on_a_rerun(tmp_path: Path) -> None:
+    """On a rerun the batch reads each task's result.json back (skip it, or resume its session
+    with --retry-failed). One that is not what a run writes runs the task again instead: a
+    session id that is an option would otherwise reach `exec resume`'s command line, a token
+    count that is text would fail the reports after every task ran."""
+    from oiexec.runner.batch.record import read_record
+
+    good = {**_entry("a", status="failed"), "session_id": "01a23cfb-ff0a-75ea-840a-73eec0d9ef9e"}
+    bad = [
+        {**good, "session_id": "--sandbox=danger-full-access"},
+        {**good, "tokens": {"input": "many"}},
+        {**good, "duration_s": 1e308},
+        {**good, "id": "../b"},
+        [good],
+    ]
+    (tmp_path / "a").mkdir()
+    path = tmp_path / "a" / "result.json"
+    path.write_text(json.dumps(good))
+    record = read_record(tmp_path, path)
+    assert record is not None and record.session_id == good["session_id"]
+    for data in bad:
+        path.write_text(json.dumps(data))
+        assert read_record(tmp_path, path) is None, data

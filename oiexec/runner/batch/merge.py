@@ -17,10 +17,9 @@ from pathlib import Path
 from typing import Any
 
 from oiexec.core.errors import UsageError
-from oiexec.core.numbers import MAX_SECONDS, NumberRange
 from oiexec.output.reportfile import ReportDir
 from oiexec.runner.batch.layout import SHARD_FILE, SUMMARY_FILE, open_out
-from oiexec.runner.batch.record import MAX_READ, STATUSES, TaskRecord, read_output
+from oiexec.runner.batch.record import MAX_READ, TaskRecord, checked_record, read_output
 from oiexec.runner.batch.report import batch_exit_code, write_reports
 from oiexec.runner.batch.tasks import check_id
 from oiexec.runner.batch.workspace import WORKTREE_DIR
@@ -29,8 +28,6 @@ __all__ = ["merge_batches"]
 
 #: The most of a shard's summary.json read (a batch of 100 000 tasks writes about 60 MiB).
 _MAX_SUMMARY = 128 * 1024 * 1024
-#: A task's duration as a run records it.
-_DURATION = NumberRange(integer=False, minimum=0, maximum=MAX_SECONDS, unit="seconds")
 _HINT = "Merge only directories a batch wrote (--out), as it wrote them."
 
 
@@ -124,27 +121,13 @@ def _read_summary(directory: Path) -> dict[str, Any]:
 
 
 def _record(path: Path, position: int, entry: Any) -> TaskRecord:
-    """The summary's task entry at `position`, checked as the run that wrote it would have
-    written it: a summary is read back from a directory tasks could write to, and its id names
-    a directory of the merge."""
-    from pydantic import TypeAdapter, ValidationError
-
-    where = f"{path}: task {position}"
+    """The summary's task entry at `position`, checked as a run would have written it (a
+    summary is read back from a directory tasks could write to; its id names a directory of
+    the merge)."""
     try:
-        record = TypeAdapter(TaskRecord).validate_python(entry)
-    except ValidationError as exc:
-        error = exc.errors()[0]
-        field = ".".join(str(part) for part in error["loc"]) or "the entry"
-        raise UsageError(f"{where}: {field}: {error['msg']}", hint=_HINT) from None
-    problem = check_id(record.id)
-    if problem is not None:
-        raise UsageError(f"{where}: {problem}", hint=_HINT)
-    if record.status not in STATUSES:
-        raise UsageError(f"{where}: unknown status {record.status[:60]!r}", hint=_HINT)
-    problem = _DURATION.problem(record.duration_s)
-    if problem is not None:  # a sum of huge ones would be Infinity, which is not JSON
-        raise UsageError(f"{where}: duration_s: {problem}", hint=_HINT)
-    return record
+        return checked_record(entry)
+    except ValueError as exc:
+        raise UsageError(f"{path}: task {position}: {exc}", hint=_HINT) from None
 
 
 def _copy_task(src: Path, out: ReportDir, task_id: str, warn: Callable[[str], None]) -> None:

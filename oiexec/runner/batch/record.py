@@ -7,13 +7,19 @@ these entries, which is why a merge of shards and a single run write the same by
 
 from __future__ import annotations
 
+import functools
 import json
+import re
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from oiexec.core.errors import ExitCode
+from oiexec.core.numbers import MAX_SECONDS, NumberRange
 from oiexec.output.reportfile import ReportDir
+
+if TYPE_CHECKING:
+    from pydantic import TypeAdapter
 
 __all__ = [
     "FINISHED",
@@ -21,6 +27,8 @@ __all__ = [
     "STATUSES",
     "TaskRecord",
     "Tokens",
+    "checked_record",
+    "is_session_id",
     "read_output",
     "read_record",
     "status_for_exit",
@@ -107,12 +115,6 @@ class TaskRecord:
         del data["input_hash"]
         return data
 
-    @classmethod
-    def from_dict(cls, data: dict[str, Any]) -> TaskRecord:
-        fields = dict(data)
-        fields["tokens"] = Tokens(**fields.get("tokens", {}))
-        return cls(**fields)
-
 
 #: The most of one task file the batch reads (events.jsonl of a long run included).
 MAX_READ = 256 * 1024 * 1024
@@ -131,16 +133,65 @@ def read_output(directory: Path, path: Path, max_bytes: int = MAX_READ) -> bytes
         return None
 
 
+_SESSION_ID_RE = re.compile(
+    r"[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}"
+)
+#: A task's duration as a run records it.
+_DURATION = NumberRange(integer=False, minimum=0, maximum=MAX_SECONDS, unit="seconds")
+
+
+def checked_record(data: Any) -> TaskRecord:
+    """`data` (a result.json, or a summary entry) as a record a run could have written;
+    `ValueError` saying what is not. Both are read back from a directory tasks could write to:
+    a wrong type would fail the reports after every task ran, an id could name a path out of
+    the directory, and a huge duration sums to Infinity, which is not JSON."""
+    from pydantic import ValidationError
+
+    from oiexec.runner.batch.tasks import check_id
+
+    try:
+        record = _adapter().validate_python(data)
+    except ValidationError as exc:
+        error = exc.errors()[0]
+        where = ".".join(str(part) for part in error["loc"]) or "the entry"
+        raise ValueError(f"{where}: {error['msg']}") from None
+    problem = check_id(record.id)
+    if problem is not None:
+        raise ValueError(problem)
+    if record.status not in STATUSES:
+        raise ValueError(f"unknown status {record.status[:60]!r}")
+    problem = _DURATION.problem(record.duration_s)
+    if problem is not None:
+        raise ValueError(f"duration_s: {problem}")
+    if record.session_id is not None and not is_session_id(record.session_id):
+        raise ValueError(f"session_id {record.session_id[:60]!r} is not a session id")
+    return record
+
+
+def is_session_id(value: str) -> bool:
+    """Whether `value` is a session id as a run writes one (a UUID). `--retry-failed` passes a
+    task's recorded id to `exec resume` on a command line, so anything else there, e.g.
+    `--sandbox=danger-full-access` planted by another task, must never be taken for one."""
+    return _SESSION_ID_RE.fullmatch(value) is not None
+
+
+@functools.cache
+def _adapter() -> TypeAdapter[TaskRecord]:
+    # Built once (a fifth of a second): a rerun reads one record per task.
+    from pydantic import TypeAdapter
+
+    return TypeAdapter(TaskRecord)
+
+
 def read_record(out: Path, path: Path) -> TaskRecord | None:
-    """The record at `path` in the output directory `out`; None when absent or unreadable (the
-    task then runs again)."""
+    """The record at `path` in the output directory `out`; None when absent, unreadable or
+    not a record a run writes (the task then runs again)."""
     raw = read_output(out, path)
     if raw is None:
         return None
     try:
-        data = json.loads(raw.decode("utf-8"))
-        record = TaskRecord.from_dict(data)
-    except (OSError, ValueError, TypeError):
+        record = checked_record(json.loads(raw.decode("utf-8")))
+    except (ValueError, RecursionError):
         return None
     return record if record.status in FINISHED else None
 

@@ -29,6 +29,7 @@ from oiexec.runner.batch.record import (
     RECORD_FILE,
     TaskRecord,
     Tokens,
+    is_session_id,
     read_output,
     status_for_exit,
     write_record,
@@ -305,7 +306,8 @@ def _read_events(out: Path, path: Path, record: TaskRecord) -> None:
         kind = event.get("type")
         if kind == "thread.started" and record.session_id is None:
             thread_id = event.get("thread_id")
-            record.session_id = thread_id if isinstance(thread_id, str) else None
+            valid = isinstance(thread_id, str) and is_session_id(thread_id)
+            record.session_id = thread_id if valid else None
         elif kind in ("turn.completed", "turn.failed"):
             usage = event.get("usage")
             if isinstance(usage, dict):  # cumulative for the thread: the last one counts
