@@ -204,3 +204,24 @@ def test_a_result_a_task_could_have_rewritten_is_not_trusted_on_a_rerun(tmp_path
     for data in bad:
         path.write_text(json.dumps(data))
         assert read_record(tmp_path, path) is None, data
+
+
+def test_a_planted_base_commit_never_reaches_git_as_an_option(tmp_path: Path) -> None:
+    """A resumed task's diff starts from the commit in `DIR/<id>/.base`, which other tasks may
+    write: only a commit id is taken (`--index-output=...` would make git write a file)."""
+    from oiexec.git import GitError
+    from oiexec.runner.batch.task_run import _base_of
+
+    (tmp_path / "a").mkdir()
+    base = tmp_path / "a" / ".base"
+    base.write_text("0123456789abcdef0123456789abcdef01234567\n")
+    assert _base_of(tmp_path, tmp_path / "a") == "0123456789abcdef0123456789abcdef01234567"
+    for planted in (
+        "--index-output=/tmp/x\n",
+        "HEAD\n",
+        "",
+        "0123456789abcdef0123456789abcdef0123456\n",
+    ):
+        base.write_text(planted)
+        with pytest.raises(GitError, match="base commit"):
+            _base_of(tmp_path, tmp_path / "a")

@@ -12,6 +12,7 @@ from __future__ import annotations
 import contextlib
 import json
 import os
+import re
 import signal
 import threading
 import time
@@ -47,6 +48,8 @@ PATHS = {
     "junit": "junit.xml",
     "stderr": "stderr.log",
 }
+#: A full commit id, SHA-1 or SHA-256.
+_COMMIT_RE = re.compile(r"[0-9a-f]{40}(?:[0-9a-f]{24})?")
 #: Seconds a child may outlive its own --timeout before it is killed from outside.
 KILL_GRACE_S = 30.0
 
@@ -370,6 +373,9 @@ def _clear(out: ReportDir, task_id: str) -> None:
 
 def _base_of(out: Path, task_dir: Path) -> str:
     raw = read_output(out, task_dir / ".base", max_bytes=4096)
-    if raw is None:
+    base = "" if raw is None else raw.decode("utf-8", errors="replace").strip()
+    # A commit id only: it reaches git's command line (`read-tree BASE`), and the file lies
+    # where other tasks may write (`--index-output=...` would be an option to git).
+    if not _COMMIT_RE.fullmatch(base):
         raise GitError(f"the base commit of {task_dir} is unknown", cwd=task_dir)
-    return raw.decode("utf-8", errors="replace").strip()
+    return base
