@@ -156,8 +156,9 @@ class Origins(MutableMapping[str, str]):
         self._given[key] = value
 
     def __delitem__(self, key: str) -> None:
-        self._given.pop(key, None)
-        self._owners().pop(key)
+        given = self._given.pop(key, None)
+        if self._owners().pop(key, None) is None and given is None:
+            raise KeyError(key)
 
     def __iter__(self) -> Iterator[str]:
         yield from self._owners()

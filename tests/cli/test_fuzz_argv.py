@@ -52,9 +52,23 @@ _KEYS = st.sampled_from(
         "model",
         "features.x",
         "tools." + "a." * 100 + "b",
+        # Paths and names the run's set-up uses (in the run that reaches the provider).
+        "sandbox_workspace_write.writable_roots",
+        "program_paths.git",
+        "project_doc_fallback_filenames",
+        "shell_environment_policy.set.X",
+        "shell_environment_policy.include_only",
+        "model_providers.openai.query_params.q",
+        "default_permissions",
+        "sandbox_mode",
     ]
 )
-_VALUES = _NUMBER_WORDS | st.sampled_from(['"é"', "[[[[[[", "{a={a={a=1}}}", '"a\\nb"']) | _TEXT
+_VALUES = (
+    _NUMBER_WORDS
+    | st.sampled_from(['"é"', "[[[[[[", "{a={a={a=1}}}", '"a\\nb"', '"\\u0000"', "[]"])
+    | st.sampled_from(['["/tmp", "a\\u0000b"]', '[".."]', '["/"]', '"/dev/null"', '"/"'])
+    | _TEXT
+)
 _FLAG = st.one_of(
     st.tuples(
         st.sampled_from(
