@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 import os
+import subprocess
 import time
 from pathlib import Path
 
@@ -167,3 +168,32 @@ def test_reports_are_written_whatever_text_the_records_hold() -> None:
     assert json.loads(summary)["tasks"][0]["message"] == "\ufffd"
     assert json.loads(summary)["batch"] == "nightly-\ufffd"
     assert 'classname="nightly-\ufffd"' in junit
+
+
+def test_a_worktree_swapped_for_a_link_is_never_a_tasks_workspace(
+    model_server: ModelServer, repo: Path, tmp_path: Path
+) -> None:
+    """A failed task's kept worktree replaced by a link (by another task that reaches DIR)
+    would make --retry-failed resume the task wherever the link points: the link is removed
+    and the task runs again from a fresh worktree."""
+    from tests.support.model_server import fault
+
+    tasks = write_tasks(tmp_path / "t.jsonl", [{"id": "one", "prompt": "go [task:one]"}])
+    model_server.route("[task:one]", fault(400, message="refused"))
+    out = tmp_path / "out"
+    assert run_batch(model_server, tasks, out, cwd=repo, timeout=120).returncode == 1
+    elsewhere = tmp_path / "elsewhere"
+    elsewhere.mkdir()
+    worktree = out / "one" / "worktree"
+    subprocess.run(["rm", "-rf", str(worktree)], check=True)
+    worktree.symlink_to(elsewhere)
+    model_server.route(
+        "[task:one]",
+        reply(tool_calls=[call("exec_command", {"cmd": "touch ran-here"})]),
+        reply("done"),
+    )
+    retry = run_batch(model_server, tasks, out, "--retry-failed", cwd=repo, timeout=120)
+    assert retry.returncode == 0, retry.stderr
+    assert list(elsewhere.iterdir()) == []
+    assert not worktree.is_symlink()
+    assert "ran-here" in (out / "one" / "diff.patch").read_text()

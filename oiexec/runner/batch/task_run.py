@@ -126,6 +126,14 @@ def run_task(
     except OSError as exc:  # e.g. another task left a link there: said in the summary
         record.message = f"could not make its directory: {exc.strerror or exc}"
         return record
+    if (task_dir / WORKTREE_DIR).is_symlink():
+        # Never the batch's own (a worktree is a directory): planted by a task that reaches
+        # DIR, it would make this task's workspace wherever it points. Removed, not followed.
+        with contextlib.suppress(OSError):
+            ctx.out_dir.unlink(f"{task.id}/{WORKTREE_DIR}")
+        if (task_dir / WORKTREE_DIR).is_symlink():
+            record.message = "its worktree is a symbolic link that could not be removed"
+            return record
     resume = action is Action.RESUME and previous is not None and previous.session_id is not None
     if resume and not (task_dir / WORKTREE_DIR).is_dir():
         note(f"{task.id}: its kept worktree is gone; running it again from the start")
