@@ -12,6 +12,7 @@ import time
 from pathlib import Path
 from typing import Any
 
+import pytest
 from hypothesis import HealthCheck, event, example, given, settings
 from hypothesis import strategies as st
 
@@ -328,3 +329,14 @@ def _strings(value: Any) -> list[str]:
         return [value]
     items = value.values() if isinstance(value, dict) else value if isinstance(value, list) else []
     return [text for item in items for text in _strings(item)]
+
+
+def test_toml_problems_name_the_right_line_or_none() -> None:
+    """A header written `[[ tasks ]]` was not counted, and one inside a multi-line string was:
+    either shifted every later task's line onto the wrong table."""
+    spaced = b'[[ tasks ]]\nid = "a"\nprompt = "p"\n\n[[tasks]] # two\nid = "b"\n'
+    with pytest.raises(UsageError, match=r"t\.toml: task 2 \(line 5\): missing `prompt`"):
+        parse_tasks(Path("t.toml"), spaced)
+    hidden = b'[[tasks]]\nid = "a"\nprompt = """\n[[tasks]]\n"""\n[[tasks]]\nid = "b"\n'
+    with pytest.raises(UsageError, match=r"t\.toml: task 2: missing `prompt`"):
+        parse_tasks(Path("t.toml"), hidden)

@@ -64,6 +64,7 @@ ID_RULE = (
 #: The numeric keys' ranges: those of the exec flags they are passed on as (`--max-turns`,
 #: `--timeout`), so a task the file accepts is never refused by its own run.
 _RANGES: dict[str, NumberRange] = {"max_turns": COUNT, "timeout": SECONDS}
+_HEADER_RE = re.compile(r"""\s*\[\[\s*(?:tasks|"tasks"|'tasks')\s*\]\]""")
 #: Problems listed in the error before the rest are only counted (a generated file with
 #: every line wrong must not produce a message as long as itself).
 _MAX_PROBLEMS = 50
@@ -216,15 +217,17 @@ def _toml_entries(path: Path, text: str) -> tuple[list[tuple[str, Any]], list[st
     tasks = document.get("tasks", [])
     if not isinstance(tasks, list):
         return [], [*problems, f"{path.name}: `tasks` must be an array of tables ([[tasks]])"]
-    # `[[tasks]]` headers in file order give each table's line, for messages.
+    # `[[tasks]]` headers in file order give each table's line, for messages; trusted only
+    # when there is one per task (an inline `tasks = [...]`, or a header inside a multi-line
+    # string, would shift them onto the wrong tasks).
     header_lines = [
-        number
-        for number, line in enumerate(text.split("\n"), start=1)
-        if line.strip().startswith("[[tasks]]")
+        number for number, line in enumerate(text.split("\n"), start=1) if _HEADER_RE.match(line)
     ]
+    if len(header_lines) != len(tasks):
+        header_lines = []
     entries: list[tuple[str, Any]] = []
     for position, data in enumerate(tasks, start=1):
-        line = f" (line {header_lines[position - 1]})" if position <= len(header_lines) else ""
+        line = f" (line {header_lines[position - 1]})" if header_lines else ""
         entries.append((f"{path.name}: task {position}{line}", data))
     return entries, problems
 
