@@ -335,9 +335,13 @@ class ProviderHttp:
         waiting = True
         try:
             for event in EventSource(response).iter_sse():
-                if is_keepalive(event):
-                    continue  # says nothing to the wire either
+                if not event.data.strip():
+                    continue  # no data: not an event the idle clock counts
+                # Any event with data restarts the clock, the wire's own keepalives too (as
+                # in Codex): they come from the provider, which is alive, maybe thinking.
                 watch.progress()
+                if is_keepalive(event):
+                    continue  # says nothing to the wire
                 # Once per stream: the rest of the events are the answer's deltas.
                 if waiting and event.event not in _NOT_AN_ANSWER:
                     self._observer.answered()

@@ -1,11 +1,13 @@
 """`stream_idle_timeout_ms` counted in events, not bytes.
 
-A provider, or a proxy in front of it, can keep a dead request open forever with bytes that
-say nothing: SSE comments (`: ping`), blank lines, Anthropic's `ping` and OpenAI's
-`keepalive` events, 1xx interim responses before the headers, or a real answer dripped a
-byte at a time. httpx's read timeout restarts on every byte, so none of these ever trips it.
-Here the idle clock restarts only when something complete arrives: the response headers,
-then each SSE event that carries data and is not a keepalive.
+A proxy in front of a provider can keep a dead request open forever with bytes that say
+nothing: SSE comments (`: ping`), blank lines, 1xx interim responses before the headers, or
+an answer dripped a byte at a time. httpx's read timeout restarts on every byte, so none of
+these ever trips it. Here the idle clock restarts only when something complete arrives: the
+response headers, then each SSE event that carries data. The wire's own keepalive events
+(Anthropic's `ping`, OpenAI's `keepalive`) count, as they do in Codex: they are sent by the
+provider while the model works (a long think), not by a proxy; `--timeout` bounds such a run.
+They are dropped before the wire (`is_keepalive`) and do not end the wait for an answer.
 
 `IdleWatch` holds that clock for one request. A watchdog thread shuts the request's socket
 down when the clock runs out, which wakes the blocked read at once (a check between reads

@@ -167,9 +167,9 @@ def test_before_the_request_is_sent_the_clock_does_not_run() -> None:
 @pytest.mark.parametrize(
     ("wire", "step"),
     [
-        ("responses", keepalive(kind="event")),  # `keepalive` events
-        ("messages", keepalive(kind="event")),  # `ping` events
-        ("chat", keepalive(kind="comment")),  # `: ping` comments
+        ("responses", keepalive(kind="comment")),  # `: ping` comments, a proxy's
+        ("messages", keepalive(kind="blank")),  # blank lines
+        ("chat", keepalive(kind="comment")),
         ("chat", keepalive(kind="blank", after_events=0)),  # blank lines, from the start
     ],
 )
@@ -198,9 +198,16 @@ def test_a_wait_for_headers_that_only_receives_bytes_ends_at_the_limit(
     assert 0.3 <= elapsed < 1.5
 
 
-def test_keepalives_shorter_than_the_limit_then_the_answer_succeed(server: ModelServer) -> None:
-    text, _ = _respond(server, "messages", keepalive(0.15, kind="event", reply=reply("there")))
+@pytest.mark.parametrize("wire", ["responses", "messages"])
+def test_the_wires_own_keepalive_events_keep_a_slow_answer_alive(
+    server: ModelServer, wire: Wire
+) -> None:
+    # Responses `keepalive` and Messages `ping` events come from the provider itself (a model
+    # thinking at length): as in Codex they count, so three limits of them then the answer
+    # succeed, where as many seconds of comments end the stream.
+    text, elapsed = _respond(server, wire, keepalive(0.9, kind="event", reply=reply("there")))
     assert text == "there"
+    assert elapsed >= 0.9
 
 
 def test_interim_responses_on_a_kept_alive_connection_end_at_the_limit(

@@ -271,12 +271,16 @@ def catalog() -> list[FaultCase]:
     return [
         # Silence and keepalives: the idle limit ends each attempt.
         FaultCase("keepalive only (comments)", _twice(keepalive()), 1, IDLE_BOUND, _say(IDLE_SSE)),
+        # The wire's own keepalive events (Messages `ping`, Responses `keepalive`) are events:
+        # as in Codex they show the provider is alive (a model thinking at length), so an
+        # answer that takes longer than the idle limit between them still arrives.
         FaultCase(
-            "keepalive only (the wire's events)",
-            _twice(keepalive(kind="event")),
-            1,
-            IDLE_BOUND,
-            _say(IDLE_SSE),
+            "slow answer with the wire's keepalive events",
+            lambda w: [keepalive(IDLE * 3, kind="event", reply=reply(RECOVERED))],
+            0,
+            IDLE * 3,
+            _say(""),
+            wires=("responses", "messages"),
         ),
         FaultCase(
             "byte drip, slower than idle",
