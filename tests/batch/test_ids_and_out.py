@@ -197,3 +197,20 @@ def test_a_worktree_swapped_for_a_link_is_never_a_tasks_workspace(
     assert list(elsewhere.iterdir()) == []
     assert not worktree.is_symlink()
     assert "ran-here" in (out / "one" / "diff.patch").read_text()
+
+
+@pytest.mark.parametrize(
+    "text",
+    ["0/" + "9" * 5000, "1/0", "4/4", "-1/4", "a/b", "0/4/1", "\u0660/\u0664", ""],
+    ids=["5000 digits", "no shards", "index past", "negative", "words", "three", "arabic", "empty"],
+)
+def test_a_shard_that_is_not_i_of_n_is_a_usage_error(text: str) -> None:
+    from oiexec.runner.batch.plan import parse_shard, shard_from_env
+
+    with pytest.raises(UsageError) as caught:
+        parse_shard(text)
+    assert len(caught.value.message) < 300  # 5000 digits were an internal ValueError
+    with pytest.raises(UsageError):
+        index, _, count = text.partition("/")
+        shard_from_env({"JOB_COMPLETION_INDEX": index or "x", "JOB_COMPLETIONS": count or "x"})
+    assert parse_shard(" 1 / 4 ").count == 4

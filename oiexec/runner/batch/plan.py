@@ -22,7 +22,8 @@ from oiexec.runner.batch.tasks import Task
 
 __all__ = ["Action", "Shard", "decide", "input_hash", "parse_shard", "select", "shard_from_env"]
 
-_SHARD_RE = re.compile(r"^\s*(\d+)\s*/\s*(\d+)\s*$")
+# ASCII digits, at most 18 (any real shard count fits; 5000 digits made int() raise).
+_SHARD_RE = re.compile(r"\s*([0-9]{1,18})\s*/\s*([0-9]{1,18})\s*")
 
 
 @dataclass(frozen=True)
@@ -35,9 +36,10 @@ class Shard:
 
 
 def parse_shard(text: str, *, source: str = "--shard") -> Shard:
-    match = _SHARD_RE.match(text)
+    match = _SHARD_RE.fullmatch(text)
     if match is None:
-        raise UsageError(f"{source} must look like I/N (e.g. 0/4), not {text!r}")
+        shown = text if len(text) <= 40 else text[:37] + "..."
+        raise UsageError(f"{source} must look like I/N (e.g. 0/4), not {shown!r}")
     index, count = int(match.group(1)), int(match.group(2))
     if count < 1 or not 0 <= index < count:
         raise UsageError(
