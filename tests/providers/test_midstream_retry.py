@@ -18,6 +18,7 @@ from oiexec.core.types import Message, ModelRequest
 from oiexec.providers.http import RetryTiming
 from oiexec.providers.responses import ResponsesClient
 from tests.conftest import CliResult, exec_args, run_cli
+from tests.providers.test_faults import failure, notices
 from tests.support.model_server import ModelServer, Step, raw_events, reply, running_model_server
 
 PARTIAL = "a partial answer"
@@ -93,16 +94,6 @@ def run(server: ModelServer, repo: Path, wire: str, **provider: Any) -> tuple[Cl
     elapsed = time.monotonic() - started
     assert "Traceback" not in result.stderr
     return result, elapsed
-
-
-def notices(result: CliResult) -> list[str]:
-    return [e["message"] for e in result.events if e["type"] == "error"]
-
-
-def failure(result: CliResult) -> str:
-    last = result.events[-1]
-    assert last["type"] == "turn.failed", result.stdout
-    return str(last["error"]["message"])
 
 
 @pytest.mark.parametrize("wire", ["responses", "chat", "messages"])
