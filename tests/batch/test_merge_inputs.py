@@ -225,3 +225,24 @@ def test_a_planted_base_commit_never_reaches_git_as_an_option(tmp_path: Path) ->
         base.write_text(planted)
         with pytest.raises(GitError, match="base commit"):
             _base_of(tmp_path, tmp_path / "a")
+
+
+def test_a_task_directory_that_is_a_link_is_not_followed_into_the_merge(tmp_path: Path) -> None:
+    """A task (whose sandbox reaches DIR) can replace its own directory with a link to what the
+    runner may read: merge copied the link's target (say ~/.ssh) into the merged reports."""
+    secrets = tmp_path / "secrets"
+    secrets.mkdir()
+    (secrets / "id_ed25519").write_text("PRIVATE KEY")
+    shard = _shard(tmp_path / "s0", [_entry("a"), {**_entry("b"), "index": 1}])
+    (shard / "a").mkdir()
+    (shard / "a" / "events.jsonl").write_text("{}\n")
+    (shard / "a" / "inner").symlink_to(secrets)  # a link one level down: same
+    (shard / "b").symlink_to(secrets)
+    warnings: list[str] = []
+    assert merge_batches([shard], tmp_path / "merged", warn=warnings.append) == 0
+    merged = tmp_path / "merged"
+    assert (merged / "a" / "events.jsonl").read_text() == "{}\n"
+    assert "PRIVATE KEY" not in "".join(
+        p.read_text() for p in merged.rglob("*") if p.is_file() and not p.is_symlink()
+    )
+    assert any(f"{shard / 'b'} is a symbolic link" in w for w in warnings), warnings

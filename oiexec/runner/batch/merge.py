@@ -65,7 +65,7 @@ def merge_batches(
     target = open_out(out)
     try:
         for record in records:
-            _copy_task(seen[record.id] / record.id, target, record.id, warn)
+            _copy_task(seen[record.id], target, record.id, warn)
         records += missing
         write_reports(target, names.pop() if names else "batch", records)
     finally:
@@ -130,10 +130,16 @@ def _record(path: Path, position: int, entry: Any) -> TaskRecord:
         raise UsageError(f"{path}: task {position}: {exc}", hint=_HINT) from None
 
 
-def _copy_task(src: Path, out: ReportDir, task_id: str, warn: Callable[[str], None]) -> None:
+def _copy_task(shard: Path, out: ReportDir, task_id: str, warn: Callable[[str], None]) -> None:
     """The task's files (not its worktree) into `out/<id>/`: regular files only, read with no
     link out of the shard's directory followed and written with no link followed (a shard's
     directory is what its tasks left); any other file is left out, and said."""
+    src = shard / task_id
+    if src.is_symlink():
+        # Its task (or another) replaced it: following it would copy whatever it points to
+        # (another user's files, the runner's keys) into the merged reports.
+        warn(f"batch merge: not copied: {src} is a symbolic link, not the task's directory")
+        return
     if not src.is_dir() or src.resolve() == (out.path / task_id).resolve():
         return
     for top, dirs, files in os.walk(src):
@@ -141,11 +147,11 @@ def _copy_task(src: Path, out: ReportDir, task_id: str, warn: Callable[[str], No
         if here == Path("."):
             dirs[:] = [d for d in dirs if d != WORKTREE_DIR]
         for name in files:
-            data = read_output(src, Path(top) / name)
+            data = read_output(shard, Path(top) / name)
             if data is None:
                 warn(
                     f"batch merge: not copied: {Path(top) / name} (not a regular file inside "
-                    f"{src}, or larger than {MAX_READ // (1024 * 1024)} MiB)"
+                    f"{shard}, or larger than {MAX_READ // (1024 * 1024)} MiB)"
                 )
                 continue
             out.write((Path(task_id) / here / name).as_posix(), data)
