@@ -214,3 +214,22 @@ def test_a_shard_that_is_not_i_of_n_is_a_usage_error(text: str) -> None:
         index, _, count = text.partition("/")
         shard_from_env({"JOB_COMPLETION_INDEX": index or "x", "JOB_COMPLETIONS": count or "x"})
     assert parse_shard(" 1 / 4 ").count == 4
+
+
+def test_a_rerun_of_a_reordered_file_reports_in_the_new_order(
+    model_server: ModelServer, repo: Path, tmp_path: Path
+) -> None:
+    """Finished tasks are skipped on a rerun; their records took their old positions, so a
+    reordered file was reported in the old order (and a merge of such shards mixed up)."""
+    first = [{"id": "a", "prompt": "go [task:a]"}, {"id": "b", "prompt": "go [task:b]"}]
+    model_server.route("[task:a]", reply("a done"))
+    model_server.route("[task:b]", reply("b done"))
+    out = tmp_path / "out"
+    tasks = write_tasks(tmp_path / "t.jsonl", first)
+    assert run_batch(model_server, tasks, out, cwd=repo, timeout=120).returncode == 0
+    write_tasks(tasks, list(reversed(first)))
+    again = run_batch(model_server, tasks, out, cwd=repo, timeout=120)
+    assert again.returncode == 0, again.stderr
+    entries = json.loads((out / "summary.json").read_text())["tasks"]
+    assert [(e["index"], e["id"]) for e in entries] == [(0, "b"), (1, "a")]
+    assert len(model_server.model_requests) == 2  # both skipped the second time

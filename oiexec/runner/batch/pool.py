@@ -75,6 +75,10 @@ def run_batch(options: BatchOptions, stream: TextIO = sys.stderr) -> int:
     for task in tasks:
         digest = input_hash(task, options.exec_options, sources[task.id].base)
         previous = read_record(out, out / task.id / RECORD_FILE)
+        if previous is not None:
+            # Another task's record (copied or planted) is not this one's; and the file may
+            # have been reordered since: the record takes the task's position now.
+            previous = replace(previous, index=task.index) if previous.id == task.id else None
         plan.append(
             (task, decide(previous, digest, retry_failed=options.retry_failed), previous, digest)
         )

@@ -9,7 +9,7 @@ repository, produced by an earlier run), so nothing in it is trusted: whatever i
 loading ends in tasks or that one error, never another exception. An id becomes a directory
 name under --out, so it is held to a portable name that cannot be one of the batch's own
 files (`check_id`); every other string ends up in an argv, a path or UTF-8 text, so NUL and
-unpaired surrogates are refused; numbers must be finite.
+unpaired surrogates are refused; numbers take the ranges of the exec flags they become.
 """
 
 from __future__ import annotations
@@ -64,6 +64,7 @@ ID_RULE = (
 #: The numeric keys' ranges: those of the exec flags they are passed on as (`--max-turns`,
 #: `--timeout`), so a task the file accepts is never refused by its own run.
 _RANGES: dict[str, NumberRange] = {"max_turns": COUNT, "timeout": SECONDS}
+#: A `[[tasks]]` table header (spaced or quoted as TOML allows), for the line in messages.
 _HEADER_RE = re.compile(r"""\s*\[\[\s*(?:tasks|"tasks"|'tasks')\s*\]\]""")
 #: Problems listed in the error before the rest are only counted (a generated file with
 #: every line wrong must not produce a message as long as itself).
