@@ -14,7 +14,7 @@ from typing import Literal
 
 from pydantic import AliasChoices, BaseModel, ConfigDict, Field, model_validator
 
-from oiexec.core.numbers import SecondsKey
+from oiexec.config.number_keys import SecondsKey
 
 __all__ = ["RUN_EVENTS", "HookCommand", "HookGroup", "HooksConfig"]
 

@@ -12,7 +12,7 @@ from typing import Literal
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
 from oiexec.config.headers import EnvHeaderMap, HeaderMap
-from oiexec.core.numbers import MillisecondsKey, SecondsKey
+from oiexec.config.number_keys import MillisecondsKey, SecondsKey
 
 __all__ = ["McpServerConfig", "McpToolConfig", "ToolApprovalMode"]
 

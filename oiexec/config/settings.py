@@ -17,8 +17,7 @@ from pydantic_settings import BaseSettings, PydanticBaseSettingsSource, Settings
 from oiexec.config.headers import EnvHeaderMap, HeaderMap, sendable
 from oiexec.config.hooks import HooksConfig
 from oiexec.config.mcp import McpServerConfig
-from oiexec.config.permissions import PermissionProfile
-from oiexec.core.numbers import (
+from oiexec.config.number_keys import (
     CountKey,
     CountOrZeroKey,
     MillisecondsKey,
@@ -26,6 +25,7 @@ from oiexec.core.numbers import (
     SecondsKey,
     SizeKey,
 )
+from oiexec.config.permissions import PermissionProfile
 from oiexec.core.policy import SandboxMode
 
 WireApi = Literal["responses", "chat", "messages"]

@@ -7,17 +7,16 @@ stop the run; `--timeout inf` overflows the clock). Each range says whether 0 me
 and has a ceiling: whole numbers fit TOML's 64-bit integers, and durations stay below what
 the operating system's timers take (about 292 years), so no value overflows where it is used.
 
-The click flags (`oiexec.cli.options.NumberParam`) and the pydantic settings (`Number`) both
-check through `NumberRange.check`, so a flag and a key with the same meaning say the same.
+The click flags (`oiexec.cli.options.NumberParam`) and the config keys
+(`oiexec.config.number_keys`) both check through `NumberRange.check`, so a flag and a key
+with the same meaning say the same.
 """
 
 from __future__ import annotations
 
 import math
 from dataclasses import dataclass
-from typing import Annotated, Any
-
-from pydantic import AfterValidator
+from typing import Any
 
 __all__ = [
     "COUNT",
@@ -29,13 +28,7 @@ __all__ = [
     "PRICE",
     "SECONDS",
     "SIZE",
-    "CountKey",
-    "CountOrZeroKey",
-    "MillisecondsKey",
     "NumberRange",
-    "PriceKey",
-    "SecondsKey",
-    "SizeKey",
 ]
 
 #: TOML's integers are 64-bit; Codex's keys are i64/u64.
@@ -129,13 +122,3 @@ MILLISECONDS = NumberRange(
 PRICE = NumberRange(integer=False, minimum=0, maximum=math.inf, unit="USD")
 #: A positive amount (a cost budget).
 POSITIVE = NumberRange(integer=False, minimum=0, min_open=True, maximum=math.inf, unit="USD")
-
-
-# The config keys' types: pydantic checks the type strictly first (a string is not a number),
-# then the range, whose message `oiexec.config.problems` shows with the key and its origin.
-CountKey = Annotated[int, AfterValidator(COUNT.check)]
-CountOrZeroKey = Annotated[int, AfterValidator(COUNT_OR_ZERO.check)]
-SizeKey = Annotated[int, AfterValidator(SIZE.check)]
-SecondsKey = Annotated[float, AfterValidator(SECONDS.check)]
-MillisecondsKey = Annotated[int, AfterValidator(MILLISECONDS.check)]
-PriceKey = Annotated[float, AfterValidator(PRICE.check)]
