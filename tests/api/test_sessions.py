@@ -89,7 +89,7 @@ def test_usage_errors_are_raised_before_anything_runs(
         {"type": "text", "text": "x"},
         {"type": "local_image", "path": "/no/such.png"},
     ]
-    with pytest.raises(UsageError, match=r"^local_image /no/such.png: No such file"):
+    with pytest.raises(UsageError, match=r"^local_image /no/such.png: no such file"):
         make_agent().start_thread().run(missing)
     with pytest.raises(UsageError, match="cwd: 7 is not a path"):
         make_agent(cwd=7).start_thread().run("x")

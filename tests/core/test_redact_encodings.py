@@ -34,6 +34,7 @@ def _clean() -> Iterator[None]:
 _SECRETS = st.text(alphabet="ABCDEFGHJKLMNPQRSTUVWXYZ0123456789", min_size=6, max_size=48)
 _FILLER = st.text(alphabet="abc xyz.,;\n", max_size=700)
 _FRAGMENT = 4
+_NOT_HEX = st.binary(max_size=9).filter(lambda b: not set(b) & set(b"0123456789abcdef"))
 
 
 def _leaked(secret: str, text: str) -> bool:
@@ -43,8 +44,11 @@ def _leaked(secret: str, text: str) -> bool:
 @settings(max_examples=150, deadline=None)
 @given(
     secret=st.binary(min_size=6, max_size=40).map(lambda b: b.hex()[:40]),
-    before=st.binary(max_size=9),
-    after=st.binary(max_size=9),
+    # Neighbours never hold the secret's own characters (hex digits): `0` bytes around the
+    # secret `000000000000` encode exactly as the secret does, so what is left of them beside
+    # the mask looked like a leak while it only encodes the neighbours.
+    before=_NOT_HEX,
+    after=_NOT_HEX,
     urlsafe=st.booleans(),
     padded=st.booleans(),
 )
