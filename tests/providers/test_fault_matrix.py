@@ -38,7 +38,7 @@ _BY_NAME = {case.name: case for case in catalog()}
 #: truncated events, a web page, 401/403/404, a request too long).
 MATRIX: list[tuple[str, Wire]] = [
     ("keepalive only (comments)", "chat"),
-    ("slow answer with the wire's keepalive events", "messages"),
+    ("typed keepalives, slow answer", "messages"),
     ("byte drip, slower than idle", "messages"),
     ("hang before headers", "responses"),
     ("102 Processing forever", "chat"),
@@ -65,7 +65,7 @@ MATRIX: list[tuple[str, Wire]] = [
 #: 0.3 s on an idle one and up to 4 s at a load average of 9 (the exit writes the rollout).
 SLACK = 8.0
 #: Faults that re-sending cannot fix: one request, no retry notice.
-_FINAL = {"mid-stream invalid request", "slow answer with the wire's keepalive events"}
+_FINAL = {"mid-stream invalid request", "typed keepalives, slow answer"}
 
 
 @pytest.mark.parametrize(("name", "wire"), MATRIX, ids=[f"{n}-{w}" for n, w in MATRIX])

@@ -275,7 +275,7 @@ def catalog() -> list[FaultCase]:
         # as in Codex they show the provider is alive (a model thinking at length), so an
         # answer that takes longer than the idle limit between them still arrives.
         FaultCase(
-            "slow answer with the wire's keepalive events",
+            "typed keepalives, slow answer",
             lambda w: [keepalive(IDLE * 3, kind="event", reply=reply(RECOVERED))],
             0,
             IDLE * 3,
