@@ -23,8 +23,8 @@ from oiexec.core.types import (
 )
 from oiexec.providers.custom_tools import CUSTOM_INPUT_PARAM, as_function
 from oiexec.providers.events.chat import parse_stream
-from oiexec.providers.http import WireClient
 from oiexec.providers.responses import OUTPUT_SCHEMA_NAME
+from oiexec.providers.wire_client import WireClient
 
 __all__ = ["CUSTOM_INPUT_PARAM", "ChatClient", "build_body", "parse_stream"]
 

@@ -18,7 +18,7 @@ from oiexec.core.types import (
     ToolSpec,
 )
 from oiexec.providers.events.responses import parse_stream
-from oiexec.providers.http import WireClient
+from oiexec.providers.wire_client import WireClient
 
 __all__ = ["OUTPUT_SCHEMA_NAME", "ResponsesClient", "build_body", "parse_stream"]
 

@@ -12,7 +12,7 @@ import contextlib
 import sys
 import time
 from collections.abc import Callable
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from oiexec import __version__
 from oiexec.agent.final import PlainAnswer, SchemaAnswer
@@ -56,10 +56,10 @@ from oiexec.runner.sessions import (
     SessionSink,
     SettingChange,
     environment_differs,
-    extra_roots,
     killed_note,
     open_session,
     outcome_status,
+    turn_context,
 )
 from oiexec.runner.signals import deadline_alarm
 
@@ -385,7 +385,18 @@ class _Run:
                 self.store.append("response_item", item.model_dump())
         else:
             history.extend(self._continue_context(harness))
-        self.store.append("turn_context", self._turn_context(harness))
+        self.store.append(
+            "turn_context",
+            turn_context(
+                self.request.cwd,
+                self.p.policy,
+                self.p.config.settings,
+                provider_id=self.p.provider_id,
+                harness_id=harness.id,
+                output_schema=self.p.output_schema,
+                changes=self.changes,
+            ),
+        )
         # SessionStart / UserPromptSubmit hooks: context for the model, or a refused prompt.
         for item in extras.opening_context(request.prompt, resumed=bool(self.session.history)):
             history.append(item)
@@ -461,28 +472,6 @@ class _Run:
             return []
         self.store.append("response_item", item.model_dump())
         return [item]
-
-    def _turn_context(self, harness: Harness) -> dict[str, Any]:
-        policy, settings = self.p.policy, self.p.config.settings
-        return {
-            "cwd": str(self.request.cwd),
-            "approval_policy": "never",
-            "sandbox_policy": {
-                "type": policy.mode,
-                "network_access": not policy.network_disabled,
-                "exclude_tmpdir_env_var": policy.exclude_tmpdir_env_var,
-                "exclude_slash_tmp": policy.exclude_slash_tmp,
-            },
-            "model": settings.model,
-            "model_provider": self.p.provider_id,
-            "effort": settings.model_reasoning_effort,
-            # What a resume restores (the configured network access, not the effective one).
-            "harness": harness.id,
-            "writable_roots": extra_roots(policy),
-            "network_access": policy.network_access,
-            "output_schema": self.p.output_schema,
-            "overrides": [change.wire_dict() for change in self.changes],
-        }
 
     def _record_usage(self, usage: Usage) -> None:
         self.store.append(

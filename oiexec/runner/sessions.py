@@ -17,6 +17,7 @@ from typing import Any
 
 from oiexec import __version__
 from oiexec.config.loader import LoadedConfig
+from oiexec.config.settings import Settings
 from oiexec.core.errors import ExitCode, SessionError, UsageError
 from oiexec.core.events import ThreadEvent, Usage
 from oiexec.core.policy import SandboxPolicy
@@ -329,3 +330,35 @@ class SessionSink:
 
     def close(self) -> None:
         pass
+
+
+def turn_context(
+    cwd: Path,
+    policy: SandboxPolicy,
+    settings: Settings,
+    *,
+    provider_id: str,
+    harness_id: str,
+    output_schema: dict[str, Any] | None,
+    changes: list[SettingChange],
+) -> dict[str, Any]:
+    """The `turn_context` record a run writes: Codex's fields, plus what a resume restores."""
+    return {
+        "cwd": str(cwd),
+        "approval_policy": "never",
+        "sandbox_policy": {
+            "type": policy.mode,
+            "network_access": not policy.network_disabled,
+            "exclude_tmpdir_env_var": policy.exclude_tmpdir_env_var,
+            "exclude_slash_tmp": policy.exclude_slash_tmp,
+        },
+        "model": settings.model,
+        "model_provider": provider_id,
+        "effort": settings.model_reasoning_effort,
+        # What a resume restores (the configured network access, not the effective one).
+        "harness": harness_id,
+        "writable_roots": extra_roots(policy),
+        "network_access": policy.network_access,
+        "output_schema": output_schema,
+        "overrides": [change.wire_dict() for change in changes],
+    }
