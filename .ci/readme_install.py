@@ -85,9 +85,14 @@ def main() -> int:
             problems.append(f"exit code {done.returncode}")
         if "a + b" not in (repo / "calc.py").read_text():
             problems.append("the fix did not land in the user's repository")
-        for name in ("report.xml", "change.patch"):
-            if not (repo / name).is_file():
-                problems.append(f"{name} was not written in the repository")
+        for name in ("oiexec-report.xml", "oiexec-change.patch"):
+            if not (home / name).is_file():
+                problems.append(f"{name} was not written in the home directory")
+        status = subprocess.run(
+            [*git, "status", "--porcelain"], capture_output=True, text=True, check=True
+        ).stdout.splitlines()
+        if status != [" M calc.py"]:
+            problems.append(f"the repository holds more than the fix: {status}")
         if problems:
             print("README step 1 failed: " + "; ".join(problems), file=sys.stderr)
             return 1
