@@ -22,7 +22,9 @@ import click
 if TYPE_CHECKING:
     from oiexec.runner.mcp_listing import McpServers
 
-_NAME = re.compile(r"[A-Za-z0-9_-]+")
+# Codex accepts '.' too (`my.docs`): the user file keys it as `[mcp_servers."my.docs"]`, and
+# the tool names built from it keep only wire-safe characters (mcp/naming.py's `sanitize`).
+_NAME = re.compile(r"[A-Za-z0-9_.-]+")
 _OVERRIDES = click.option(
     "-c",
     "--config",
@@ -38,7 +40,7 @@ def _validate_name(name: str) -> None:
 
     if not _NAME.fullmatch(name):
         # Codex exits 1 here (not a usage error): the same code keeps scripts portable.
-        raise OiexecError(f"invalid server name '{name}' (use letters, numbers, '-', '_')")
+        raise OiexecError(f"invalid server name '{name}' (use letters, numbers, '-', '_', '.')")
 
 
 def _parse_env(
