@@ -21,11 +21,12 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Literal, get_args
 
-from junit_xml import TestCase, TestSuite, to_xml_report_string
+from junit_xml import TestCase, TestSuite
 
 from oiexec.core.errors import ExitCode
 from oiexec.core.events import Usage
 from oiexec.core.redact import redact
+from oiexec.output.junit_text import junit_text
 from oiexec.output.reportfile import write_report
 
 __all__ = ["CheckRun", "RunReport", "case_name", "render_junit", "write_junit"]
@@ -182,8 +183,7 @@ def render_junit(report: RunReport) -> str:
         timestamp=datetime.now(UTC).isoformat(timespec="seconds"),
         properties={key: redact(value) for key, value in properties.items()},
     )
-    xml: str = to_xml_report_string([suite], prettyprint=True, encoding="utf-8")
-    return xml
+    return junit_text([suite])
 
 
 def write_junit(path: Path, report: RunReport) -> None:

@@ -5,8 +5,9 @@ from __future__ import annotations
 import re
 from pathlib import Path
 
-from junit_xml import TestCase, TestSuite, to_xml_report_string
+from junit_xml import TestCase, TestSuite
 
+from oiexec.output.junit_text import junit_text
 from oiexec.output.reportfile import write_report
 from oiexec.review.gate import GatePolicy, is_blocking, priority_label
 from oiexec.review.model import ReviewFinding, ReviewOutput
@@ -39,8 +40,7 @@ def render_junit(review: ReviewOutput, *, policy: GatePolicy | None = None) -> s
         "min_confidence": str(policy.min_confidence),
     }
     suite = TestSuite(_SUITE, cases, properties={k: _clean(v) for k, v in properties.items()})
-    xml: str = to_xml_report_string([suite], prettyprint=True, encoding="utf-8")
-    return xml
+    return junit_text([suite])
 
 
 def render_failure_junit(message: str, exit_code: int) -> str:
@@ -50,8 +50,7 @@ def render_failure_junit(message: str, exit_code: int) -> str:
     text = _clean(f"{message} (exit code {exit_code})")
     case.add_failure_info(message=text, output=text, failure_type="review_failed")
     suite = TestSuite(_SUITE, [case], properties={"exit_code": str(exit_code)})
-    xml: str = to_xml_report_string([suite], prettyprint=True, encoding="utf-8")
-    return xml
+    return junit_text([suite])
 
 
 def write_junit(path: Path, review: ReviewOutput, *, policy: GatePolicy | None = None) -> None:

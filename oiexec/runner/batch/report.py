@@ -28,10 +28,11 @@ from dataclasses import replace
 from pathlib import Path
 from typing import Any, TextIO
 
-from junit_xml import TestCase, TestSuite, to_xml_report_string
+from junit_xml import TestCase, TestSuite
 
 from oiexec.core.errors import ExitCode
 from oiexec.core.redact import redact
+from oiexec.output.junit_text import junit_text
 from oiexec.output.reportfile import ReportDir
 from oiexec.runner.batch.layout import JUNIT_FILE, SUMMARY_FILE
 from oiexec.runner.batch.record import STATUSES, TaskRecord, Tokens
@@ -128,8 +129,7 @@ def _junit(name: str, records: Sequence[TaskRecord]) -> str:
             )
         cases.append(case)
     suite = TestSuite(name, cases)
-    xml: str = to_xml_report_string([suite], prettyprint=True, encoding="utf-8")
-    return xml
+    return junit_text([suite])
 
 
 def _case_out(record: TaskRecord) -> str:
