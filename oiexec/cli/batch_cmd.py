@@ -159,9 +159,10 @@ def merge_command(dirs: tuple[str, ...], out_dir: str) -> None:
 
     from oiexec.runner.batch.merge import merge_batches
 
-    code = merge_batches(
-        [Path(d) for d in dirs], Path(out_dir), warn=lambda message: click.echo(message, err=True)
-    )
+    def to_stderr(message: str) -> None:
+        click.echo(message, err=True)
+
+    code = merge_batches([Path(d) for d in dirs], Path(out_dir), warn=to_stderr, note=to_stderr)
     click.get_current_context().exit(code)
 
 

@@ -121,6 +121,24 @@ def test_merge_cli_says_what_is_wrong_without_a_traceback(tmp_path: Path) -> Non
     assert "--out /proc/merged: cannot create or open its directory" in result.stderr
 
 
+def test_merge_cli_says_what_it_merged_and_where_it_wrote_it(tmp_path: Path) -> None:
+    s0 = _shard(tmp_path / "s0", [_entry("a"), _entry("b", index=2, status="failed")])
+    s1 = _shard(tmp_path / "s1", [_entry("c", index=1)])
+    (s0 / "shard.json").write_text(json.dumps({"batch_tasks": ["a", "c", "b", "d"]}))
+    out = tmp_path / "merged"
+    result = run_cli(["batch", "merge", str(s0), str(s1), "--out", str(out)], cwd=tmp_path)
+    assert result.returncode == 1, result.stderr
+    lines = result.stderr.splitlines()
+    assert "batch merge: merged 4 task(s) from 2 directories (2 success, 1 failed, 1 missing)" in (
+        lines
+    ), result.stderr
+    assert f"batch merge: wrote {out / 'summary.json'} and {out / 'junit.xml'}" in lines
+    assert (out / "summary.json").is_file() and (out / "junit.xml").is_file()
+    # A merge that writes nothing does not claim it did.
+    again = run_cli(["batch", "merge", str(s0), str(s0), "--out", str(out)], cwd=tmp_path)
+    assert again.returncode == 2 and "batch merge: merged" not in again.stderr
+
+
 _VALUES = st.one_of(
     st.none(),
     st.booleans(),

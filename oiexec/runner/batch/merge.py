@@ -18,8 +18,14 @@ from typing import Any
 
 from oiexec.core.errors import UsageError
 from oiexec.output.reportfile import ReportDir
-from oiexec.runner.batch.layout import SHARD_FILE, SUMMARY_FILE, open_out
-from oiexec.runner.batch.record import MAX_READ, TaskRecord, checked_record, read_output
+from oiexec.runner.batch.layout import JUNIT_FILE, SHARD_FILE, SUMMARY_FILE, open_out
+from oiexec.runner.batch.record import (
+    MAX_READ,
+    STATUSES,
+    TaskRecord,
+    checked_record,
+    read_output,
+)
 from oiexec.runner.batch.report import batch_exit_code, write_reports
 from oiexec.runner.batch.tasks import check_id
 from oiexec.runner.batch.workspace import WORKTREE_DIR
@@ -32,10 +38,14 @@ _HINT = "Merge only directories a batch wrote (--out), as it wrote them."
 
 
 def merge_batches(
-    dirs: Sequence[Path], out: Path, warn: Callable[[str], None] = lambda _message: None
+    dirs: Sequence[Path],
+    out: Path,
+    warn: Callable[[str], None] = lambda _message: None,
+    note: Callable[[str], None] = lambda _message: None,
 ) -> int:
     """Writes the merged reports to `out`; returns the batch's exit code (0 only when every
-    task of the batch succeeded, in the shards given)."""
+    task of the batch succeeded, in the shards given). `note` gets what was merged and where
+    the reports are, once they are written (a merge that said nothing looked like a no-op)."""
     names: set[str] = set()
     records: list[TaskRecord] = []
     seen: dict[str, Path] = {}
@@ -70,7 +80,18 @@ def merge_batches(
         write_reports(target, names.pop() if names else "batch", records)
     finally:
         target.close()
+    note(_merged_message(len(dirs), records, out))
     return batch_exit_code(records)
+
+
+def _merged_message(shards: int, records: Sequence[TaskRecord], out: Path) -> str:
+    counts = [(status, sum(r.status == status for r in records)) for status in STATUSES]
+    statuses = ", ".join(f"{count} {status}" for status, count in counts if count)
+    return (
+        f"batch merge: merged {len(records)} task(s) from {shards} director"
+        f"{'y' if shards == 1 else 'ies'} ({statuses or 'no tasks'})\n"
+        f"batch merge: wrote {out / SUMMARY_FILE} and {out / JUNIT_FILE}"
+    )
 
 
 def _missing(dirs: Sequence[Path], seen: dict[str, Path]) -> list[TaskRecord]:
