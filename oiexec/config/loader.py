@@ -64,6 +64,10 @@ class LoadedConfig:
     layers: list[Layer] = field(default_factory=list)
     #: Keys Codex's config knows and oiexec does not model: no effect, reported as such.
     ignored: list[IgnoredKey] = field(default_factory=list)
+    #: The warnings (also in `warnings`) that are notes: an `OIEXEC_` variable naming no key.
+    #: A run shows them on stderr and in its log, never as an `error` item, so a Codex SDK
+    #: consumer does not see an error for a variable in its CI environment.
+    notes: list[str] = field(default_factory=list)
 
 
 @dataclass(frozen=True)
@@ -199,21 +203,41 @@ def load_config(
             )
         unknown.append((dotted, owner, key_path))
         _delete_path(merged, key_path)
-    # Where each key was set is worked out only for the keys named (it is the slow part).
+    from_env: list[tuple[str, Layer | None, list[str]]] = []
+    elsewhere: list[tuple[str, Layer | None, list[str]]] = []
+    for entry in unknown:
+        owner = entry[1]
+        (from_env if owner is not None and owner.variables else elsewhere).append(entry)
+    warnings.extend(_name_unknown(elsewhere))
+    notes = _name_unknown(from_env)
+    warnings.extend(notes)
+
+    settings = validate_settings(merged, layers)
+    warnings.extend(unknown_features(settings, layers))
+    warnings.extend(_home_in_workspace(home, inputs.cwd, project_root, settings))
+    return LoadedConfig(
+        settings,
+        Origins(layers),
+        warnings,
+        home,
+        project_root,
+        trusted,
+        layers,
+        ignored=ignored,
+        notes=notes,
+    )
+
+
+def _name_unknown(unknown: list[tuple[str, Layer | None, list[str]]]) -> list[str]:
+    """One line per unknown key, the first few by name. Where each key was set is worked out
+    only for the keys named (it is the slow part)."""
     named = [
         f"ignoring unknown config key `{dotted}` ({owner.where(key_path) if owner else '?'})"
         for dotted, owner, key_path in unknown[: REPORTED + 1]
     ]
     if len(unknown) > REPORTED:
         named[REPORTED:] = [f"ignoring {len(unknown) - REPORTED} more unknown config keys"]
-    warnings.extend(named)
-
-    settings = validate_settings(merged, layers)
-    warnings.extend(unknown_features(settings, layers))
-    warnings.extend(_home_in_workspace(home, inputs.cwd, project_root, settings))
-    return LoadedConfig(
-        settings, Origins(layers), warnings, home, project_root, trusted, layers, ignored=ignored
-    )
+    return named
 
 
 # --- layers ------------------------------------------------------------------------------

@@ -66,8 +66,9 @@ class StartupWarnings:
 
     texts: list[str] = field(default_factory=list)
     shown: bool = False
-    #: Keys accepted with no effect (oiexec.config.effects): stderr and the run log only,
-    #: never an `error` item, so a Codex SDK user's items match Codex's.
+    #: Keys accepted with no effect (oiexec.config.effects) and unknown `OIEXEC_` variables:
+    #: stderr and the run log only, never an `error` item, so a Codex SDK user's items
+    #: match Codex's.
     notes: list[str] = field(default_factory=list)
 
     def add(self, *texts: str) -> None:
@@ -133,6 +134,18 @@ class Prepared:
         return dataclasses.replace(self, request=dataclasses.replace(self.request, prompt=prompt))
 
 
+def _add_config_warnings(warnings: StartupWarnings, texts: list[str], notes: list[str]) -> None:
+    """Config's warnings not yet collected: its notes (an unknown `OIEXEC_` variable) as
+    notes, for stderr and the run log only; the rest as warnings (`error` items)."""
+    for text in texts:
+        if text in warnings.texts or text in warnings.notes:
+            continue
+        if text in notes:
+            warnings.notes.append(text)
+        else:
+            warnings.add(text)
+
+
 def prepare(request: ExecRequest, hooks: RunHooks, warnings: StartupWarnings) -> Prepared:
     """Checks everything that does not need the prompt; raises `OiexecError` (usage, config,
     session) on the first problem, with the warnings found so far in `warnings`."""
@@ -141,14 +154,16 @@ def prepare(request: ExecRequest, hooks: RunHooks, warnings: StartupWarnings) ->
     found: list[str] = []
     try:
         config = load_config(request.config, warnings=found)
-    finally:
+    except BaseException:
         # Kept when loading fails too: the error is printed after what led to it.
         warnings.add(*found)
+        raise
+    _add_config_warnings(warnings, found, config.notes)
     request, config, continued = continue_session(request, config)
     if hooks.review:
         _use_review_model(config, request)
     # A resume reloads config with the session's settings as a layer: its own warnings too.
-    warnings.add(*(text for text in config.warnings if text not in warnings.texts))
+    _add_config_warnings(warnings, config.warnings, config.notes)
     _check_git(request, config)
     output_schema = request.output_schema
     if request.output_schema_file is not None:
