@@ -240,7 +240,20 @@ def _untracked(root: Path) -> list[str]:
 
 
 def _repo_root(repo: Path) -> Path:
-    return Path(_git(repo, "rev-parse", "--show-toplevel").strip()).resolve()
+    try:
+        done = run_git_text(["rev-parse", "--show-toplevel"], cwd=repo, check=False)
+    except GitError as exc:
+        raise ReviewTargetError(str(exc)) from exc
+    if done.returncode == 0:
+        return Path(done.stdout.strip()).resolve()
+    # git runs with LC_ALL=C (oiexec.git), so its message can be matched. Outside any
+    # repository is a usage mistake with a plain fix; git's own words would not say it.
+    if "not a git repository" in done.stderr:
+        raise ReviewTargetError(
+            f"{repo} is not inside a git repository, so there is no change to review",
+            hint="Run the review inside a repository, or point it at one with -C DIR.",
+        )
+    raise ReviewTargetError(f"git rev-parse failed in {repo}: {done.stderr.strip()}")
 
 
 def _merge_base(root: Path, branch: str) -> str:
