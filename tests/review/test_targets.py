@@ -157,8 +157,10 @@ def test_option_like_ref_is_not_passed_to_git_as_an_option(git_repo: Path) -> No
 
 
 def test_not_a_repository(tmp_path: Path) -> None:
-    with pytest.raises(ReviewTargetError, match="rev-parse"):
+    with pytest.raises(ReviewTargetError, match="is not inside a git repository") as info:
         changed_lines(tmp_path, UncommittedTarget())
+    assert str(tmp_path) in str(info.value)
+    assert info.value.exit_code == ExitCode.USAGE
 
 
 def test_unrelated_histories_have_no_merge_base(git_repo: Path) -> None:
