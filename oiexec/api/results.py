@@ -46,8 +46,8 @@ class Turn:
     #: The final answer parsed: the `output_schema` model's instance, or the decoded JSON.
     output: Any
     thread_id: str | None
-    #: Model requests made in this turn.
-    model_requests: int
+    #: Model turns (requests to the model) in this run; what `max_turns` counts.
+    turns: int
     duration_s: float
     #: Warnings the CLI would print on stderr.
     warnings: list[str] = field(default_factory=list)
@@ -163,7 +163,7 @@ class Collector:
             diff=data.get("diff"),
             output=output,
             thread_id=data.get("thread_id") or self.thread_id,
-            model_requests=data.get("turns", 0),
+            turns=data.get("turns", 0),
             duration_s=data.get("duration_s", 0.0),
             warnings=self.warnings,
         )

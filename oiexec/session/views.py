@@ -41,7 +41,8 @@ def session_summary(info: SessionInfo) -> dict[str, Any]:
         "cwd": info.cwd,
         "model_provider": info.model_provider,
         "model": info.model,
-        "turns": info.runs,
+        # Runs (exec, then each resume): "turns" in this project are model turns.
+        "runs": info.runs,
         "status": info.outcome.status,
         "exit_code": info.outcome.exit_code,
         "first_prompt": info.preview,
@@ -110,7 +111,6 @@ def session_detail(path: Path) -> dict[str, Any]:
         "model_provider": loaded.model_provider,
         "forked_from_id": meta.get("forked_from_id"),
         "settings": loaded.settings.wire_dict(),
-        "turns": len(runs),
         "usage": loaded.usage.model_dump(),
         **loaded.outcome.wire_dict(),
         "runs": [run.wire_dict() for run in runs],

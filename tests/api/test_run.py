@@ -59,7 +59,7 @@ def test_run_fixes_the_test_and_returns_the_turn(
     command = turn.items[0]
     assert isinstance(command, CommandExecutionItem) and command.exit_code == 1
     assert turn.usage.output_tokens >= 9
-    assert turn.model_requests == 3
+    assert turn.turns == 3
     assert thread.id is not None and turn.thread_id == thread.id
     assert model_server.bodies[0]["model"] == "scripted-model"
     # The library printed nothing, neither did the run's process.

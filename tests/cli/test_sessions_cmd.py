@@ -75,7 +75,7 @@ def test_list_this_directory_newest_first_or_all(
         sessions["done"],
     ]
     done = by_id[sessions["done"]]
-    assert done["turns"] == 2 and done["status"] == "completed" and done["exit_code"] == 0
+    assert done["runs"] == 2 and done["status"] == "completed" and done["exit_code"] == 0
     assert done["first_prompt"] == "fix the adder"
     assert done["model"] == "gpt-5.5" and done["model_provider"] == "scripted"
     assert done["cwd"] == str(repo)
@@ -87,7 +87,7 @@ def test_list_this_directory_newest_first_or_all(
     table = run_cli(["sessions", "list"], cwd=repo)
     assert table.returncode == 0, table.stderr
     header, *lines = table.stdout.splitlines()
-    assert header.split() == ["ID", "UPDATED", "MODEL", "TURNS", "OUTCOME", "PROMPT"]
+    assert header.split() == ["ID", "UPDATED", "MODEL", "RUNS", "OUTCOME", "PROMPT"]
     assert lines[0].startswith(sessions["killed"]) and "incomplete" in lines[0]
     assert "failed (4)" in lines[1] and "loop forever" in lines[1]
     assert "completed (0)" in lines[2] and "fix the adder" in lines[2]
@@ -114,7 +114,7 @@ def test_show_has_settings_runs_items_usage_and_outcome(
     assert detail["id"] == sessions["done"]
     assert detail["settings"]["sandbox_mode"] == "danger-full-access"
     assert detail["settings"]["model"] == "gpt-5.5"
-    assert detail["turns"] == 2
+    assert len(detail["runs"]) == 2 and "turns" not in detail
     assert (detail["status"], detail["exit_code"], detail["last_message"]) == (
         "completed", 0, "resumed"
     )  # fmt: skip
