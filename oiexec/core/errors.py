@@ -10,6 +10,7 @@
     │   └── MaxCostExceeded     exit 10 (`--max-cost`)
     ├── SandboxUnavailable      exit 6
     ├── CheckFailed             exit 8  (`--check` still failing after the last attempt)
+    ├── NoChange                exit 11 (`--require-change` and the run changed no file)
     ├── ProviderError           exit 1  (the model provider failed after retries)
     │   └── ContextWindowExceeded exit 1 (the request is larger than the model's window)
     └── SessionError            exit 1  (unknown or unreadable session)
@@ -50,6 +51,7 @@ class ExitCode(IntEnum):
     CHECK_FAILED = 8
     MAX_TOKENS = 9
     MAX_COST = 10
+    NO_CHANGE = 11
     INTERRUPTED = 130
     #: 128 + SIGTERM: what CI runners expect from a job they cancelled.
     TERMINATED = 143
@@ -115,6 +117,12 @@ class CheckFailed(OiexecError):
     """The `--check` command still failed after the last allowed attempt."""
 
     exit_code = ExitCode.CHECK_FAILED
+
+
+class NoChange(OiexecError):
+    """`--require-change`: the run ended with an empty diff, so what was asked was not done."""
+
+    exit_code = ExitCode.NO_CHANGE
 
 
 class ProviderError(OiexecError):
