@@ -8,10 +8,11 @@ from __future__ import annotations
 
 import importlib
 
+from oiexec.core.version import __version__
+
 #: `typing.TYPE_CHECKING` without importing `typing` (mypy honours any constant of this name).
 TYPE_CHECKING = False
 
-__version__ = "0.1.0"
 
 if TYPE_CHECKING:
     from oiexec.api import (
@@ -80,8 +81,7 @@ if not TYPE_CHECKING:
 
     def __getattr__(name: str) -> object:
         # PEP 562: the API and its dependencies (pydantic, the runner) load on first use. By
-        # name, through importlib: `oiexec` itself (whose `__version__` every layer reads)
-        # must not import the top of the layering.
+        # name, through importlib: importing `oiexec` must not import the top of the layering.
         if name in _API:
             return getattr(importlib.import_module("oiexec.api"), name)
         if name in __all__ and name != "__version__":

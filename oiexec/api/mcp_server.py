@@ -40,7 +40,7 @@ from mcp.server.mcpserver import Context, MCPServer
 from mcp_types import CallToolResult
 from pydantic import Field
 
-from oiexec import __version__
+from oiexec.core.version import __version__
 from oiexec.api.mcp_caps import ServerDefaults
 from oiexec.api.mcp_codex_tools import add_codex_tools
 from oiexec.api.mcp_runs import (

@@ -12,7 +12,7 @@ from typing import ClassVar
 
 import click
 
-from oiexec import __version__
+from oiexec.core.version import __version__
 
 
 class _LazyGroup(click.Group):

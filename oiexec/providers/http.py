@@ -29,7 +29,7 @@ import httpx
 from httpx_sse import EventSource, ServerSentEvent, SSEError
 from tenacity import RetryCallState, Retrying, retry_if_exception_type, stop_after_attempt
 
-from oiexec import __version__
+from oiexec.core.version import __version__
 from oiexec.config.environment import RETRY_BASE_DELAY_ENV
 from oiexec.config.settings import ProviderConfig
 from oiexec.core.errors import ProviderError

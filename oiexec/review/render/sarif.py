@@ -8,7 +8,7 @@ from pathlib import Path, PurePosixPath
 from typing import Any
 from urllib.parse import quote
 
-from oiexec import __version__
+from oiexec.core.version import __version__
 from oiexec.output.reportfile import write_report
 from oiexec.review.gate import GatePolicy, effective_priority, is_blocking
 from oiexec.review.model import ReviewFinding, ReviewOutput
