@@ -140,6 +140,7 @@ def _execute(
 ) -> None:
     """Checks, then runs; the prompt is read from stdin only once everything that can be
     checked without it has passed. Once the flags parsed, every exit writes the reports."""
+    from oiexec.cli.failure_line import json_failure
     from oiexec.cli.prompt import PromptSource
     from oiexec.cli.request import report_paths
     from oiexec.runner.exec import run_exec
@@ -150,13 +151,17 @@ def _execute(
     source = PromptSource(prompt, append_stdin)
     # The JUnit case is named after the prompt; before stdin is read only the argument is known.
     name = prompt if prompt and prompt != "-" else "exec"
-    reporting = reports_on_failure(
-        report_paths(params), kind="exec", name=name, model=params.get("model") or ""
-    )
-    with interrupt_signals(), reporting as reports:
-        if check is not None:
-            check()
-        source.check()
-        request = build_request(params, "", **extra)
-        result = run_exec(request, prompt=source.read, reports=reports)
+    # With --json, a failure before the run starts its stream still ends it (turn.failed).
+    with json_failure(params) as failure:
+        reporting = reports_on_failure(
+            report_paths(params), kind="exec", name=name, model=params.get("model") or ""
+        )
+        with interrupt_signals(), reporting as reports:
+            if check is not None:
+                check()
+            source.check()
+            request = build_request(params, "", **extra)
+            result = run_exec(
+                request, prompt=source.read, reports=reports, processor=failure.processor()
+            )
     ctx.exit(int(result.exit_code))

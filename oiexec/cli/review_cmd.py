@@ -94,6 +94,7 @@ review_command = _review_command("review", _DOC)
 def run_review_command(ctx: click.Context) -> None:
     from dataclasses import replace
 
+    from oiexec.cli.failure_line import json_failure
     from oiexec.cli.request import report_paths
     from oiexec.review.gate import GatePolicy, parse_fail_on, parse_min_confidence
     from oiexec.runner.failure_reports import reports_on_failure
@@ -102,9 +103,10 @@ def run_review_command(ctx: click.Context) -> None:
 
     params = merged_params(ctx)
     paths = report_paths(params)
-    # Once the flags parsed, every exit leaves the reports they name (a usage error too).
+    # Once the flags parsed, every exit leaves the reports they name (a usage error too), and
+    # with --json a failure before the run's stream starts ends it with turn.failed.
     reporting = reports_on_failure(paths, kind="review", name="review")
-    with interrupt_signals(), reporting as reports:
+    with json_failure(params) as failure, interrupt_signals(), reporting as reports:
         target, prompt = _target(params)
         gate = GatePolicy(
             fail_on=parse_fail_on(params["fail_on"]),
@@ -124,6 +126,7 @@ def run_review_command(ctx: click.Context) -> None:
             ),
             prompt=prompt,
             reports=reports,
+            processor=failure.processor(),
         )
     ctx.exit(int(result.exit_code))
 

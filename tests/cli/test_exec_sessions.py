@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+from tests.cli.test_json_failures import only_failure
 from tests.conftest import exec_args, run_cli
 from tests.support.model_server import ModelServer, reply, usage, user_texts
 
@@ -81,7 +82,7 @@ def test_resume_last_without_a_session_is_a_usage_error_unless_or_new(
     assert missing.returncode == 2, missing.stderr
     assert f"no session of provider `scripted` to resume in {repo}" in missing.stderr
     assert "interpreter sessions list --all" in missing.stderr and "--or-new" in missing.stderr
-    assert missing.stdout == "" and _rollouts(oi_home) == []
+    assert "to resume in" in only_failure(missing) and _rollouts(oi_home) == []
     assert model_server.bodies == []
 
     fresh = run_cli([*exec_args(model_server), "resume", "--last", "--or-new", "hello"], cwd=repo)
@@ -96,7 +97,7 @@ def test_resume_unknown_id_fails_clearly(model_server: ModelServer, repo: Path) 
     result = run_cli([*exec_args(model_server), "resume", missing, "x"], cwd=repo)
     assert result.returncode == 1
     assert f"no rollout found for thread id {missing}" in result.stderr
-    assert result.stdout == ""
+    assert missing in only_failure(result)
 
 
 def test_fork_copies_history_into_a_new_thread(

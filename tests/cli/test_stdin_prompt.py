@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import contextlib
 import io
+import json
 import os
 import subprocess
 import sys
@@ -87,7 +88,10 @@ def test_open_stdin_with_no_data_ends_at_the_timeout(
     assert proc.returncode == 5, text
     assert "Reading additional input from stdin..." in text
     assert f"--timeout while {WAITING_FOR_MORE}" in text
-    assert "Traceback" not in text and stdout == b""
+    assert "Traceback" not in text
+    # Only the failure on stdout (--json): no thread had started.
+    [line] = stdout.decode().splitlines()
+    assert json.loads(line)["type"] == "turn.failed" and "--timeout" in line
     # It waited for the limit (not an early usage error) and no longer than the limit allows.
     assert 2 <= elapsed < 2 + 8, elapsed
     failure = ET.parse(junit).getroot().find("testsuite/testcase/failure")

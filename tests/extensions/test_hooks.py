@@ -10,6 +10,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
+from tests.cli.test_json_failures import only_failure
 from tests.conftest import exec_args, run_cli
 from tests.extensions.conftest import command_hook, trust, write_hooks
 from tests.support.model_server import ModelServer, call, reply, tool_outputs
@@ -177,8 +178,8 @@ def test_an_invalid_hooks_file_is_a_config_error(
     model_server.enqueue(reply("ok"))
     result = run_cli([*exec_args(model_server), "go"], cwd=repo)
     assert result.returncode == 3, result.stderr
-    # Found before the thread starts, as every config error.
-    assert result.stdout == ""
+    # Found before the thread starts, as every config error: --json says only that.
+    assert "has invalid hooks" in only_failure(result)
     assert f"{oi_home / 'hooks.json'} has invalid hooks" in result.stderr
     assert "needs a non-empty `command`" in result.stderr
 

@@ -13,6 +13,7 @@ import pytest
 
 from oiexec.core.errors import ExitCode
 from oiexec.runner.review import FALLBACK_MESSAGE
+from tests.cli.test_json_failures import only_failure
 from tests.conftest import CliResult, exec_args, git, run_cli
 from tests.review.test_reports import validate_sarif
 from tests.support.model_server import ModelServer, call, reply, tool_outputs, user_texts
@@ -206,7 +207,7 @@ def test_usage_errors_exit_2_before_any_request(
     result = review(model_server, repo, *args)
     assert result.returncode == ExitCode.USAGE, result.stderr
     assert message in result.stderr
-    assert result.stdout == "" and model_server.bodies == []
+    assert message in only_failure(result) and model_server.bodies == []
 
 
 # --- the gate -----------------------------------------------------------------------------
