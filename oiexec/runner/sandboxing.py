@@ -4,6 +4,8 @@ when the sandbox refused."""
 from __future__ import annotations
 
 import os
+import sys
+import sysconfig
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
@@ -22,7 +24,7 @@ from oiexec.core.policy import (
 from oiexec.core.protocols import Sandbox
 from oiexec.core.redact import register_secret
 from oiexec.runner.request import ExecRequest
-from oiexec.tools.shell_env import CommandEnv, build_command_env
+from oiexec.tools.shell_env import CommandEnv, HiddenInstall, build_command_env
 
 
 def effective_mode(settings: Settings, *, trusted: bool, bypass: bool) -> SandboxMode:
@@ -105,10 +107,30 @@ def command_env(
         sandbox_mode=policy.mode,
         network_disabled=policy.network_disabled,
         extra=extra,
+        hidden=runner_install(policy.cwd),
     )
     for secret in env.removed_secrets:
         register_secret(secret)
     return env
+
+
+def runner_install(workspace: Path) -> HiddenInstall | None:
+    """The runner's own virtualenv, which commands must not see: with it first on PATH (an
+    activated venv, or `.venv/bin/interpreter` run by path) a command's `python3` would be the
+    runner's, without the project's packages. None when the runner is not in a virtualenv
+    (a system or `--user` install shares its bin directory with other tools), and when the
+    virtualenv lies inside the workspace: then it is the project's own, and its tools are
+    the project's."""
+    if sys.prefix == sys.base_prefix:
+        return None
+    prefix = os.path.realpath(sys.prefix)
+    root = os.path.realpath(workspace)
+    if prefix == root or prefix.startswith(root.rstrip(os.sep) + os.sep):
+        return None
+    # The scripts directory holds the `interpreter` entry point and the venv's `python3`.
+    dirs = {sysconfig.get_path("scripts"), os.path.dirname(sys.executable)}
+    inside = [d for d in dirs if d and os.path.realpath(d).startswith(prefix + os.sep)]
+    return HiddenInstall(prefix=sys.prefix, bin_dirs=tuple(sorted(inside)))
 
 
 class RefusalTracker:
