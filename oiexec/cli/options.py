@@ -210,6 +210,12 @@ _EXEC_OPTIONS: list[Callable[[Any], Any]] = [
         metavar="N",
         help="How many times --check may run (default 3, or `check_max_attempts`).",
     ),
+    click.option(
+        "--require-change/--no-require-change",
+        "require_change",
+        default=False,
+        help="Fail (exit 11) if the run ends without changing any file (an empty diff).",
+    ),
     click.option("--thread-source", hidden=True),
     click.option("--cyber-access-program", hidden=True),
 ]

@@ -81,6 +81,7 @@ def build_request(params: dict[str, Any], prompt: str, **extra: Any) -> ExecRequ
         dangerously_bypass=bool(params.get("bypass")),
         check=params.get("check"),
         max_attempts=params.get("max_attempts"),
+        require_change=bool(params.get("require_change")),
         warnings=tuple(warnings),
         **extra,
     )

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import contextlib
+import threading
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -43,6 +44,24 @@ class ItemEmitter:
         self._emit(ItemCompleted(item=redact_value(item)))
 
 
+class WriteRefusals:
+    """How many writes the read-only sandbox refused during one run: the file tools' refused
+    edits, counted as they happen (`oiexec.tools.refusals`). The run adds the commands that
+    failed on a read-only file system and says at its end that nothing was changed, and why."""
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()  # tools may run on several threads
+        self._count = 0
+
+    @property
+    def count(self) -> int:
+        return self._count
+
+    def note(self) -> None:
+        with self._lock:
+            self._count += 1
+
+
 @dataclass
 class ToolContext:
     """Per-run state shared by every tool call.
@@ -58,6 +77,8 @@ class ToolContext:
     warn: Callable[[str], None]
     deadline: float | None = None
     cleanup: contextlib.ExitStack = field(default_factory=contextlib.ExitStack)
+    #: Writes the read-only sandbox refused this run (see `WriteRefusals`).
+    refused_writes: WriteRefusals = field(default_factory=WriteRefusals)
 
     def remaining(self) -> float | None:
         """Seconds left before the run's `--timeout`, or None without one."""

@@ -2,10 +2,13 @@
 
 One `<testsuite name="oiexec">` with one `<testcase>` for the run. A failed run or a hit
 limit is a `<failure>` whose `type` is the limit name (`max_turns`, `timeout`),
-`check_failed` (exit 8), `interrupted` (SIGINT or SIGTERM) or `failed`; a run that failed
-before it started (usage or config error) is a `failed` case naming the exit code. The
-commands the agent ran go to `<system-out>`; thread id, model, exit code and token counts
-are suite properties. Every string is redacted, before any cut to a length.
+`check_failed` (exit 8), `no_change` (exit 11, `--require-change`), `interrupted` (SIGINT or
+SIGTERM) or `failed`; a run that failed before it started (usage or config error) is a
+`failed` case naming the exit code. The commands the agent ran go to `<system-out>`; thread
+id, model, exit code, token counts and `sandbox_refused_writes` (writes the read-only sandbox
+refused) are suite properties, and refused writes are also a line in the case's
+`<system-err>`, where CI viewers show it beside the result. Every string is redacted, before
+any cut to a length.
 
 With `--check`, a second test case (classname `oiexec.check`, named after the command) says
 whether the check passed in the end; its `<system-out>` lists every attempt with its exit
@@ -72,6 +75,9 @@ class RunReport:
     checks: Sequence[CheckRun] = ()
     #: Model requests this run made (a resumed run counts only its own).
     model_turns: int = 0
+    #: Writes the read-only sandbox refused (runner/changes), and the warning that says so.
+    refused_writes: int = 0
+    refused_writes_note: str | None = None
 
     def __post_init__(self) -> None:
         if self.status not in _STATUSES:
@@ -157,6 +163,9 @@ def render_junit(report: RunReport) -> str:
         classname="oiexec.exec",
         elapsed_sec=round(report.duration_s, 3),
         stdout=redact(_system_out(report)) or None,
+        stderr=redact(f"warning: {report.refused_writes_note}")
+        if report.refused_writes_note
+        else None,
     )
     if report.status != "success":
         kind = report.limit_name if report.status == "limit" and report.limit_name else "failed"
@@ -164,6 +173,8 @@ def render_junit(report: RunReport) -> str:
             kind = "interrupted"
         if report.exit_code == ExitCode.CHECK_FAILED:
             kind = "check_failed"
+        if report.exit_code == ExitCode.NO_CHANGE:
+            kind = "no_change"
         message = report.failure_message or f"run failed with exit code {report.exit_code}"
         case.add_failure_info(message=redact(message), output=redact(message), failure_type=kind)
     properties = {
@@ -172,6 +183,7 @@ def render_junit(report: RunReport) -> str:
         "exit_code": str(report.exit_code),
         "status": report.status,
         "model_turns": str(report.model_turns),
+        "sandbox_refused_writes": str(report.refused_writes),
         **{name: str(getattr(report.usage, name)) for name in Usage.model_fields},
     }
     cases = [case]

@@ -38,6 +38,12 @@ from oiexec.core.types import HistoryItem, Message
 from oiexec.output.dispatch import Dispatcher
 from oiexec.output.human import HumanProcessor, use_color
 from oiexec.output.jsonl import JsonlProcessor
+from oiexec.runner.changes import (
+    check_require_change,
+    count_refused_writes,
+    refused_writes_warning,
+    require_change,
+)
 from oiexec.runner.check import check_header, checked_policy
 from oiexec.runner.extras import check_hook_files
 from oiexec.runner.prepare import Prepared, RunHooks, StartupWarnings, prepare
@@ -65,6 +71,7 @@ from oiexec.runner.signals import deadline_alarm
 
 if TYPE_CHECKING:
     from oiexec.agent.loop import AgentLoop
+    from oiexec.core.context import ToolContext
     from oiexec.output.diff import Baseline
     from oiexec.output.runlog import RunLogSink
     from oiexec.runner.extras import Extras
@@ -98,6 +105,8 @@ def run_exec(
             prepared = prepare(request, hooks or RunHooks(), warnings)
             # First in, last out: the backend closes after every command has ended.
             stack.callback(prepared.sandbox.close)
+            if request.require_change:  # the policy is known only now (config, session)
+                check_require_change(prepared.policy)
             # A broken hooks.json is a config error like any other: before the thread starts.
             check_hook_files(prepared)
             prepared = prepared.with_prompt(prompt)  # within --timeout
@@ -161,6 +170,7 @@ class _Run:
         self.harness: Harness | None = None
         self.changes = list(prepared.changes)
         self.extras: Extras | None = None
+        self.ctx: ToolContext | None = None
 
     def execute(self) -> RunResult:
         self._header()
@@ -182,6 +192,8 @@ class _Run:
                 # The model may have worked around the refusal, but what was asked could not
                 # be done as configured: say so with the sandbox exit code.
                 raise SandboxUnavailable(f"sandbox unavailable: {self.tracker.refusals[0]}")
+            if self.request.require_change and baseline is not None:
+                require_change(baseline)
             self.result.final_message = outcome.final_message
             self._record_usage(usage)
             self.dispatcher.emit(TurnCompleted(usage=usage))
@@ -230,6 +242,7 @@ class _Run:
         self.result.usage = usage
         self.result.turns = loop.steps if loop is not None else 0
         self.result.commands = self.collector.commands
+        self._refused_writes()
         if self.runlog is not None:
             self.runlog.note(
                 "run.exit",
@@ -248,6 +261,21 @@ class _Run:
             self.processor.final_output(self.result.final_message)
         self._notify()
         return self.result
+
+    def _refused_writes(self) -> None:
+        """Writes the read-only sandbox refused: said at the end of every run that had any,
+        whatever its outcome (a run that was asked to change code and could not must not
+        pass for one that did), on stderr, in the run log and (via the result) in JUnit."""
+        if self.ctx is None:
+            return
+        count = count_refused_writes(
+            self.p.policy, self.ctx.refused_writes, self.collector.commands
+        )
+        self.result.refused_writes = count
+        if count:
+            self.warn(refused_writes_warning(count))
+            if self.runlog is not None:
+                self.runlog.note("sandbox.refused_writes", count=count)
 
     def _notify(self) -> None:
         """`notify`, after a completed turn only (as Codex); it never changes the outcome."""
@@ -342,6 +370,7 @@ class _Run:
             deadline=self.deadline,
         )
         self.stack.enter_context(ctx.cleanup)
+        self.ctx = ctx
         mcp_tools = start_mcp_servers(p, ctx, self.stack, self.runlog)
         extras = open_extras(
             p, ctx, self.stack, self.runlog, thread_id=thread_id, transcript_path=self.store.path

@@ -19,7 +19,7 @@ from dataclasses import dataclass, fields, replace
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from oiexec.core.errors import ExitCode, UsageError
+from oiexec.core.errors import ExitCode, OiexecError, UsageError
 from oiexec.core.events import CommandExecutionItem, ItemCompleted, ThreadEvent
 from oiexec.core.redact import redact
 from oiexec.output.reportfile import ReportTarget
@@ -164,14 +164,20 @@ class CommandCollector:
 def capture_baseline(
     request: ExecRequest, files: ReportFiles, warn: Warn, stack: contextlib.ExitStack
 ) -> Baseline | None:
-    """The workspace as it was before the run, when `--diff` asks for the change."""
-    if files.diff is None:
+    """The workspace as it was before the run, when `--diff` or `--require-change` asks for
+    the change."""
+    if files.diff is None and not request.require_change:
         return None
     from oiexec.output.diff import Baseline
 
     try:
         baseline = Baseline.capture(request.cwd)
-    except Exception as exc:  # a report must never stop the task itself
+    except Exception as exc:
+        if request.require_change:  # without the start, no change can be told from none
+            raise OiexecError(
+                f"--require-change: could not snapshot the workspace to compare with: {exc}"
+            ) from exc
+        # A report must never stop the task itself.
         warn(f"--diff disabled: could not snapshot the workspace: {exc}")
         return None
     stack.callback(baseline.close)
@@ -214,6 +220,7 @@ def _write_junit(
     target: ReportTarget, request: ExecRequest, result: RunResult, *, model: str, warn: Warn
 ) -> None:
     from oiexec.output.junit import CheckRun, RunReport, render_junit
+    from oiexec.runner.changes import refused_writes_warning
 
     # A check that never ran (the run ended first) is known here only from the flag.
     check_command = result.checks[-1].command if result.checks else request.check
@@ -232,6 +239,10 @@ def _write_junit(
         check_command=check_command,
         checks=[CheckRun(c.attempt, c.exit_code, c.output, c.duration_s) for c in result.checks],
         model_turns=result.turns,
+        refused_writes=result.refused_writes,
+        refused_writes_note=refused_writes_warning(result.refused_writes)
+        if result.refused_writes
+        else None,
     )
     save_report(target, render_junit(report), warn)
 

@@ -53,6 +53,8 @@ class ExecRequest:
     check: str | None = None
     #: `--max-attempts N`: how many final answers the check may reject (None = config/default).
     max_attempts: int | None = None
+    #: `--require-change`: a run whose diff is empty fails (exit 11).
+    require_change: bool = False
     resume: ResumeTarget | None = None
     fork_from: str | None = None
     warnings: tuple[str, ...] = field(default=())

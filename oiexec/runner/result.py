@@ -37,3 +37,5 @@ class RunResult:
     turns: int = 0
     #: Each `--check` run, in order.
     checks: list[CheckAttempt] = field(default_factory=list)
+    #: Writes the read-only sandbox refused (file tools and commands): runner/changes.
+    refused_writes: int = 0

@@ -26,6 +26,7 @@ from oiexec.core.types import ToolCall, ToolOutput, ToolSpec
 from oiexec.sandbox.writer import PolicyWriter
 from oiexec.tools.entry import ToolEntry
 from oiexec.tools.process import ProcessRegistry
+from oiexec.tools.refusals import policy_writer
 from oiexec.tools.results import Result
 from oiexec.tools.schema import ArgumentSchema
 from oiexec.tools.style import Style
@@ -83,9 +84,9 @@ class Runtime:
         return TodoList()
 
     def can_write(self, ctx: ToolContext) -> PolicyWriter:
-        """The run's writer: judges paths by the sandbox policy and writes without following
-        symlinks."""
-        return PolicyWriter(ctx.sandbox.policy)
+        """The run's writer: judges paths by the sandbox policy, writes without following
+        symlinks, and counts what the read-only policy refuses (tools/refusals)."""
+        return policy_writer(ctx)
 
     def file_change(
         self, ctx: ToolContext, changes: Sequence[tuple[Path, str]], *, ok: bool = True

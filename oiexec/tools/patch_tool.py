@@ -12,7 +12,6 @@ from pathlib import Path
 from oiexec.core.context import ToolContext
 from oiexec.core.errors import ToolInputError
 from oiexec.core.events import FileChangeItem, FileUpdateChange
-from oiexec.sandbox.writer import PolicyWriter
 from oiexec.tools.apply_patch import (
     ApplyPatchError,
     FileChange,
@@ -22,6 +21,7 @@ from oiexec.tools.apply_patch import (
     plan_changes,
 )
 from oiexec.tools.framework import Invocation, register
+from oiexec.tools.refusals import policy_writer
 from oiexec.tools.results import Result
 
 
@@ -58,7 +58,7 @@ def run_patch(patch_text: str, ctx: ToolContext, *, cwd: Path | None = None) -> 
     changes = _item_changes(plan_changes(patch, workdir))
     ctx.items.started(FileChangeItem(id=item_id, changes=changes, status="in_progress"))
     try:
-        result = apply_parsed_patch(patch, workdir, PolicyWriter(ctx.sandbox.policy))
+        result = apply_parsed_patch(patch, workdir, policy_writer(ctx))
     except ApplyPatchError as exc:
         ctx.items.completed(FileChangeItem(id=item_id, changes=changes, status="failed"))
         elapsed = time.monotonic() - started
