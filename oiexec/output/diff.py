@@ -81,6 +81,9 @@ class Baseline:
         self._index = tmp / "index"
         #: The changes the last `diff_bytes` listed but left out.
         self.omitted: tuple[Omitted, ...] = ()
+        #: The paths the last `diff_bytes` found changed (a rename's new name); None before
+        #: it ran (the CI step summary lists them).
+        self.changed: tuple[str, ...] | None = None
         self._finalizer = weakref.finalize(self, shutil.rmtree, tmp, ignore_errors=True)
 
     @classmethod
@@ -112,11 +115,15 @@ class Baseline:
         `bounded_diff`: files too big for it are listed at the top, not inlined)."""
         now = self.snapshot()
         if now == self.tree:
-            self.omitted = ()
+            self.omitted, self.changed = (), ()
             return b""
+        prefix = _git_prefix(self.work_tree, self.git_dir)
+        # Tree to tree: no worktree scan, cheap next to the patch itself.
+        changes = _raw_changes(prefix, self.work_tree, self.tree, now)
+        self.changed = tuple(change.paths[-1] for change in changes)
         patch, self.omitted = bounded_diff(
             self.work_tree,
-            _git_prefix(self.work_tree, self.git_dir),
+            prefix,
             self.tree,
             now,
             scratch=self._tmp,

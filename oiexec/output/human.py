@@ -1,18 +1,19 @@
 """The readable transcript on stderr (header, commands, patches, messages, token use) and
 only the final message on stdout: the event processor of a run without `--json`.
 
-Colour only when asked (a TTY or `--color always`). Inside GitHub Actions each model step is
-folded into a `::group::` so long runs stay readable in the job log.
+Colour only when asked (a TTY or `--color always`). Inside GitHub Actions each model turn is
+folded into a `::group::`, inside GitLab CI into a collapsed section (output/ci), so long runs
+stay readable in the job log.
 
 While a model request has no answer, a heartbeat line (`waiting for the model… 15s`) appears
 every 15 s (output/heartbeat.py). In GitHub Actions the lines land inside the step's group,
-so they fold with it: one line per interval in a collapsed group, no group of their own.
+so they fold with it: one line per interval in a collapsed group, no group of their own
+(GitLab's sections alike).
 """
 
 from __future__ import annotations
 
 import json
-import os
 import threading
 from collections.abc import Sequence
 from typing import Literal, TextIO, assert_never
@@ -40,15 +41,12 @@ from oiexec.core.events import (
     TurnStarted,
 )
 from oiexec.core.redact import redact
+from oiexec.output.ci import turn_folds
 from oiexec.output.heartbeat import Heartbeat, interval_from_env
 
 _OUTPUT_TAIL_LINES = 12
 #: How much of an MCP call's arguments the transcript shows.
 _MCP_ARGS_CHARS = 120
-
-
-def in_github_actions() -> bool:
-    return os.environ.get("GITHUB_ACTIONS") == "true"
 
 
 def use_color(choice: Literal["always", "never", "auto"], stream: TextIO) -> bool:
@@ -73,8 +71,7 @@ class HumanProcessor:
         self._answer = answer
         self._color = color
         self._show_reasoning = show_reasoning
-        self._groups = in_github_actions()
-        self._group_open = False
+        self._folds = turn_folds()
         # The heartbeat writes from its own thread, between the loop's lines.
         self._lock = threading.Lock()
         interval = interval_from_env() if heartbeat_interval is None else heartbeat_interval
@@ -118,17 +115,14 @@ class HumanProcessor:
         self._answer.flush()
 
     def step(self, number: int) -> None:
-        if not self._groups:
-            return
-        if self._group_open:
-            self._write("::endgroup::")
-        self._write(f"::group::Turn {number}")
-        self._group_open = True
+        if self._folds is not None:
+            for line in self._folds.start(number):
+                self._write(line)
 
     def _end_group(self) -> None:
-        if self._group_open:
-            self._write("::endgroup::")
-            self._group_open = False
+        if self._folds is not None:
+            for line in self._folds.end():
+                self._write(line)
 
     # -- events ---------------------------------------------------------------------------
 

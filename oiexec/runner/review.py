@@ -23,7 +23,7 @@ from pathlib import Path
 
 from oiexec.agent.final import Retry
 from oiexec.core.context import ItemEmitter
-from oiexec.core.errors import ExitCode, OiexecError
+from oiexec.core.errors import ExitCode
 from oiexec.core.events import AgentMessageItem, ReviewItem
 from oiexec.core.protocols import EventProcessor
 from oiexec.core.redact import redact
@@ -160,7 +160,7 @@ def run_review(
         if reports is None:
             reports = _open_reports(request)
             stack.callback(reports.close)
-        step_summary = _step_summary(warn)
+        step_summary = _step_summary(request, warn)
         if step_summary is not None:
             stack.callback(step_summary.close)
         return _review(request, warn, prompt, processor, reports, step_summary)
@@ -179,18 +179,13 @@ def _open_reports(request: ReviewRequest) -> ReportFiles:
     return open_all_reports(paths)
 
 
-def _step_summary(warn: Warn) -> ReportTarget | None:
-    """GitHub's step summary file, opened now like every report (before the model runs)."""
-    from oiexec.output.human import in_github_actions
-    from oiexec.review.render.github import step_summary_target
+def _step_summary(request: ReviewRequest, warn: Warn) -> ReportTarget | None:
+    """GitHub's step summary file, opened now like every report (before the model runs),
+    as exec's is (output/ci)."""
+    from oiexec.output.ci import open_step_summary
 
-    if not in_github_actions():
-        return None
-    try:
-        return step_summary_target()
-    except OiexecError as exc:
-        warn(f"no GitHub step summary: {exc.message}")
-        return None
+    base = request.exec
+    return open_step_summary(warn, untrusted=untrusted_roots(base.cwd, base.add_dirs))
 
 
 def _review(
@@ -323,7 +318,7 @@ def _write_reports(
     warn: Warn,
 ) -> None:
     """Each failure a warning: a report must not turn a finished review into a crash."""
-    from oiexec.output.human import in_github_actions
+    from oiexec.output.ci import in_github_actions
     from oiexec.review.render.github import write_annotations
     from oiexec.review.render.junit import render_junit
     from oiexec.review.render.markdown import render_markdown

@@ -1,16 +1,21 @@
 """GitHub Actions: a step summary and `::error`/`::warning` annotations on the changed lines.
 
 Annotations are workflow commands, which the runner reads from the step's stdout and stderr;
-stdout belongs to the JSONL stream, so write them to stderr.
+stdout belongs to the JSONL stream, so write them to stderr. The escaping and the step summary
+file are exec's too: output/ci.
 """
 
 from __future__ import annotations
 
-import os
 from collections.abc import Mapping
 from typing import TextIO
 
-from oiexec.output.reportfile import ReportTarget
+from oiexec.output.ci import (
+    escape_data,
+    escape_property,
+    step_summary_target,
+    workflow_command,
+)
 from oiexec.review.gate import GatePolicy, is_blocking, priority_label
 from oiexec.review.model import ReviewFinding, ReviewOutput
 
@@ -25,16 +30,6 @@ __all__ = [
 ]
 
 
-def escape_data(text: str) -> str:
-    """Escape a workflow command's message the way the runner unescapes it."""
-    return text.replace("%", "%25").replace("\r", "%0D").replace("\n", "%0A")
-
-
-def escape_property(text: str) -> str:
-    """Escape a workflow command property value (also `:` and `,`, which delimit them)."""
-    return escape_data(text).replace(":", "%3A").replace(",", "%2C")
-
-
 def annotation(finding: ReviewFinding, policy: GatePolicy) -> str:
     """`::error file=..,line=..,endLine=..,title=..::message` (warning when not blocking)."""
     command = "error" if is_blocking(finding, policy) else "warning"
@@ -47,9 +42,7 @@ def annotation(finding: ReviewFinding, policy: GatePolicy) -> str:
             ("endLine", str(span.end)),
         ]
     props.append(("title", f"{priority_label(finding)} {_untagged(finding.title)}"))
-    rendered = ",".join(f"{key}={escape_property(value)}" for key, value in props)
-    message = finding.body.strip() or finding.title
-    return f"::{command} {rendered}::{escape_data(message)}"
+    return workflow_command(command, finding.body.strip() or finding.title, **dict(props))
 
 
 def github_annotations(review: ReviewOutput, policy: GatePolicy | None = None) -> list[str]:
@@ -63,16 +56,6 @@ def write_annotations(
     for line in github_annotations(review, policy):
         stream.write(line + "\n")
     stream.flush()
-
-
-def step_summary_target(env: Mapping[str, str] | None = None) -> ReportTarget | None:
-    """`$GITHUB_STEP_SUMMARY` opened for appending, as every report is opened before the model
-    runs (output/reportfile); None when it is not set. Raises `UsageError` for a path that
-    cannot take it."""
-    path = (os.environ if env is None else env).get("GITHUB_STEP_SUMMARY")
-    if not path:
-        return None
-    return ReportTarget.open(path, "the GitHub step summary", append=True)
 
 
 def write_step_summary(markdown: str, env: Mapping[str, str] | None = None) -> bool:
