@@ -39,7 +39,7 @@ from oiexec.config.layers import (
 )
 from oiexec.config.oss import DEFAULT_OSS_MODELS
 from oiexec.config.overrides import nest, parse_override
-from oiexec.config.problems import REPORTED, validate_settings
+from oiexec.config.problems import REPORTED, check_overridden, validate_settings
 from oiexec.config.settings import Settings
 from oiexec.core.errors import ConfigError, UsageError
 from oiexec.git import find_project_root
@@ -213,6 +213,7 @@ def load_config(
     warnings.extend(notes)
 
     settings = validate_settings(merged, layers)
+    check_overridden(merged, layers, _checked(layers, inputs), _FLAG_NAMES)
     warnings.extend(unknown_features(settings, layers))
     warnings.extend(_home_in_workspace(home, inputs.cwd, project_root, settings))
     return LoadedConfig(
@@ -241,6 +242,20 @@ def _name_unknown(unknown: list[tuple[str, Layer | None, list[str]]]) -> list[st
 
 
 # --- layers ------------------------------------------------------------------------------
+
+
+def _checked(layers: list[Layer], inputs: ConfigInputs) -> list[Layer]:
+    """The layers whose overridden values are checked too (config/problems): what the user
+    wrote, not the session a resume restores (what its run was made with; replacing a value
+    there is how a resume is changed) nor the values oiexec supplies itself, nor
+    `OPENAI_BASE_URL`, which is set for other tools too and yields to the config's key."""
+    supplied = {inputs.session_origin, "--oss default", FORCED_LAYER}
+    return [
+        layer
+        for layer in layers
+        if layer.name not in supplied
+        and layer.variables.get(("openai_base_url",)) != OPENAI_BASE_URL_ENV
+    ]
 
 
 def _openai_base_url_layer(environ: Mapping[str, str], layers: list[Layer]) -> list[Layer]:

@@ -3,21 +3,27 @@
 Every problem names the key, where it was set (file and line, the environment variable, or
 `-c`), what type the key wants and the value it got: `sandbox_workspace_write.network_access`
 in ~/.openinterpreter/config.toml:3: expected a boolean (true or false), got the string "yes".
+
+A value is checked wherever it is set, not only where it wins: `-c sandbox_mode=bogus -s
+workspace-write`, or a config file's bad value that a profile or a flag overrides, is an
+error too (`check_overridden`). A typo that happens to be overridden today takes effect the
+day the override goes (a CI job drops its `-s`), and a reader of the file believes it.
 """
 
 from __future__ import annotations
 
 import json
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 from pydantic import ValidationError
 from pydantic_core import ErrorDetails
 
-from oiexec.config.layers import Layer, layer_of
+from oiexec.config.layers import Layer, deep_merge, layer_of, leaf_paths
 from oiexec.config.settings import Settings
 from oiexec.core.errors import ConfigError
 
-__all__ = ["REPORTED", "validate_settings"]
+__all__ = ["REPORTED", "check_overridden", "validate_settings"]
 
 #: How many problems of one kind are named one by one; the rest are counted. A generated
 #: config with 20 000 unknown keys gets a readable report, not 20 000 lines (or JSONL items).
@@ -42,29 +48,78 @@ def validate_settings(merged: dict[str, Any], layers: list[Layer]) -> Settings:
     try:
         return Settings(**merged)
     except ValidationError as exc:
-        errors = exc.errors()[: REPORTED + 1]
-        count = exc.error_count()
-        problems = [_problem(error, merged, layers) for error in errors[:REPORTED]]
-        typed = [
-            text
-            for text, error in zip(problems, errors, strict=False)
-            if error["type"] in _EXPECTED
+        found = [(_problem(error, merged, layers), error) for error in exc.errors()[:REPORTED]]
+        raise _invalid(found, exc.error_count()) from None
+
+
+def check_overridden(
+    merged: dict[str, Any],
+    layers: list[Layer],
+    checked: Sequence[Layer],
+    flag_names: Mapping[str, str],
+) -> None:
+    """A `ConfigError` for a value in one of the `checked` layers that a higher layer
+    overrides and that would be invalid had it won. `merged` is the valid effective config:
+    each layer's values are tried in place of the ones that won, so a value is judged in the
+    context it would have (a provider table completed by other layers is no problem).
+    `flag_names` spells a dedicated flag's key as the user typed it (`sandbox_mode`: `-s`)."""
+    found: list[tuple[str, ErrorDetails]] = []
+    count = 0
+    for layer in checked:
+        overridden = [
+            path for path in leaf_paths(layer.data) if layer_of(layers, path) is not layer
         ]
-        hints = ["Fix the value(s) above; `interpreter config show --origins` shows every layer."]
-        if any("-c override" in text for text in typed):
-            hints.append(
-                "-c values are TOML: -c key=true, -c key=100, -c 'key=\"text\"' "
-                "(a bare word is read as a string)."
-            )
-        if any("environment variable" in text for text in typed):
-            hints.append(
-                "In the environment a boolean is true or false, a number is written in digits."
-            )
-        if count > REPORTED:
-            problems.append(f"... and {count - REPORTED} more")
-        raise ConfigError(
-            "invalid configuration:\n  " + "\n  ".join(problems), hint=" ".join(hints)
-        ) from None
+        if not overridden:
+            continue
+        trial = deep_merge(merged, layer.data)
+        try:
+            Settings.model_validate(trial)
+            continue
+        except ValidationError as exc:
+            errors = exc.errors()
+        for error in errors:
+            if error["type"] == "extra_forbidden":
+                continue  # an unknown key: reported as one already, whatever its value
+            key_path, _ = _key_path(error["loc"], trial)
+            hit = next((p for p in overridden if _related(key_path, p)), None)
+            if hit is None:
+                continue
+            count += 1
+            if len(found) < REPORTED:
+                winner = layer_of(layers, hit)
+                by = "?" if winner is None else winner.where(hit)
+                if winner is not None and winner.name == "command-line flag":
+                    by = flag_names.get(".".join(hit), by)
+                text = _problem(error, trial, [layer])
+                found.append((f"{text} (overridden by {by}, but checked all the same)", error))
+    if found:
+        raise _invalid(found, count)
+
+
+def _related(key_path: list[str], leaf: list[str]) -> bool:
+    """Whether the error at `key_path` is about the value set at `leaf` (one holds the other:
+    a table replaced by a string, or a key inside a table a layer set)."""
+    shorter = min(len(key_path), len(leaf))
+    return key_path[:shorter] == leaf[:shorter]
+
+
+def _invalid(found: list[tuple[str, ErrorDetails]], count: int) -> ConfigError:
+    """The error naming the first `REPORTED` problems (text, pydantic's error) of `count`."""
+    problems = [text for text, _ in found]
+    typed = [text for text, error in found if error["type"] in _EXPECTED]
+    hints = ["Fix the value(s) above; `interpreter config show --origins` shows every layer."]
+    if any(" in -c override:" in text for text in typed):
+        hints.append(
+            "-c values are TOML: -c key=true, -c key=100, -c 'key=\"text\"' "
+            "(a bare word is read as a string)."
+        )
+    if any(" in environment variable " in text for text in typed):
+        hints.append(
+            "In the environment a boolean is true or false, a number is written in digits."
+        )
+    if count > len(found):
+        problems.append(f"... and {count - len(found)} more")
+    return ConfigError("invalid configuration:\n  " + "\n  ".join(problems), hint=" ".join(hints))
 
 
 def _problem(error: ErrorDetails, merged: dict[str, Any], layers: list[Layer]) -> str:
