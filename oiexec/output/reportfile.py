@@ -9,6 +9,9 @@ settled before the model runs, and nothing the model does later can move it:
   the name, both `*at` calls. A directory on the way swapped for a symlink during the run is
   never followed. If the path no longer names the directory opened at the start (another
   directory, or a symlink now), the report is not written and the error says why.
+- That the report can be written there is proved then too (output/writable): a read-only
+  mount, a directory the runner's user cannot write, or a path under a regular file is a
+  usage error before the model is called, not a warning after the whole run.
 - The final name is never written through: the rename replaces a symlink a command planted
   there, rather than following it (`change.patch -> .git/hooks/pre-commit`).
 
@@ -33,6 +36,7 @@ from collections.abc import Sequence
 from pathlib import Path, PurePosixPath
 
 from oiexec.core.errors import UsageError
+from oiexec.output.writable import cannot_write, why_not
 
 __all__ = ["ReportDir", "ReportDirChanged", "ReportTarget", "write_report"]
 
@@ -40,6 +44,7 @@ _O_PATH = getattr(os, "O_PATH", os.O_RDONLY)
 _DIR_FLAGS = _O_PATH | os.O_DIRECTORY | os.O_CLOEXEC
 _MAX_HOPS = 40  # symlinks followed on one path, as the kernel allows
 _HINT = "Name a regular file (a missing one is created), or a character device such as /dev/null."
+_WRITE_HINT = "Name a file the runner's user can write, on a filesystem mounted read-write."
 
 
 class ReportDirChanged(OSError):
@@ -108,7 +113,7 @@ class ReportTarget:
         except FileNotFoundError:
             info = None
         except OSError as exc:
-            raise _refused(label, given, exc.strerror or str(exc)) from None
+            raise _refused(label, given, why_not(exc, full)) from None
         if info is not None and stat.S_ISLNK(info.st_mode):
             # A link that is there before the run is the user's: follow it now, once.
             try:
@@ -127,6 +132,7 @@ class ReportTarget:
         if info is not None and (not stat.S_ISREG(info.st_mode) or _std_stream(info)):
             return cls(label, given, stream=_open_stream(label, given, full, info))
         directory = _open_dir(label, given, full.parent)
+        _check_writable(label, given, directory, full.name, append)
         return cls(label, given, directory=directory, name=full.name, append=append)
 
     @classmethod
@@ -146,7 +152,7 @@ class ReportTarget:
             makedirs_beneath(rootfd, parent)
             dirfd = open_beneath(rootfd, parent, directory_flags(), 0)
         except OSError as exc:
-            why = exc.strerror or str(exc)
+            why = why_not(exc, root / relative)
             if exc.errno in (errno.ELOOP, errno.EXDEV):
                 why = (
                     f"a directory on the way is a symbolic link inside {root}, which commands "
@@ -163,6 +169,7 @@ class ReportTarget:
             info = None
         if info is None or stat.S_ISREG(info.st_mode) or stat.S_ISLNK(info.st_mode):
             directory = (dirfd, _fd_path(dirfd, root / relative.parent))
+            _check_writable(label, given, directory, name, append)
             return cls(label, given, directory=directory, name=name, append=append)
         try:
             stream = _open_stream(label, given, name, info, dir_fd=dirfd)
@@ -251,8 +258,9 @@ class ReportDir:
         """Creates `path` if missing (links on the way, there before anything ran, are the
         user's) and opens it; `UsageError` naming `label` when it cannot be."""
         full = Path(os.path.abspath(path))
-        fd, _real = _open_dir(label, full, full)
-        return cls(full, fd)
+        directory = _open_dir(label, full, full)
+        _check_writable(label, full, directory, "", False)
+        return cls(full, directory[0])
 
     def makedirs(self, relative: str) -> None:
         """Makes `relative` and its missing parents; `ReportDirChanged` for a link on the way."""
@@ -331,8 +339,19 @@ def write_report(path: str | os.PathLike[str], data: bytes | str, label: str = "
         target.write(data)
 
 
-def _refused(label: str, given: Path, why: str) -> UsageError:
-    return UsageError(f"{label} {given}: {why}", hint=_HINT)
+def _refused(label: str, given: Path, why: str, hint: str = _HINT) -> UsageError:
+    return UsageError(f"{label} {given}: {why}", hint=hint)
+
+
+def _check_writable(
+    label: str, given: Path, directory: tuple[int, str], name: str, append: bool
+) -> None:
+    """Refuses, before the model runs, a report its write at the end would fail to put there
+    (output/writable): a read-only mount, a directory the user cannot write."""
+    why = cannot_write(*directory, name, append=append)
+    if why is not None:
+        os.close(directory[0])
+        raise _refused(label, given, why, _WRITE_HINT)
 
 
 def _identity(info: os.stat_result) -> tuple[int, int]:
@@ -403,7 +422,7 @@ def _open_dir(label: str, given: Path, directory: Path) -> tuple[int, str]:
         fd = os.open(directory, _DIR_FLAGS)
     except OSError as exc:
         why = f"cannot create or open its directory {directory}: {exc.strerror or exc}"
-        raise _refused(label, given, why) from None
+        raise _refused(label, given, why_not(exc, directory, why)) from None
     return fd, _fd_path(fd, directory)
 
 
