@@ -40,10 +40,15 @@ class OpenedSession:
 # --- which session ------------------------------------------------------------------------
 
 
-def locate_session(request: ExecRequest, home: Path, provider_id: str) -> LoadedSession | None:
+def locate_session(request: ExecRequest, home: Path) -> LoadedSession | None:
     """The session a resume or fork continues; None for a new thread (`--last --or-new` with
     nothing to continue). An unknown id exits 1, as in Codex; `--last` with no session of
-    this directory exits 2, since a retry that silently starts over is not a retry."""
+    this directory exits 2, since a retry that silently starts over is not a retry.
+
+    `--last` takes the newest session of the directory whatever its provider (Codex looks
+    only at the configured provider's, so a session whose provider came from `-c` on its
+    first run is never found): the session's provider and model come back with it, and a
+    provider given now is a change, announced like any other."""
     from oiexec.session.index import find_last, find_rollout, load_rollout
 
     if request.fork_from:
@@ -59,16 +64,15 @@ def locate_session(request: ExecRequest, home: Path, provider_id: str) -> Loaded
         if path is None:
             raise SessionError(f"no rollout found for thread id {target.session_id}")
         return load_rollout(path)
-    path = find_last(home, cwd=request.cwd, model_provider=provider_id, all_cwds=target.all_cwds)
+    path = find_last(home, cwd=request.cwd, all_cwds=target.all_cwds)
     if path is not None:
         return load_rollout(path)
     where = "" if target.all_cwds else f" in {request.cwd}"
     if target.or_new:
-        sys.stderr.write(f"resume: no session of provider `{provider_id}`{where}; "
-                         "starting a new one (--or-new)\n")  # fmt: skip
+        sys.stderr.write(f"resume: no session{where}; starting a new one (--or-new)\n")
         return None
     raise UsageError(
-        f"no session of provider `{provider_id}` to resume{where}",
+        f"no session to resume{where}",
         hint="List them with `interpreter sessions list --all`, resume one by id, widen the "
         "search with --all, or pass --or-new to start a new session when there is none.",
     )
@@ -79,15 +83,15 @@ def continue_session(
 ) -> tuple[ExecRequest, LoadedConfig, LoadedSession | None]:
     """The request and config a resume or fork runs with, and the session it continues.
 
-    `--last` looks for the current provider's sessions and the home comes from the config:
-    the config is loaded once to find the session, then again with its settings as a layer.
+    The home comes from the config: the config is loaded once to find the session, then
+    again with its settings as a layer.
     """
     from oiexec.config.loader import load_config
     from oiexec.config.providers import resolve_provider
 
     if not (request.resume or request.fork_from):
         return request, config, None
-    continued = locate_session(request, config.home, resolve_provider(config.settings)[0])
+    continued = locate_session(request, config.home)
     if continued is None:
         return request, config, None
     request = restored_request(request, continued)

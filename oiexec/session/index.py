@@ -11,7 +11,7 @@ import json
 import os
 import uuid
 from collections.abc import Iterator
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any, TypeVar
@@ -174,6 +174,9 @@ def load_rollout(path: Path) -> LoadedSession:
     if meta is None or not isinstance(meta.get("id"), str):
         raise SessionError(f"corrupt session file {path}: no session_meta record with an id")
     history, closed = repair_history(history)
+    if settings.model_provider is None and isinstance(meta.get("model_provider"), str):
+        # Codex records the provider in `session_meta` only: a resume continues with it.
+        settings = replace(settings, model_provider=meta["model_provider"])
     return LoadedSession(
         path=path,
         thread_id=meta["id"],
@@ -238,16 +241,19 @@ def find_rollout(home: Path, session_id: str) -> Path | None:
     return matches[0] if matches else None
 
 
-def find_last(home: Path, *, cwd: Path, model_provider: str, all_cwds: bool = False) -> Path | None:
-    """The most recently updated rollout of `model_provider` whose latest cwd is `cwd`
-    (any cwd with `all_cwds`). Unreadable rollouts are skipped, not fatal."""
+def find_last(
+    home: Path, *, cwd: Path, model_provider: str | None = None, all_cwds: bool = False
+) -> Path | None:
+    """The most recently updated rollout whose latest cwd is `cwd` (any cwd with
+    `all_cwds`), of any provider unless `model_provider` names one. Unreadable rollouts are
+    skipped, not fatal."""
     wanted = _norm(str(cwd))
     for path in iter_rollouts(home):
         try:
             provider, last_cwd = _provider_and_cwd(path)
         except SessionError:
             continue
-        if provider != model_provider:
+        if model_provider is not None and provider != model_provider:
             continue
         if all_cwds or (last_cwd is not None and _norm(last_cwd) == wanted):
             return path

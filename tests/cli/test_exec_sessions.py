@@ -80,7 +80,7 @@ def test_resume_last_without_a_session_is_a_usage_error_unless_or_new(
     model_server.enqueue(reply("fresh"))
     missing = run_cli([*exec_args(model_server), "resume", "--last", "hello"], cwd=repo)
     assert missing.returncode == 2, missing.stderr
-    assert f"no session of provider `scripted` to resume in {repo}" in missing.stderr
+    assert f"no session to resume in {repo}" in missing.stderr
     assert "interpreter sessions list --all" in missing.stderr and "--or-new" in missing.stderr
     assert "to resume in" in only_failure(missing) and _rollouts(oi_home) == []
     assert model_server.bodies == []
