@@ -33,7 +33,9 @@ def test_json_is_an_array_of_the_documented_objects(tmp_path: Path) -> None:
             "output_per_mtok",
             "cached_input_per_mtok",
             "tool_call",
+            "user_provider",
         }
+        assert row["user_provider"] is False
         assert row["provider"] == "anthropic"
         assert row["tool_call"] is True
         assert isinstance(row["context_window"], int) and row["context_window"] > 0
@@ -98,3 +100,30 @@ def test_an_unknown_provider_is_a_usage_error_naming_the_known_ones(tmp_path: Pa
     assert "Built-in providers: anthropic, dashscope, deepseek" in result.stderr
     assert "groq" in result.stderr  # and the catalog's others
     assert "Traceback" not in result.stderr
+
+
+def test_providers_the_user_configured_are_listed(tmp_path: Path, oi_home: Path) -> None:
+    # `mine` is unknown to the catalog: its configured models, figures unknown. `groq` is a
+    # catalog id the user defined: the catalog's models, marked as the user's.
+    (oi_home / "config.toml").write_text(
+        'model_provider = "mine"\nmodel = "mine-large"\n'
+        '[profiles.small]\nmodel_provider = "mine"\nmodel = "mine-small"\n'
+        '[model_providers.mine]\nname = "Mine"\nbase_url = "http://127.0.0.1:9/v1"\n'
+        '[model_providers.spare]\nname = "Spare"\nbase_url = "http://127.0.0.1:9/v1"\n'
+        '[model_providers.groq]\nname = "Groq"\nbase_url = "https://api.groq.com/openai/v1"\n'
+    )
+    rows = listed(tmp_path)
+    mine = [row for row in rows if row["provider"] == "mine"]
+    assert [row["model"] for row in mine] == ["mine-large", "mine-small"]
+    assert all(row["user_provider"] and row["tool_call"] is None for row in mine)
+    assert all(row["context_window"] is None and row["input_per_mtok"] is None for row in mine)
+    assert [row["model"] for row in rows if row["provider"] == "spare"] == ["-"]
+    groq = [row for row in rows if row["provider"] == "groq"]
+    assert len(groq) > 1 and all(row["user_provider"] and row["tool_call"] for row in groq)
+    assert any(row["provider"] == "openai" and not row["user_provider"] for row in rows)
+    assert listed(tmp_path, "-p", "mine") == mine
+
+    table = run_cli(["models", "list", "-p", "mine"], cwd=tmp_path)
+    assert table.returncode == 0, table.stderr
+    lines = table.stdout.splitlines()
+    assert lines[1].split() == ["mine", "(user", "provider)", "mine-large", "-", "-", "-", "-"]
