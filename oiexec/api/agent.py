@@ -7,7 +7,7 @@ import asyncio
 import contextlib
 import dataclasses
 from collections.abc import Callable, Mapping, Sequence
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, TypedDict, Unpack
 
 from oiexec.api.child import ReviewJob
 from oiexec.api.options import (
@@ -27,7 +27,28 @@ from oiexec.core.events import ThreadEvent
 if TYPE_CHECKING:
     from oiexec.review.targets import ReviewTarget
 
-__all__ = ["Agent"]
+__all__ = ["Agent", "ReviewOptions"]
+
+
+class ReviewOptions(TypedDict, total=False):
+    """The keywords of `review` and `areview`: the change to review (exactly one of
+    `uncommitted`, `base`, `commit` or `instructions`), the gate, the limits, and where
+    warnings go. Defaults: `fail_on="P1"`, `min_confidence=0.0`, `structured_output=True`."""
+
+    uncommitted: bool
+    #: A branch: review what this branch adds over it.
+    base: str | None
+    #: A commit SHA: review that commit.
+    commit: str | None
+    title: str | None
+    #: Custom review instructions instead of a diff.
+    instructions: str | None
+    fail_on: str
+    min_confidence: float
+    structured_output: bool
+    max_turns: int | None
+    timeout: float | None
+    on_warning: Callable[[str], None] | None
 
 
 class Agent:
@@ -95,35 +116,13 @@ class Agent:
     def review(
         self,
         *,
-        uncommitted: bool = False,
-        base: str | None = None,
-        commit: str | None = None,
-        title: str | None = None,
-        instructions: str | None = None,
-        fail_on: str = "P1",
-        min_confidence: float = 0.0,
-        structured_output: bool = True,
-        max_turns: int | None = None,
-        timeout: float | None = None,
         on_event: Callable[[ThreadEvent], None] | None = None,
-        on_warning: Callable[[str], None] | None = None,
+        **options: Unpack[ReviewOptions],
     ) -> ReviewResult:
         """Reviews a change read-only, as `interpreter review` does: exactly one of
         `uncommitted`, `base` (a branch), `commit` (a SHA) or `instructions`. The result has
         the findings and the gate's verdict (`passed`, `blocked`, `exit_code` 0/7/1)."""
-        process, collector = self._start_review(
-            uncommitted,
-            base,
-            commit,
-            title,
-            instructions,
-            fail_on,
-            min_confidence,
-            structured_output,
-            max_turns,
-            timeout,
-            on_warning,
-        )
+        process, collector = self._start_review(options)
         with contextlib.closing(drive(process, collector)) as events:
             for event in events:
                 if on_event is not None:
@@ -133,36 +132,14 @@ class Agent:
     async def areview(
         self,
         *,
-        uncommitted: bool = False,
-        base: str | None = None,
-        commit: str | None = None,
-        title: str | None = None,
-        instructions: str | None = None,
-        fail_on: str = "P1",
-        min_confidence: float = 0.0,
-        structured_output: bool = True,
-        max_turns: int | None = None,
-        timeout: float | None = None,
         on_event: Callable[[ThreadEvent], None] | None = None,
-        on_warning: Callable[[str], None] | None = None,
+        **options: Unpack[ReviewOptions],
     ) -> ReviewResult:
         """`review` for asyncio."""
         loop = asyncio.get_running_loop()
         started = loop.run_in_executor(
             None,
-            lambda: self._start_review(
-                uncommitted,
-                base,
-                commit,
-                title,
-                instructions,
-                fail_on,
-                min_confidence,
-                structured_output,
-                max_turns,
-                timeout,
-                on_warning,
-            ),
+            lambda: self._start_review(options),
         )
         try:
             process, collector = await asyncio.shield(started)
@@ -175,29 +152,26 @@ class Agent:
                     on_event(event)
         return collector.review(process.exitcode)
 
-    def _start_review(
-        self,
-        uncommitted: bool,
-        base: str | None,
-        commit: str | None,
-        title: str | None,
-        instructions: str | None,
-        fail_on: str,
-        min_confidence: float,
-        structured_output: bool,
-        max_turns: int | None,
-        timeout: float | None,
-        on_warning: Callable[[str], None] | None,
-    ) -> tuple[RunProcess, Collector]:
+    def _start_review(self, options: ReviewOptions) -> tuple[RunProcess, Collector]:
         from oiexec.review.gate import GatePolicy, parse_fail_on, parse_min_confidence
         from oiexec.runner.review import ReviewRequest
 
-        target = _target(uncommitted, base, commit, title, instructions)
-        gate = GatePolicy(
-            fail_on=parse_fail_on(str(fail_on)),
-            min_confidence=parse_min_confidence(str(min_confidence)),
+        unknown = sorted(set(options) - set(ReviewOptions.__annotations__))
+        if unknown:
+            # What Python says for a keyword a signature does not name: `**options` takes any.
+            raise TypeError(f"unexpected keyword argument(s): {', '.join(unknown)}")
+        target = _target(
+            options.get("uncommitted", False),
+            options.get("base"),
+            options.get("commit"),
+            options.get("title"),
+            options.get("instructions"),
         )
-        turn = TurnOptions(max_turns=max_turns, timeout=timeout)
+        gate = GatePolicy(
+            fail_on=parse_fail_on(str(options.get("fail_on", "P1"))),
+            min_confidence=parse_min_confidence(str(options.get("min_confidence", 0.0))),
+        )
+        turn = TurnOptions(max_turns=options.get("max_turns"), timeout=options.get("timeout"))
         request = build_request(self._options, "", turn)
         if self._options.sandbox not in (None, "read-only"):
             request = dataclasses.replace(
@@ -209,11 +183,14 @@ class Agent:
             )
         job = ReviewJob(
             ReviewRequest(
-                exec=request, target=target, gate=gate, structured_output=structured_output
+                exec=request,
+                target=target,
+                gate=gate,
+                structured_output=options.get("structured_output", True),
             )
         )
         process = RunProcess(job, environment(self._options), str(request.cwd))
-        return process, Collector(on_warning)
+        return process, Collector(options.get("on_warning"))
 
     def _with(self, overrides: Mapping[str, Any]) -> ThreadOptions:
         names = {f.name for f in dataclasses.fields(ThreadOptions)}

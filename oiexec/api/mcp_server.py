@@ -40,7 +40,6 @@ from mcp.server.mcpserver import Context, MCPServer
 from mcp_types import CallToolResult
 from pydantic import Field
 
-from oiexec.core.version import __version__
 from oiexec.api.mcp_caps import ServerDefaults
 from oiexec.api.mcp_codex_tools import add_codex_tools
 from oiexec.api.mcp_runs import (
@@ -54,6 +53,7 @@ from oiexec.api.mcp_runs import (
     Sandbox,
     Timeout,
 )
+from oiexec.core.version import __version__
 
 __all__ = ["RunOutcome", "ServerDefaults", "build_server", "serve"]
 

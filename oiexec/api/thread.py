@@ -17,7 +17,7 @@ from collections.abc import (
     Sequence,
 )
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Literal, TypedDict
+from typing import TYPE_CHECKING, Any, Literal, TypedDict, Unpack
 
 from pydantic import BaseModel
 
@@ -32,7 +32,7 @@ from oiexec.runner.inputs import check_output_schema
 if TYPE_CHECKING:
     from oiexec.runner.request import ExecRequest
 
-__all__ = ["Input", "LocalImageInput", "StreamedTurn", "TextInput", "Thread"]
+__all__ = ["Input", "LocalImageInput", "RunOptions", "StreamedTurn", "TextInput", "Thread"]
 
 #: An output schema: a JSON Schema, or a pydantic model whose instance `Turn.output` becomes.
 OutputSchema = dict[str, Any] | type[BaseModel]
@@ -50,6 +50,22 @@ class LocalImageInput(TypedDict):
 
 #: A prompt, or the Codex SDK's list of text parts and local images.
 Input = str | Sequence[TextInput | LocalImageInput]
+
+
+class RunOptions(TypedDict, total=False):
+    """The keywords every way of running a turn takes (`run`, `run_streamed`, `arun`,
+    `arun_streamed`): the `exec` flags that apply to one turn, and where its warnings go."""
+
+    #: A JSON Schema dict, or a pydantic model whose instance `Turn.output` becomes.
+    output_schema: OutputSchema | None
+    max_turns: int | None
+    timeout: float | None
+    check: str | None
+    max_attempts: int | None
+    max_tokens: int | None
+    max_cost: float | None
+    #: Called with each warning the CLI would print on stderr.
+    on_warning: Callable[[str], None] | None
 
 
 class StreamedTurn:
@@ -100,30 +116,13 @@ class Thread:
         self,
         input: Input,
         *,
-        output_schema: OutputSchema | None = None,
-        max_turns: int | None = None,
-        timeout: float | None = None,
-        check: str | None = None,
-        max_attempts: int | None = None,
-        max_tokens: int | None = None,
-        max_cost: float | None = None,
         on_event: Callable[[ThreadEvent], None] | None = None,
-        on_warning: Callable[[str], None] | None = None,
+        **options: Unpack[RunOptions],
     ) -> Turn:
         """Runs one turn to its end and returns it. Raises the package's errors
         (`ConfigError`, `UsageError`, ...) only for a turn that could not start; a turn that
         started and failed is a `Turn` with its `exit_code` and `reason`."""
-        streamed = self.run_streamed(
-            input,
-            output_schema=output_schema,
-            max_turns=max_turns,
-            timeout=timeout,
-            check=check,
-            max_attempts=max_attempts,
-            max_tokens=max_tokens,
-            max_cost=max_cost,
-            on_warning=on_warning,
-        )
+        streamed = self.run_streamed(input, **options)
         # Closed however the loop ends: a callback that raises must not leave the run going
         # while the exception (whose traceback holds this frame) propagates.
         with contextlib.closing(streamed):
@@ -135,20 +134,10 @@ class Thread:
     def run_streamed(
         self,
         input: Input,
-        *,
-        output_schema: OutputSchema | None = None,
-        max_turns: int | None = None,
-        timeout: float | None = None,
-        check: str | None = None,
-        max_attempts: int | None = None,
-        max_tokens: int | None = None,
-        max_cost: float | None = None,
-        on_warning: Callable[[str], None] | None = None,
+        **options: Unpack[RunOptions],
     ) -> StreamedTurn:
         """Starts one turn; iterate the result for its events (the JSONL stream's, typed)."""
-        schema_model, turn = _turn_options(
-            input, output_schema, max_turns, timeout, check, max_attempts, max_tokens, max_cost
-        )
+        schema_model, turn, on_warning = _turn_options(input, options)
         request = build_request(self._options, _prompt(input), turn, resume_id=self._id)
         box: list[Turn] = []
         events = self._stream(request, schema_model, on_warning, box)
@@ -198,31 +187,13 @@ class Thread:
         self,
         input: Input,
         *,
-        output_schema: OutputSchema | None = None,
-        max_turns: int | None = None,
-        timeout: float | None = None,
-        check: str | None = None,
-        max_attempts: int | None = None,
-        max_tokens: int | None = None,
-        max_cost: float | None = None,
         on_event: Callable[[ThreadEvent], None] | None = None,
-        on_warning: Callable[[str], None] | None = None,
+        **options: Unpack[RunOptions],
     ) -> Turn:
         """`run` for asyncio: the loop is never blocked; cancelling the task cancels the turn
         and returns once its processes have ended."""
         box: list[Turn] = []
-        events = self._astream(
-            input,
-            output_schema,
-            max_turns,
-            timeout,
-            check,
-            max_attempts,
-            max_tokens,
-            max_cost,
-            on_warning,
-            box,
-        )
+        events = self._astream(input, options, box)
         async with contextlib.aclosing(events):  # as in `run`
             async for event in events:
                 if on_event is not None:
@@ -232,50 +203,19 @@ class Thread:
     async def arun_streamed(
         self,
         input: Input,
-        *,
-        output_schema: OutputSchema | None = None,
-        max_turns: int | None = None,
-        timeout: float | None = None,
-        check: str | None = None,
-        max_attempts: int | None = None,
-        max_tokens: int | None = None,
-        max_cost: float | None = None,
-        on_warning: Callable[[str], None] | None = None,
+        **options: Unpack[RunOptions],
     ) -> AsyncIterator[ThreadEvent]:
         """The turn's events as they happen, for `async for`. Cancelling the task stops the
         turn at once; to stop it by leaving the loop early, iterate inside
         `async with contextlib.aclosing(thread.arun_streamed(...)) as events:` (Python closes
         an abandoned async generator only when it is collected)."""
-        async for event in self._astream(
-            input,
-            output_schema,
-            max_turns,
-            timeout,
-            check,
-            max_attempts,
-            max_tokens,
-            max_cost,
-            on_warning,
-            [],
-        ):
+        async for event in self._astream(input, options, []):
             yield event
 
     async def _astream(
-        self,
-        input: Input,
-        output_schema: OutputSchema | None,
-        max_turns: int | None,
-        timeout: float | None,
-        check: str | None,
-        max_attempts: int | None,
-        max_tokens: int | None,
-        max_cost: float | None,
-        on_warning: Callable[[str], None] | None,
-        box: list[Turn],
+        self, input: Input, options: RunOptions, box: list[Turn]
     ) -> AsyncGenerator[ThreadEvent, None]:
-        schema_model, turn = _turn_options(
-            input, output_schema, max_turns, timeout, check, max_attempts, max_tokens, max_cost
-        )
+        schema_model, turn, on_warning = _turn_options(input, options)
         request = build_request(self._options, _prompt(input), turn, resume_id=self._id)
         # Starting may start the zygote (about a second, once): off the loop. A start
         # that is under way when the task is cancelled is finished, then stopped.
@@ -302,15 +242,13 @@ class Thread:
 
 
 def _turn_options(
-    input: Input,
-    output_schema: OutputSchema | None,
-    max_turns: int | None,
-    timeout: float | None,
-    check: str | None,
-    max_attempts: int | None,
-    max_tokens: int | None,
-    max_cost: float | None,
-) -> tuple[type[BaseModel] | None, TurnOptions]:
+    input: Input, options: RunOptions
+) -> tuple[type[BaseModel] | None, TurnOptions, Callable[[str], None] | None]:
+    unknown = sorted(set(options) - set(RunOptions.__annotations__))
+    if unknown:
+        # What Python says for a keyword a signature does not name: `**options` takes any.
+        raise TypeError(f"unexpected keyword argument(s): {', '.join(unknown)}")
+    output_schema = options.get("output_schema")
     model: type[BaseModel] | None = None
     schema: dict[str, Any] | None
     if isinstance(output_schema, type) and issubclass(output_schema, BaseModel):
@@ -325,16 +263,17 @@ def _turn_options(
             f"output_schema must be a JSON Schema dict or a pydantic model class, "
             f"got {type(output_schema).__name__}"
         )
-    return model, TurnOptions(
+    turn = TurnOptions(
         output_schema=schema,
-        max_turns=max_turns,
-        timeout=timeout,
-        check=check,
-        max_attempts=max_attempts,
-        max_tokens=max_tokens,
-        max_cost=max_cost,
+        max_turns=options.get("max_turns"),
+        timeout=options.get("timeout"),
+        check=options.get("check"),
+        max_attempts=options.get("max_attempts"),
+        max_tokens=options.get("max_tokens"),
+        max_cost=options.get("max_cost"),
         images=_images(input),
     )
+    return model, turn, options.get("on_warning")
 
 
 def _prompt(input: Input) -> str:

@@ -29,12 +29,12 @@ import httpx
 from httpx_sse import EventSource, ServerSentEvent, SSEError
 from tenacity import RetryCallState, Retrying, retry_if_exception_type, stop_after_attempt
 
-from oiexec.core.version import __version__
 from oiexec.config.environment import RETRY_BASE_DELAY_ENV
 from oiexec.config.settings import ProviderConfig
 from oiexec.core.errors import ProviderError
 from oiexec.core.protocols import RetryCallback
 from oiexec.core.redact import redact
+from oiexec.core.version import __version__
 from oiexec.providers.answers import (
     context_overflow,
     is_context_overflow,

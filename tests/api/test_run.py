@@ -152,7 +152,9 @@ def test_import_oiexec_loads_no_heavy_module() -> None:
     code = (
         "import sys, oiexec\n"
         "heavy = ('pydantic', 'httpx', 'oiexec.api', 'oiexec.runner', 'oiexec.core', 'mcp')\n"
-        "print(sorted(m for m in sys.modules if m.split('.')[0] in heavy or m.startswith(heavy)))\n"
+        # The version module (and the docstring-only package above it) is all of core it needs.
+        "light = ('oiexec.core', 'oiexec.core.version')\n"
+        "print(sorted(m for m in sys.modules if m.startswith(heavy) and m not in light))\n"
         "oiexec.Agent\n"
         "print('oiexec.api.agent' in sys.modules)\n"
     )
@@ -234,3 +236,13 @@ def test_api_key_and_base_url_reach_the_builtin_openai_provider(
 
     assert turn.final_response == "hello from openai"
     assert model_server.requests[0].headers["authorization"] == f"Bearer {SECRET}"
+
+
+def test_a_misspelt_run_or_review_keyword_is_refused_before_anything_runs(tmp_path: Path) -> None:
+    """The shared keyword lists (`RunOptions`, `ReviewOptions`) are checked as a signature
+    would check them: a typo is a TypeError naming it, not a silently ignored option."""
+    agent = Agent(cwd=str(tmp_path))
+    with pytest.raises(TypeError, match="max_turn"):
+        agent.start_thread().run("fix it", max_turn=3)  # type: ignore[call-arg]
+    with pytest.raises(TypeError, match="fail_onn"):
+        agent.review(uncommitted=True, fail_onn="P0")  # type: ignore[call-arg]
