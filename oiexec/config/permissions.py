@@ -32,15 +32,12 @@ import os
 from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Literal
+from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
 from oiexec.core.errors import ConfigError
 from oiexec.core.policy import SandboxMode, SandboxPolicy
-
-if TYPE_CHECKING:
-    from oiexec.config.settings import Settings
 
 __all__ = [
     "BUILTIN_PROFILES",
@@ -109,7 +106,7 @@ class ProfileRules:
 
 
 def compile_profile(
-    name: str, profiles: dict[str, PermissionProfile], cwd: Path, environ: Mapping[str, str]
+    name: str, profiles: Mapping[str, PermissionProfile], cwd: Path, environ: Mapping[str, str]
 ) -> ProfileRules:
     """The rules of profile `name` for a run in `cwd`; `ConfigError` (exit 3) for anything the
     sandbox could not enforce as written."""
@@ -132,7 +129,7 @@ def compile_profile(
 
 
 def _resolved(
-    name: str, profiles: dict[str, PermissionProfile]
+    name: str, profiles: Mapping[str, PermissionProfile]
 ) -> tuple[dict[str, Any], dict[str, Any], dict[str, bool], str | None]:
     """The profile with what it extends merged under it (the child's keys win), and the
     built-in at the bottom of the chain, if any."""
@@ -370,16 +367,17 @@ IN_PROCESS_READERS = frozenset({"fs_read", "glob", "grep", "list", "str_replace_
 
 def apply_profile(
     policy: SandboxPolicy,
-    settings: Settings,
+    name: str | None,
+    profiles: Mapping[str, PermissionProfile],
     *,
     sandbox_mode_origin: str | None,
     bypass: bool,
     environ: Mapping[str, str],
     add_dirs: tuple[Path, ...] = (),
 ) -> SandboxPolicy:
-    """`policy` with the permission profile `default_permissions` names, if any. `--add-dir`
-    directories stay writable roots on top of a profile that writes."""
-    name = settings.default_permissions
+    """`policy` with the permission profile `name` (`default_permissions`) of `profiles`
+    (`permissions`), if any. `--add-dir` directories stay writable roots on top of a profile
+    that writes. Takes the two values, not the settings, so this module stays below them."""
     if name is None:
         return policy
     if bypass:
@@ -396,7 +394,7 @@ def apply_profile(
             "both set: Codex would use sandbox_mode and drop the profile's rules",
             hint="Remove sandbox_mode (or -s), or default_permissions.",
         )
-    rules = compile_profile(name, settings.permissions, policy.cwd, dict(environ))
+    rules = compile_profile(name, profiles, policy.cwd, dict(environ))
     added = tuple(d if d.is_absolute() else policy.cwd / d for d in add_dirs)
     for directory in added:
         for hidden in rules.deny:

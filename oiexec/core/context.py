@@ -14,7 +14,7 @@ from oiexec.core.events import ItemCompleted, ItemStarted, ItemUpdated, ThreadEv
 from oiexec.core.redact import redact_value
 
 if TYPE_CHECKING:
-    from oiexec.core.protocols import Sandbox
+    from oiexec.core.policy import Sandbox
 
 
 class ItemEmitter:

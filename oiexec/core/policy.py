@@ -11,7 +11,7 @@ import os
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Literal
+from typing import Any, Literal, Protocol
 
 SandboxMode = Literal["read-only", "workspace-write", "danger-full-access"]
 SANDBOX_MODES: tuple[SandboxMode, ...] = ("read-only", "workspace-write", "danger-full-access")
@@ -185,3 +185,23 @@ def loosenings(ceiling: SandboxPolicy, policy: SandboxPolicy) -> list[str]:
         if top is not None and (value is None or value > top):
             found.append(f"sandbox limit {name} is {value or 'unlimited'}, above {top}")
     return found
+
+
+class Sandbox(Protocol):
+    """Confines one command. `prepare` raises `SandboxUnavailable` rather than ever
+    running a command with less confinement than the policy asks for."""
+
+    @property
+    def backend(self) -> str: ...
+
+    @property
+    def policy(self) -> SandboxPolicy: ...
+
+    def prepare(self, argv: list[str], *, cwd: Path, env: dict[str, str]) -> PreparedCommand: ...
+
+    def describe(self) -> dict[str, Any]: ...
+
+    def close(self) -> None:
+        """End of run: remove what the sandbox kept across commands (bwrap's private /tmp).
+        Called once, after the last command; idempotent."""
+        ...

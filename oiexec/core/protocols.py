@@ -4,7 +4,8 @@ ModelClient   one provider wire (Responses, Chat Completions, ...)
 Tool          one model-facing tool backed by a shared implementation
 ToolGate      what runs around every tool call (hooks)
 Harness       the prompt, tools and completion rule a model family was tuned with
-Sandbox       how a command is confined (none, bubblewrap, Landlock, Seatbelt)
+Sandbox       how a command is confined: in core/policy.py, beside the policy it enforces
+              (so the tool context can name it without a cycle through this module)
 EventSink     where events go (stdout JSONL, stderr transcript, session rollout)
 EventProcessor  how a run is shown to its caller (the transcript or JSONL); one per run
 SessionStore  the append-only rollout of one thread
@@ -29,7 +30,7 @@ from oiexec.core.types import (
 
 if TYPE_CHECKING:
     from oiexec.core.context import ItemEmitter, ToolContext
-    from oiexec.core.policy import PreparedCommand, SandboxPolicy
+    from oiexec.core.policy import SandboxPolicy
 
 #: Called before each retry with (attempt, max_attempts, reason).
 RetryCallback = Callable[[int, int, str], None]
@@ -136,26 +137,6 @@ class ToolGate(Protocol):
         ...
 
     def after(self, call: ToolCall, output: ToolOutput) -> ToolOutput: ...
-
-
-class Sandbox(Protocol):
-    """Confines one command. `prepare` raises `SandboxUnavailable` rather than ever
-    running a command with less confinement than the policy asks for."""
-
-    @property
-    def backend(self) -> str: ...
-
-    @property
-    def policy(self) -> SandboxPolicy: ...
-
-    def prepare(self, argv: list[str], *, cwd: Path, env: dict[str, str]) -> PreparedCommand: ...
-
-    def describe(self) -> dict[str, Any]: ...
-
-    def close(self) -> None:
-        """End of run: remove what the sandbox kept across commands (bwrap's private /tmp).
-        Called once, after the last command; idempotent."""
-        ...
 
 
 class EventSink(Protocol):

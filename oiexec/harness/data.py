@@ -15,11 +15,12 @@ from typing import Any
 
 from pydantic import ValidationError
 
-import oiexec
 from oiexec.core.errors import ConfigError
 from oiexec.harness.spec import HarnessSpec, merge_manifests
 
-_PACKAGE_DIR = Path(oiexec.__file__).resolve().parent
+#: The `oiexec` package's directory (this module's grandparent): named without importing the
+#: package root, which re-exports the API from the top of the layers.
+_PACKAGE_DIR = Path(__file__).resolve().parents[1]
 
 __all__ = [
     "data_dir",

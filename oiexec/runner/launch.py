@@ -270,13 +270,12 @@ def _import_path() -> list[str]:
     """The zygote's `sys.path`: this package's own root first (where the caller imported it
     from), then the caller's absolute entries except its working directory, which Python
     put there for `-c`, `-m` or a prompt and where a run may have planted modules."""
-    import oiexec
-
     try:
         cwd: str | None = os.getcwd()
     except OSError:
         cwd = None
-    root = os.path.dirname(os.path.dirname(os.path.abspath(oiexec.__file__)))
+    # Two levels above this package's directory (oiexec/runner/ -> oiexec/ -> its root).
+    root = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
     paths = [root]
     for entry in sys.path:
         if entry and os.path.isabs(entry) and entry != cwd and entry not in paths:

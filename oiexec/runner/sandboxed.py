@@ -20,12 +20,12 @@ from oiexec.core.errors import OiexecError, SandboxUnavailable
 from oiexec.core.policy import (
     BackendChoice,
     RequireChoice,
+    Sandbox,
     SandboxLimits,
     SandboxMode,
     SandboxPolicy,
     resolve_require,
 )
-from oiexec.core.protocols import Sandbox
 from oiexec.runner.sandboxing import command_env
 from oiexec.sandbox import get_sandbox
 from oiexec.sandbox.selfguard import protect_runner

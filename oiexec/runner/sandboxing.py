@@ -16,12 +16,12 @@ from oiexec.config.settings import Settings
 from oiexec.core.errors import SandboxUnavailable
 from oiexec.core.policy import (
     PreparedCommand,
+    Sandbox,
     SandboxLimits,
     SandboxMode,
     SandboxPolicy,
     resolve_require,
 )
-from oiexec.core.protocols import Sandbox
 from oiexec.core.redact import register_secret
 from oiexec.runner.request import ExecRequest
 from oiexec.tools.shell_env import CommandEnv, HiddenInstall, build_command_env
@@ -62,7 +62,8 @@ def run_policy(config: LoadedConfig, request: ExecRequest, *, trusted: bool) -> 
     policy = build_policy(config.settings, request, trusted=trusted)
     return apply_profile(
         policy,
-        config.settings,
+        config.settings.default_permissions,
+        config.settings.permissions,
         sandbox_mode_origin=_sandbox_mode_origin(config, request),
         bypass=request.dangerously_bypass,
         environ=os.environ,

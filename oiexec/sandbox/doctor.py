@@ -7,8 +7,7 @@ import subprocess
 from typing import Any
 
 from oiexec.core.errors import SandboxUnavailable
-from oiexec.core.policy import SandboxPolicy
-from oiexec.core.protocols import Sandbox
+from oiexec.core.policy import Sandbox, SandboxPolicy
 from oiexec.sandbox.select import decide_for, get_sandbox
 
 

@@ -7,9 +7,9 @@ from functools import cache
 from pathlib import Path
 from typing import Any
 
-import oiexec
-
-_PACKAGE_DIR = Path(oiexec.__file__).resolve().parent
+#: The `oiexec` package's directory (this module's grandparent): named without importing the
+#: package root, which re-exports the API from the top of the layers.
+_PACKAGE_DIR = Path(__file__).resolve().parents[1]
 
 
 def profiles_dir() -> Path:

@@ -7,8 +7,7 @@ from typing import Any
 
 from oiexec.core import rundirs
 from oiexec.core.errors import SandboxUnavailable
-from oiexec.core.policy import PreparedCommand, SandboxPolicy
-from oiexec.core.protocols import Sandbox
+from oiexec.core.policy import PreparedCommand, Sandbox, SandboxPolicy
 from oiexec.sandbox import hooks
 from oiexec.sandbox.diagnosis import Decision, decide
 from oiexec.sandbox.nosandbox import NoSandbox
