@@ -143,6 +143,7 @@ def _execute(
     from oiexec.cli.failure_line import json_failure
     from oiexec.cli.prompt import PromptSource
     from oiexec.cli.request import report_paths
+    from oiexec.runner.ci_report import ci_reporting
     from oiexec.runner.exec import run_exec
     from oiexec.runner.failure_reports import reports_on_failure
     from oiexec.runner.signals import interrupt_signals
@@ -153,15 +154,21 @@ def _execute(
     name = prompt if prompt and prompt != "-" else "exec"
     # With --json, a failure before the run starts its stream still ends it (turn.failed).
     with json_failure(params) as failure:
+        paths = report_paths(params)
         reporting = reports_on_failure(
-            report_paths(params), kind="exec", name=name, model=params.get("model") or ""
+            paths, kind="exec", name=name, model=params.get("model") or ""
         )
-        with interrupt_signals(), reporting as reports:
+        # In GitHub Actions: `::error` and the step summary on every exit from here on.
+        with ci_reporting(paths) as ci, interrupt_signals(), reporting as reports:
             if check is not None:
                 check()
             source.check()
             request = build_request(params, "", **extra)
             result = run_exec(
-                request, prompt=source.read, reports=reports, processor=failure.processor()
+                request,
+                prompt=source.read,
+                reports=reports,
+                processor=failure.processor(),
+                ci=ci,
             )
     ctx.exit(int(result.exit_code))

@@ -177,6 +177,8 @@ class RunSummary:
     changed_files: Sequence[str] | None = None
     #: (flag, path) of each report the run wrote.
     reports: Sequence[tuple[str, str]] = ()
+    #: What else a reader must know (the writes a read-only sandbox refused).
+    notes: Sequence[str] = ()
 
 
 def spent_since(start: Usage, end: Usage) -> Usage:
@@ -225,6 +227,8 @@ def render_summary(summary: RunSummary) -> str:
         rows.append(("Session", _code(summary.thread_id)))
     if summary.changed_files is not None:
         rows.append(("Changed files", _files(summary.changed_files)))
+    if summary.notes:
+        rows.append(("Note", "<br>".join(_cell(note) for note in summary.notes)))
     if summary.reports:
         listed = (f"{_cell(flag)} {_code(path)}" for flag, path in summary.reports)
         rows.append(("Reports", "<br>".join(listed)))

@@ -16,6 +16,7 @@ from oiexec.core.errors import ExitCode, Interrupted, OiexecError
 from oiexec.core.events import ModelPrice, Usage
 from oiexec.core.redact import redact
 from oiexec.output.ci import CiReporter, RunSummary, priced, spent_since
+from oiexec.runner.changes import refused_writes_warning
 from oiexec.runner.reports import ReportPaths, junit_status, stderr_warning
 from oiexec.runner.request import ExecRequest
 from oiexec.runner.result import RunResult
@@ -99,4 +100,6 @@ def exec_summary(
         thread_id=result.thread_id,
         changed_files=None if baseline is None else baseline.changed,
         reports=[(flag, str(path)) for flag, path in reports if path is not None],
+        # A read-only run asked to change code must not read as one that did.
+        notes=[refused_writes_warning(result.refused_writes)] if result.refused_writes else [],
     )

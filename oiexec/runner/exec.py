@@ -72,6 +72,7 @@ from oiexec.runner.signals import deadline_alarm
 if TYPE_CHECKING:
     from oiexec.agent.loop import AgentLoop
     from oiexec.core.context import ToolContext
+    from oiexec.output.ci import CiReporter
     from oiexec.output.diff import Baseline
     from oiexec.output.runlog import RunLogSink
     from oiexec.runner.extras import Extras
@@ -86,6 +87,7 @@ def run_exec(
     prompt: Callable[[], str] | None = None,
     processor: EventProcessor | None = None,
     reports: ReportFiles | None = None,
+    ci: CiReporter | None = None,
 ) -> RunResult:
     """Runs one exec invocation end to end and returns its outcome (never raises after
     `thread.started`).
@@ -94,7 +96,8 @@ def run_exec(
     without it has passed; otherwise `request.prompt` is the prompt. `processor`, when given,
     is shown the run instead of stdout/stderr (the Python API's pipe to its caller).
     `reports` are the report files the caller opened; without them the request's are opened
-    here, first (a report's place is fixed before the model runs: runner/reports).
+    here, first (a report's place is fixed before the model runs: runner/reports). `ci`, in
+    GitHub Actions, is told how the run ended (runner/ci_report).
     """
     warnings = StartupWarnings()
     with contextlib.ExitStack() as stack:
@@ -131,7 +134,7 @@ def run_exec(
                     show_reasoning=not prepared.config.settings.hide_agent_reasoning,
                 )
             )
-        return _Run(prepared, session, processor, stack, warnings, reports).execute()
+        return _Run(prepared, session, processor, stack, warnings, reports, ci).execute()
 
 
 class _Run:
@@ -145,9 +148,11 @@ class _Run:
         stack: contextlib.ExitStack,
         warnings: StartupWarnings,
         reports: ReportFiles,
+        ci: CiReporter | None = None,
     ) -> None:
         self.p = prepared
         self.reports = reports
+        self.ci = ci
         self.request = prepared.request
         self.session = session
         self.store = session.store
@@ -257,6 +262,7 @@ class _Run:
             model=self.p.config.settings.model,
             warn=self.warn,
         )
+        self._ci_report(baseline)
         if self.result.final_message is not None and self._ok():
             self.processor.final_output(self.result.final_message)
         self._notify()
@@ -276,6 +282,22 @@ class _Run:
             self.warn(refused_writes_warning(count))
             if self.runlog is not None:
                 self.runlog.note("sandbox.refused_writes", count=count)
+
+    def _ci_report(self, baseline: Baseline | None) -> None:
+        """GitHub Actions: `::error` on failure and the step summary, after the reports (the
+        summary lists them, and the changed files of the diff they computed)."""
+        if self.ci is None:
+            return
+        from oiexec.runner.ci_report import exec_summary
+
+        summary = exec_summary(
+            self.result,
+            self.request,
+            start=self.session.usage,
+            price=self.p.facts.price,
+            baseline=baseline,
+        )
+        self.ci.finish(summary)
 
     def _notify(self) -> None:
         """`notify`, after a completed turn only (as Codex); it never changes the outcome."""
