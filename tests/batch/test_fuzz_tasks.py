@@ -226,6 +226,8 @@ def _check_tasks(tasks: list[Task]) -> None:
             if isinstance(value, str):
                 value.encode("utf-8")  # no lone surrogate
                 assert "\x00" not in value
+            elif isinstance(value, bool):  # require_change
+                assert key == "require_change"
             elif isinstance(value, int | float):  # as exec's --max-turns and --timeout take
                 assert (COUNT if key == "max_turns" else SECONDS).problem(value) is None
         assert task.prompt.strip()

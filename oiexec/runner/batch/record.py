@@ -44,6 +44,11 @@ STATUSES = (
     "limit",
     "timeout",
     "check_failed",
+    # Exit 11: `require_change` (or `--require-change`) and the task changed no file.
+    "no_change",
+    # Exit 0, but the read-only sandbox refused the task's writes: what was asked could not
+    # be done (`refused_writes` counts them), so it is not a success.
+    "write_refused",
     "sandbox",
     "interrupted",
     "not_run",
@@ -60,6 +65,7 @@ _BY_EXIT = {
     ExitCode.TIMEOUT: "timeout",
     ExitCode.SANDBOX_UNAVAILABLE: "sandbox",
     ExitCode.CHECK_FAILED: "check_failed",
+    ExitCode.NO_CHANGE: "no_change",
     ExitCode.INTERRUPTED: "interrupted",
     ExitCode.TERMINATED: "interrupted",
 }
@@ -104,6 +110,9 @@ class TaskRecord:
     session_id: str | None = None
     #: How many times the task was run (1 + each --retry-failed resume).
     attempts: int = 0
+    #: Writes the read-only sandbox refused in its last run (its JUnit report's
+    #: `sandbox_refused_writes`); with exit 0 they make the status `write_refused`.
+    refused_writes: int = 0
     #: Kept workspace of a task that did not succeed (relative to DIR), for --retry-failed.
     worktree: str | None = None
     paths: dict[str, str] = field(default_factory=dict)
@@ -160,6 +169,8 @@ def checked_record(data: Any) -> TaskRecord:
         raise ValueError(problem)
     if record.status not in STATUSES:
         raise ValueError(f"unknown status {record.status[:60]!r}")
+    if record.refused_writes < 0:
+        raise ValueError(f"refused_writes: must be 0 or more, not {record.refused_writes}")
     problem = _DURATION.problem(record.duration_s)
     if problem is not None:
         raise ValueError(f"duration_s: {problem}")

@@ -13,10 +13,13 @@ summary.json (field names are stable):
                 "duration_s": sum of the tasks' durations},
      "tasks": [{"index", "id", "status", "exit_code", "message", "turns",
                 "tokens": {"input", "cached_input", "output", "reasoning"},
-                "duration_s", "session_id", "attempts", "worktree",
+                "duration_s", "session_id", "attempts", "refused_writes", "worktree",
                 "paths": {"events", "diff", "last_message", "junit"}}, ...]}
 
-Paths are relative to the output directory.
+Paths are relative to the output directory. Every status but `success` is a failure in
+junit.xml (`interrupted` and `not_run` are skipped): `no_change` (exit 11, the task's
+`require_change` and an empty diff) and `write_refused` (exit 0, but the read-only sandbox
+refused `refused_writes` writes) are tasks that did not do what was asked.
 """
 
 from __future__ import annotations
@@ -139,6 +142,8 @@ def _case_out(record: TaskRecord) -> str:
         f"session: {record.session_id}",
         f"turns: {record.turns}, attempts: {record.attempts}",
     ]
+    if record.refused_writes:
+        lines.append(f"writes refused by the sandbox: {record.refused_writes}")
     lines += [f"{key}: {path}" for key, path in record.paths.items()]
     if record.worktree:
         lines.append(f"worktree (kept): {record.worktree}")

@@ -37,6 +37,7 @@ from oiexec.runner.batch.record import (
 )
 from oiexec.runner.batch.tasks import Task
 from oiexec.runner.batch.workspace import WORKTREE_DIR, Source, full_diff, prepare, release
+from oiexec.runner.changes import refused_writes_warning
 
 __all__ = ["PATHS", "BatchContext", "Children", "run_child", "run_task"]
 
@@ -178,6 +179,10 @@ def run_task(
         record.message = f"killed by signal {-code}"
     else:
         record.exit_code, record.status = code, status_for_exit(code)
+    if record.status == "success" and record.refused_writes:
+        # The model said it was done, but nothing it wrote got through: not a success.
+        record.status = "write_refused"
+        record.message = refused_writes_warning(record.refused_writes)
     if record.status == "success":
         record.message = None
     if record.status == "interrupted" or (
@@ -230,6 +235,8 @@ def _argv(
         argv += ["--timeout", repr(task.timeout)]
     if task.check is not None:
         argv += ["--check", task.check]
+    if task.require_change is not None:  # after the batch's options: the task's key wins
+        argv.append("--require-change" if task.require_change else "--no-require-change")
     if session_id is not None:
         argv.append(session_id)
     argv.append("-")
@@ -362,6 +369,8 @@ def _read_junit(out: Path, path: Path, record: TaskRecord, earlier_turns: int) -
             return 0
 
     record.turns = earlier_turns + number("model_turns")
+    # This run's own: a resumed task whose last run wrote is not refused by an earlier one.
+    record.refused_writes = max(0, number("sandbox_refused_writes"))
     if not any(vars(record.tokens).values()):
         record.tokens = Tokens(
             input=number("input_tokens"),

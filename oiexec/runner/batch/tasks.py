@@ -50,6 +50,8 @@ _KEY_TYPES: dict[str, tuple[tuple[type, ...], str]] = {
     "max_turns": ((int,), "a positive integer"),
     "timeout": ((int, float), "a positive number of seconds"),
     "profile": ((str,), "a string"),
+    # `--require-change` for this task (true), or not even when the batch gives it (false).
+    "require_change": ((bool,), "true or false"),
 }
 KNOWN_KEYS: tuple[str, ...] = tuple(_KEY_TYPES)
 
@@ -90,6 +92,7 @@ class Task:
     max_turns: int | None = None
     timeout: float | None = None
     profile: str | None = None
+    require_change: bool | None = None
 
     def canonical(self) -> dict[str, Any]:
         """The task's keys as given (position excluded), for the input hash."""
@@ -253,7 +256,8 @@ def _validate(index: int, data: Any) -> tuple[Task | None, list[str]]:
         if key not in data or data[key] is None:
             continue
         value = data[key]
-        if isinstance(value, bool) or not isinstance(value, types):
+        # A JSON boolean is a Python int: only the keys that take booleans accept one.
+        if not isinstance(value, types) or (isinstance(value, bool) and bool not in types):
             errors.append(f"`{key}` must be {description}, not {_kind(value)}")
             continue
         if isinstance(value, str):
