@@ -31,7 +31,7 @@ __all__ = ["ci_reporting", "exec_summary"]
 def ci_reporting(paths: ReportPaths, command: str = "exec") -> Iterator[CiReporter | None]:
     """The run's CI reporter (None outside GitHub Actions), its step summary opened now; when
     the body raises before the run reported, the `::error` line and a short summary (outcome,
-    exit code, reason, the failure reports) say why, and the error goes on to the CLI."""
+    exit code, reason) say why, and the error goes on to the CLI."""
     ci = CiReporter.open(stderr_warning, untrusted=paths.untrusted)
     if ci is None:
         yield None
@@ -42,17 +42,9 @@ def ci_reporting(paths: ReportPaths, command: str = "exec") -> Iterator[CiReport
         failure = _failure_of(exc)
         if failure is not None:
             reason, code = failure
-            # What runner/failure_reports leaves on such an exit: JUnit and an empty patch.
-            written = [("--junit", paths.junit), ("--diff", paths.diff)]
-            ci.finish(
-                RunSummary(
-                    command=command,
-                    outcome=junit_status(code),
-                    exit_code=code,
-                    reason=reason,
-                    reports=[(flag, str(path)) for flag, path in written if path is not None],
-                )
-            )
+            # No report list: the error may be that one of them cannot be written.
+            summary = RunSummary(command, junit_status(code), code, reason=reason)
+            ci.finish(summary)
         raise
     finally:
         ci.close()
