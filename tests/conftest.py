@@ -17,8 +17,7 @@ from hypothesis import settings
 
 from oiexec.core.context import ItemEmitter, ToolContext
 from oiexec.core.events import ThreadEvent
-from oiexec.core.policy import SandboxMode, SandboxPolicy
-from oiexec.core.protocols import Sandbox
+from oiexec.core.policy import Sandbox, SandboxMode, SandboxPolicy
 from oiexec.sandbox.nosandbox import NoSandbox
 from tests.support.model_server import ModelServer, model_server  # noqa: F401
 
