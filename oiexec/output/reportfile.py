@@ -421,8 +421,8 @@ def _open_dir(label: str, given: Path, directory: Path) -> tuple[int, str]:
         os.makedirs(directory, exist_ok=True)
         fd = os.open(directory, _DIR_FLAGS)
     except OSError as exc:
-        why = f"cannot create or open its directory {directory}: {exc.strerror or exc}"
-        raise _refused(label, given, why_not(exc, directory, why)) from None
+        why = f"cannot create or open its directory {directory}: {why_not(exc, directory)}"
+        raise _refused(label, given, why) from None
     return fd, _fd_path(fd, directory)
 
 

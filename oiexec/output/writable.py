@@ -64,13 +64,13 @@ def cannot_write(dirfd: int, directory: str, name: str = "", *, append: bool = F
     return _sticky_refusal(dirfd, directory, name, info)
 
 
-def why_not(exc: OSError, full: Path, said: str = "") -> str:
-    """Why `full` cannot be opened, from `exc` (`said`, else its own words); for ENOTDIR or
-    EEXIST, the file that stands where a directory should (`--junit report.xml/junit.xml`)."""
+def why_not(exc: OSError, full: Path) -> str:
+    """Why `full` cannot be opened, from `exc`; for ENOTDIR or EEXIST, the file that stands
+    where a directory should (`--junit report.xml/junit.xml`)."""
     blocker = blocking_file(full) if exc.errno in (errno.ENOTDIR, errno.EEXIST) else None
     if blocker is not None:
         return f"{blocker} is a file, not a directory, so nothing can be written beneath it"
-    return said or exc.strerror or str(exc)
+    return exc.strerror or str(exc)
 
 
 def blocking_file(path: Path) -> Path | None:
