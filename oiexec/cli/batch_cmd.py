@@ -10,11 +10,15 @@ written.
 from __future__ import annotations
 
 import os
-from typing import Any
+import sys
+from typing import TYPE_CHECKING, Any
 
 import click
 
 from oiexec.cli.options import COUNT_PARAM, exec_options
+
+if TYPE_CHECKING:
+    from oiexec.runner.batch.progress import Events
 
 _RUN = "run"
 
@@ -77,8 +81,10 @@ def batch_group() -> None:
 @click.option(
     "--shard",
     metavar="I/N",
-    help="Run slice I of N (0-based: tasks I, I+N, ...). Default: JOB_COMPLETION_INDEX/"
-    "JOB_COMPLETIONS when set, else every task.",
+    help="Run slice I of N, numbered from 1 as in Jest and Playwright (1/4 ... 4/4): the "
+    "tasks at positions I, I+N, I+2N, ... of TASKS. Default: GitLab's CI_NODE_INDEX/"
+    "CI_NODE_TOTAL or a Kubernetes Indexed Job's JOB_COMPLETION_INDEX/JOB_COMPLETIONS when "
+    "set, else every task.",
 )
 @click.option(
     "--retry-failed",
@@ -108,12 +114,37 @@ def run_command(
     summary.json, junit.xml or shard.json. The exec options below apply to every task; they are
     also the ceiling of its sandbox: a task's `sandbox` or `profile` may only tighten it.
     """
+    from oiexec.core.errors import OiexecError
+    from oiexec.runner.batch.progress import Events
+
+    json_mode = params.get("json_mode") or params.get("experimental_json")
+    events = Events(sys.stdout if json_mode else None)
+    try:
+        code = _run(ctx, tasks_file, out_dir, jobs, shard, retry_failed, name, params, events)
+    except OiexecError as exc:
+        # With --json a program reading stdout alone learns why the batch never started.
+        events.failed(exc.message, int(exc.exit_code))
+        raise
+    ctx.exit(code)
+
+
+def _run(
+    ctx: click.Context,
+    tasks_file: str,
+    out_dir: str,
+    jobs: int | None,
+    shard: str | None,
+    retry_failed: bool,
+    name: str | None,
+    params: dict[str, Any],
+    events: Events,
+) -> int:
     from pathlib import Path
 
     from oiexec.cli.request import build_request
     from oiexec.core.errors import UsageError
     from oiexec.runner.batch.ceiling import Ceiling
-    from oiexec.runner.batch.plan import parse_shard, shard_from_env
+    from oiexec.runner.batch.plan import ShardChoice, parse_shard, shard_from_env
     from oiexec.runner.batch.pool import BatchOptions, run_batch
 
     given = [key for key in _PER_TASK if _given(ctx, key)]
@@ -125,18 +156,21 @@ def run_command(
     tasks_path = Path(tasks_file)
     # The sandbox these options give is the most any task may have (see runner.batch.ceiling).
     ceiling = Ceiling(build_request(params, ""))
+    # The flag wins over the CI's variables (which a job may set for other reasons).
+    choice = ShardChoice(parse_shard(shard), "--shard") if shard is not None else shard_from_env()
     options = BatchOptions(
         tasks_file=tasks_path,
         out=Path(out_dir),
         name=name or tasks_path.stem,
         jobs=jobs or os.cpu_count() or 1,
-        shard=parse_shard(shard) if shard is not None else shard_from_env(),
+        shard=choice.shard,
+        shard_source=choice.source,
         retry_failed=retry_failed,
         exec_options=_exec_argv(ctx),
         timeout_s=params.get("timeout_s"),
         limit=ceiling.problems,
     )
-    ctx.exit(run_batch(options))
+    return run_batch(options, events=events)
 
 
 @batch_group.command("merge")

@@ -1,5 +1,5 @@
-"""Shards: `--shard I/N` and Kubernetes' JOB_COMPLETION_INDEX pick deterministic slices, and
-`batch merge` of the shards writes what one run over all tasks writes."""
+"""Shards: `--shard I/N` (1-based) and Kubernetes' JOB_COMPLETION_INDEX pick deterministic
+slices, and `batch merge` of the shards writes what one run over all tasks writes."""
 
 from __future__ import annotations
 
@@ -43,7 +43,7 @@ def test_two_shards_merged_equal_one_run(
     )
     _script(model_server, runs=2)
 
-    first = run_batch(model_server, tasks, tmp_path / "s0", "--shard", "0/2", cwd=tmp_path)
+    first = run_batch(model_server, tasks, tmp_path / "s0", "--shard", "1/2", cwd=tmp_path)
     # The second shard as a Kubernetes Indexed Job pod sees it.
     second = run_batch(
         model_server,
@@ -55,7 +55,8 @@ def test_two_shards_merged_equal_one_run(
     assert (first.returncode, second.returncode) == (0, 0), first.stderr + second.stderr
     assert list(statuses(tmp_path / "s0")) == ["t0", "t2", "t4"]
     assert list(statuses(tmp_path / "s1")) == ["t1", "t3"]
-    assert json.loads((tmp_path / "s1" / "shard.json").read_text())["shard"] == "1/2"
+    assert json.loads((tmp_path / "s1" / "shard.json").read_text())["shard"] == "2/2"
+    assert "batch: shard 2/2 (from JOB_COMPLETION_INDEX/JOB_COMPLETIONS)" in second.stderr
 
     merged = run_cli(
         [
@@ -103,7 +104,11 @@ def test_merge_rejects_overlapping_shards_and_bad_shard_specs(
     assert twice.returncode == 2
     assert "task 't0' is in both" in twice.stderr
 
-    for spec, message in (("2/2", "out of range"), ("x", "must look like I/N")):
+    for spec, message in (
+        ("3/2", "out of range"),
+        ("0/2", "shards are numbered from 1, as in Jest and Playwright: --shard 1/2 ... 2/2"),
+        ("x", "must look like I/N"),
+    ):
         bad = run_batch(model_server, tasks, tmp_path / "b", "--shard", spec, cwd=repo)
         assert bad.returncode == 2 and message in bad.stderr, bad.stderr
     orphan = run_batch(
@@ -123,7 +128,7 @@ def test_merge_without_a_shard_reports_its_tasks_missing(
         [{"id": i, "prompt": f"do [task:{i}]", "repo": str(repo)} for i in _IDS],
     )
     _script(model_server, runs=1)
-    shard = run_batch(model_server, tasks, tmp_path / "s0", "--shard", "0/2", cwd=tmp_path)
+    shard = run_batch(model_server, tasks, tmp_path / "s0", "--shard", "1/2", cwd=tmp_path)
     assert shard.returncode == 0, shard.stderr
 
     merged = run_cli(

@@ -201,7 +201,7 @@ def test_a_worktree_swapped_for_a_link_is_never_a_tasks_workspace(
 
 @pytest.mark.parametrize(
     "text",
-    ["0/" + "9" * 5000, "1/0", "4/4", "-1/4", "a/b", "0/4/1", "\u0660/\u0664", ""],
+    ["1/" + "9" * 5000, "1/0", "5/4", "-1/4", "a/b", "0/4/1", "\u0660/\u0664", ""],
     ids=["5000 digits", "no shards", "index past", "negative", "words", "three", "arabic", "empty"],
 )
 def test_a_shard_that_is_not_i_of_n_is_a_usage_error(text: str) -> None:

@@ -84,7 +84,7 @@ def test_github_nightly_batch_runs_each_matrix_shard_then_merges(machine: Machin
     assert_batch_complete(merge_dir / merged_upload["with"]["path"], machine)
 
 
-def test_gitlab_parallel_batch_converts_the_1_based_node_index_then_merges(
+def test_gitlab_parallel_batch_takes_its_shard_from_the_node_index_then_merges(
     machine: Machine,
 ) -> None:
     """gitlab-ci.yml: `parallel: N` jobs with CI_NODE_INDEX 1..N, each in its own checkout

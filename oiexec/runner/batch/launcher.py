@@ -32,12 +32,36 @@ class TaskProcess:
     def __init__(self, child: Child) -> None:
         self._child = child
         self.pid: int = child.pid
+        self._ended = False
 
     def wait(self, timeout: float) -> int | None:
         """The exit status (negative: killed by that signal), or None if still running
         after `timeout` seconds. `LaunchError` once the task has ended if the zygote died
         while it ran (its status is unknown)."""
-        return self._child.wait(timeout)
+        try:
+            code = self._child.wait(timeout)
+        except LaunchError:
+            self._ended = True
+            raise
+        self._ended = code is not None
+        return code
+
+    def signal(self, signum: int) -> None:
+        """Sends `signum` to the task's process group: the task and everything it started.
+
+        The pid is known as soon as the zygote has forked, before the child has made its own
+        session (its first step): a signal sent then finds no such group, and was lost, so a
+        batch interrupted while its tasks were being started left them running. Such a child
+        gets the signal itself; it has started nothing yet. Never once it has ended: its pid
+        may be another process's by then."""
+        try:
+            os.killpg(self.pid, signum)
+        except ProcessLookupError:
+            if not self._ended:
+                with contextlib.suppress(ProcessLookupError, PermissionError):
+                    os.kill(self.pid, signum)
+        except PermissionError:
+            pass
 
 
 class Launcher:

@@ -1,10 +1,16 @@
 """The batch run: plan every task, run the ones that need it `--jobs` at a time, and write
 the reports, also when SIGINT/SIGTERM stops it half-way.
 
-On the first SIGINT/SIGTERM no further task starts, each running child gets SIGTERM (exec
-ends it as an interrupt: exit 143, session closed), and whatever still runs after
-`STOP_GRACE_S` is killed. Finished tasks keep their records; the rest are `interrupted` or
-`not_run` in the reports, and a rerun with the same --out starts them again.
+On the first SIGINT/SIGTERM no further task starts: a task whose workspace is being made
+when it comes is not started at all, a task being started gets SIGTERM as it starts, each
+running task gets SIGTERM (exec ends it as an interrupt: exit 143, its commands killed, its
+session closed), and only a task still running `STOP_GRACE_S` later is killed. Finished tasks
+keep their records; the rest are `interrupted` or `not_run` in the reports, and a rerun with
+the same --out starts them again. A signal during start-up (tasks file, repositories) ends
+the batch at once, with nothing written.
+
+The signal handler only takes note (`_Stop`): the main thread's loop does the signalling and
+the printing, so the handler never waits on a lock the interrupted main thread holds.
 """
 
 from __future__ import annotations
@@ -13,6 +19,7 @@ import json
 import os
 import signal
 import sys
+import threading
 import time
 from collections.abc import Callable, Iterator, Sequence
 from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
@@ -26,7 +33,7 @@ from oiexec.core.errors import ExitCode, UsageError
 from oiexec.git import GitError
 from oiexec.runner.batch.layout import SHARD_FILE, open_out, write_first
 from oiexec.runner.batch.plan import Action, Shard, decide, input_hash, select
-from oiexec.runner.batch.progress import Progress
+from oiexec.runner.batch.progress import Events, Progress
 from oiexec.runner.batch.record import RECORD_FILE, TaskRecord, read_record
 from oiexec.runner.batch.report import batch_exit_code, print_table, write_reports
 from oiexec.runner.batch.task_run import PATHS, BatchContext, Children, run_task
@@ -36,6 +43,8 @@ from oiexec.runner.batch.workspace import Source, resolve_source
 __all__ = ["SHARD_FILE", "BatchOptions", "run_batch"]
 
 STOP_GRACE_S = 10.0
+#: How often the main thread looks at the running tasks and at a signal taken.
+_TICK_S = 0.1
 
 
 @dataclass
@@ -54,36 +63,126 @@ class BatchOptions:
     limit: Callable[[Task], list[str]] | None = None
     cwd: Path = field(default_factory=Path.cwd)
     stop_grace_s: float = STOP_GRACE_S
+    #: Where `shard` came from (`--shard`, `CI_NODE_INDEX/CI_NODE_TOTAL`, ...), said on stderr.
+    shard_source: str | None = None
 
 
-def run_batch(options: BatchOptions, stream: TextIO = sys.stderr) -> int:
+class _StoppedEarly(BaseException):
+    """Raised from the signal handler while the batch is still starting up."""
+
+
+@dataclass
+class _Stop:
+    """What the signal handler saw; acted on by the main thread (`_Stop.act`)."""
+
+    children: Children
+    #: While True a signal raises `_StoppedEarly`: nothing runs yet, nothing to wait for.
+    early: bool = True
+    since: float | None = None
+    signals: int = 0
+    name: str = "SIGINT"
+    #: (tasks under way, tasks not begun): read by the handler without a lock (len() of a
+    #: set is atomic), so the note counts the tasks as they were when the signal came.
+    tally: Callable[[], tuple[int, int]] = lambda: (0, 0)
+    counted: tuple[int, int] = (0, 0)
+    _acted: int = 0
+    _killed: bool = False
+
+    def on_signal(self, signum: int, _frame: FrameType | None) -> None:
+        self.signals += 1
+        if self.since is None:
+            self.since = time.monotonic()
+            self.name = signal.Signals(signum).name
+            self.counted = self.tally()
+            # Event.set takes a lock only waiting threads use; the main thread never waits on it.
+            self.children.stopping.set()
+        if self.early:
+            raise _StoppedEarly
+
+    def act(self, progress: Progress, grace_s: float) -> None:
+        """In the main thread: what the signals taken since the last call ask for."""
+        if self.since is None:
+            return
+        if self._acted == 0:
+            self.children.signal_all(signal.SIGTERM)
+            under_way, queued = self.counted
+            progress.note(
+                f"{self.name}: stopping the batch; {under_way} task(s) under way asked to end, "
+                f"{queued} not started"
+            )
+        elif self.signals > self._acted and not self._killed:
+            progress.note(f"{self.name} again: killing the tasks still running")
+        insist = self.signals > 1
+        if not self._killed and (insist or time.monotonic() - self.since > grace_s):
+            self._killed = True
+            self.children.signal_all(signal.SIGKILL)
+        elif self._killed:
+            # A task that was being started when the kill went out is killed as it appears.
+            self.children.signal_all(signal.SIGKILL)
+        self._acted = self.signals
+
+
+@contextmanager
+def _signals_noted(stop: _Stop) -> Iterator[_Stop]:
+    previous = {sig: signal.signal(sig, stop.on_signal) for sig in (signal.SIGINT, signal.SIGTERM)}
+    try:
+        yield stop
+    finally:
+        for sig, handler in previous.items():
+            signal.signal(sig, handler)
+
+
+def run_batch(
+    options: BatchOptions, stream: TextIO = sys.stderr, events: Events | None = None
+) -> int:
     """Runs the batch; returns its exit code (see `report.batch_exit_code`). A bad tasks file
-    or an unusable repository raises `UsageError` before anything runs."""
+    or an unusable repository raises `UsageError` before anything runs. `events`: the JSONL
+    progress stream of `batch --json` (progress.py)."""
+    events = events if events is not None else Events(None)
+    children = Children()
+    stop = _Stop(children)
+    try:
+        with _signals_noted(stop):
+            return _run(options, stream, events, stop)
+    except _StoppedEarly:
+        message = f"{stop.name}: the batch stopped while starting up; no task was started"
+        stream.write(f"batch: {message}\n")
+        stream.flush()
+        events.failed(message, int(ExitCode.INTERRUPTED))
+        return int(ExitCode.INTERRUPTED)
+
+
+def _run(options: BatchOptions, stream: TextIO, events: Events, stop: _Stop) -> int:
     # Absolute from here on: worktrees are added by git running in the task's repository, where
     # a relative `--out` would land inside the source checkout.
     options = replace(options, out=Path(os.path.abspath(options.cwd / options.out)))
     every = load_tasks(options.tasks_file, options.limit)
     tasks = select(every, options.shard)
+    if options.shard is not None:
+        source = options.shard_source or "--shard"
+        stream.write(
+            f"batch: shard {options.shard} (from {source}): {len(tasks)} of {len(every)} task(s)\n"
+        )
+        stream.flush()
     sources = _resolve_sources(tasks, options.cwd)
     out = options.out
     # Held from here on; a directory that cannot take the batch's files is a usage error now,
     # not an internal one after every task ran.
     held = open_out(out)
-    write_first(held, SHARD_FILE, _shard_file(options, tasks, every))
-
-    plan: list[tuple[Task, Action, TaskRecord | None, str]] = []
-    for task in tasks:
-        digest = input_hash(task, options.exec_options, sources[task.id].base)
-        previous = read_record(out, out / task.id / RECORD_FILE)
-        if previous is not None:
-            # Another task's record (copied or planted) is not this one's; and the file may
-            # have been reordered since: the record takes the task's position now.
-            previous = replace(previous, index=task.index) if previous.id == task.id else None
-        plan.append(
-            (task, decide(previous, digest, retry_failed=options.retry_failed), previous, digest)
-        )
-
-    children = Children()
+    try:
+        write_first(held, SHARD_FILE, _shard_file(options, tasks, every))
+        plan = _plan(options, tasks, sources)
+    except BaseException:
+        held.close()
+        raise
+    todo = [entry for entry in plan if entry[1] is not Action.SKIP]
+    lock = threading.Lock()
+    begun: set[str] = set()
+    under_way: set[str] = set()
+    stop.tally = lambda: (len(under_way), len(todo) - len(begun))
+    # From here on a signal is only noted: the reports are written whatever comes.
+    stop.early = False
+    children = stop.children
     ctx = BatchContext(
         out=out,
         options=options.exec_options,
@@ -91,9 +190,13 @@ def run_batch(options: BatchOptions, stream: TextIO = sys.stderr) -> int:
         children=children,
         opened=held,
     )
+    events.shard = None if options.shard is None else str(options.shard)
+    events.emit(
+        "batch.started", batch=options.name, out=str(out), shard=events.shard, tasks=len(plan)
+    )
     records: dict[str, TaskRecord] = {}
     skipped: set[str] = set()
-    with Progress(stream, len(plan), live=stream.isatty()) as progress:
+    with Progress(stream, len(plan), live=stream.isatty(), events=events) as progress:
         for task, action, previous, _digest in plan:
             if action is Action.SKIP and previous is not None:
                 records[task.id] = previous
@@ -103,9 +206,13 @@ def run_batch(options: BatchOptions, stream: TextIO = sys.stderr) -> int:
         def work(
             task: Task, action: Action, previous: TaskRecord | None, digest: str
         ) -> TaskRecord:
-            if children.stopping.is_set():
-                return _unfinished(task, "not_run")
+            with lock:
+                if children.stopping.is_set():
+                    return _unfinished(task, "not_run")
+                begun.add(task.id)
+                under_way.add(task.id)
             try:
+                progress.started(task.id, task.index, action.value)
                 return run_task(
                     task, sources[task.id], action, previous, digest, ctx, progress.note
                 )
@@ -113,25 +220,30 @@ def run_batch(options: BatchOptions, stream: TextIO = sys.stderr) -> int:
                 record = _unfinished(task, "failed")
                 record.message = f"internal error running the task: {type(exc).__name__}: {exc}"
                 return record
+            finally:
+                with lock:
+                    under_way.discard(task.id)
 
-        todo = [entry for entry in plan if entry[1] is not Action.SKIP]
-        with (
-            _stop_on_signals(children, progress) as stop,
-            ThreadPoolExecutor(
-                max_workers=max(1, options.jobs), thread_name_prefix="batch"
-            ) as pool,
-        ):
-            pending: set[Future[TaskRecord]] = {pool.submit(work, *entry) for entry in todo}
-            while pending:
-                done, pending = wait(pending, timeout=0.2, return_when=FIRST_COMPLETED)
+        pending: set[Future[TaskRecord]] = set()
+        with ThreadPoolExecutor(
+            max_workers=max(1, options.jobs), thread_name_prefix="batch"
+        ) as pool:
+            if not children.stopping.is_set():
+                pending = {pool.submit(work, *entry) for entry in todo}
+            while True:
+                stop.act(progress, options.stop_grace_s)
+                if not pending:
+                    break
+                done, pending = wait(pending, timeout=_TICK_S, return_when=FIRST_COMPLETED)
                 for future in done:
                     record = future.result()
                     records[record.id] = record
                     if record.status != "not_run":
                         progress.finished(record)
-                if stop.since is not None and time.monotonic() - stop.since > options.stop_grace_s:
-                    children.signal_all(signal.SIGKILL)
-    ordered = [records.get(task.id) or _unfinished(task, "not_run") for task in tasks]
+        ordered = [records.get(task.id) or _unfinished(task, "not_run") for task in tasks]
+        for record in ordered:
+            if record.status == "not_run":
+                progress.finished(record)
     code = batch_exit_code(ordered)
     try:
         write_reports(ctx.out_dir, options.name, ordered)
@@ -143,7 +255,25 @@ def run_batch(options: BatchOptions, stream: TextIO = sys.stderr) -> int:
     finally:
         ctx.out_dir.close()
     print_table(options.name, ordered, skipped, out, stream)
+    events.batch_completed(options.name, str(out), ordered, code)
     return code
+
+
+def _plan(
+    options: BatchOptions, tasks: Sequence[Task], sources: dict[str, Source]
+) -> list[tuple[Task, Action, TaskRecord | None, str]]:
+    plan: list[tuple[Task, Action, TaskRecord | None, str]] = []
+    for task in tasks:
+        digest = input_hash(task, options.exec_options, sources[task.id].base)
+        previous = read_record(options.out, options.out / task.id / RECORD_FILE)
+        if previous is not None:
+            # Another task's record (copied or planted) is not this one's; and the file may
+            # have been reordered since: the record takes the task's position now.
+            previous = replace(previous, index=task.index) if previous.id == task.id else None
+        plan.append(
+            (task, decide(previous, digest, retry_failed=options.retry_failed), previous, digest)
+        )
+    return plan
 
 
 def _resolve_sources(tasks: Sequence[Task], cwd: Path) -> dict[str, Source]:
@@ -186,32 +316,3 @@ def _shard_file(options: BatchOptions, tasks: Sequence[Task], every: Sequence[Ta
         "batch_tasks": [task.id for task in every],
     }
     return json.dumps(data, indent=2) + "\n"
-
-
-@dataclass
-class _Stop:
-    since: float | None = None
-
-
-@contextmanager
-def _stop_on_signals(children: Children, progress: Progress) -> Iterator[_Stop]:
-    """SIGINT/SIGTERM: stop starting tasks and ask the running ones to end; a second signal
-    kills them at once."""
-    stop = _Stop()
-
-    def on_signal(signum: int, _frame: FrameType | None) -> None:
-        if stop.since is not None:
-            children.signal_all(signal.SIGKILL)
-            return
-        stop.since = time.monotonic()
-        children.stopping.set()
-        count = children.signal_all(signal.SIGTERM)
-        name = signal.Signals(signum).name
-        progress.note(f"{name}: stopping the batch; {count} running task(s) asked to end")
-
-    previous = {sig: signal.signal(sig, on_signal) for sig in (signal.SIGINT, signal.SIGTERM)}
-    try:
-        yield stop
-    finally:
-        for sig, handler in previous.items():
-            signal.signal(sig, handler)

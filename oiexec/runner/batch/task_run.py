@@ -151,10 +151,16 @@ def run_task(
             cwd, base = prepare(source, task_dir)
             ctx.out_dir.write(f"{task.id}/.base", base + "\n")
     except GitError as exc:
+        if ctx.children.stopping.is_set():  # a terminal's Ctrl-C reaches git too: not a failure
+            return _stopped_before_start(record)
         record.message = f"could not prepare the workspace: {exc}"
         record.attempts += 1
         write_record(ctx.out_dir, record)
         return record
+    if ctx.children.stopping.is_set():
+        # Stopped while its workspace was made: not started now (a signal after this check
+        # reaches it as it starts, `Children.add`).
+        return _stopped_before_start(record)
     record.attempts += 1
     argv = _argv(task, ctx, cwd, task_dir, previous.session_id if resume and previous else None)
     prompt = _retry_prompt(task, previous) if resume and previous else task.prompt
@@ -304,8 +310,14 @@ def run_child(
 
 
 def _signal_group(proc: TaskProcess, signum: int) -> None:
-    with contextlib.suppress(ProcessLookupError, PermissionError):
-        os.killpg(proc.pid, signum)
+    proc.signal(signum)  # also a task so new its process group is not made yet
+
+
+def _stopped_before_start(record: TaskRecord) -> TaskRecord:
+    """Not written: a rerun with the same --out starts the task again."""
+    record.status = "not_run"
+    record.message = "the batch was stopped before this task started"
+    return record
 
 
 def _read_events(out: Path, path: Path, record: TaskRecord) -> None:
