@@ -70,6 +70,8 @@ def isolated_env(tmp_path_factory: pytest.TempPathFactory, monkeypatch: pytest.M
     monkeypatch.setenv("GIT_COMMITTER_EMAIL", "test@example.invalid")
     monkeypatch.setenv("GIT_CONFIG_NOSYSTEM", "1")
     monkeypatch.delenv("GITHUB_ACTIONS", raising=False)
+    # Inside GitLab CI the transcript would fold turns into sections (output/ci).
+    monkeypatch.delenv("GITLAB_CI", raising=False)
     return home
 
 
