@@ -72,6 +72,10 @@ def isolated_env(tmp_path_factory: pytest.TempPathFactory, monkeypatch: pytest.M
     monkeypatch.delenv("GITHUB_ACTIONS", raising=False)
     # Inside GitLab CI the transcript would fold turns into sections (output/ci).
     monkeypatch.delenv("GITLAB_CI", raising=False)
+    # A suite run in a GitLab `parallel:` job or a Kubernetes Indexed Job: `batch` would take
+    # its shard from these and run a slice of each test's tasks.
+    for name in ("CI_NODE_INDEX", "CI_NODE_TOTAL", "JOB_COMPLETION_INDEX", "JOB_COMPLETIONS"):
+        monkeypatch.delenv(name, raising=False)
     return home
 
 
