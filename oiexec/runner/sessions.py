@@ -18,7 +18,7 @@ from typing import Any
 from oiexec import __version__
 from oiexec.config.loader import LoadedConfig
 from oiexec.config.settings import Settings
-from oiexec.core.errors import ExitCode, SessionError, UsageError
+from oiexec.core.errors import ConfigError, ExitCode, SessionError, UsageError
 from oiexec.core.events import ThreadEvent, Usage
 from oiexec.core.policy import SandboxPolicy
 from oiexec.core.protocols import SessionStore
@@ -87,7 +87,6 @@ def continue_session(
     again with its settings as a layer.
     """
     from oiexec.config.loader import load_config
-    from oiexec.config.providers import resolve_provider
 
     if not (request.resume or request.fork_from):
         return request, config, None
@@ -96,12 +95,30 @@ def continue_session(
         return request, config, None
     request = restored_request(request, continued)
     config = load_config(request.config)
-    reselect = without_session_harness(
-        request, continued, config, resolve_provider(config.settings)[0]
-    )
+    reselect = without_session_harness(request, continued, config, _provider_id(config, request))
     if reselect is not None:
         request, config = reselect, load_config(reselect.config)
     return request, config, continued
+
+
+def _provider_id(config: LoadedConfig, request: ExecRequest) -> str:
+    """The provider the continued run uses. When it is the session's and is not configured
+    now (its first run defined it with `-c` flags), the error says which session wants it
+    and the two ways on."""
+    from oiexec.config.providers import resolve_provider
+
+    try:
+        return resolve_provider(config.settings)[0]
+    except ConfigError as exc:
+        if config.origins.get("model_provider") != request.config.session_origin:
+            raise
+        wanted = config.settings.model_provider
+        raise ConfigError(
+            f"the {request.config.session_origin} was made with model provider `{wanted}`, "
+            f"which is not configured now ({exc.message})",
+            hint=f"Define [model_providers.{wanted}] in config (or pass the -c flags its first "
+            "run had), or continue it with another provider: -c model_provider=ID.",
+        ) from exc
 
 
 # --- what it restores ---------------------------------------------------------------------

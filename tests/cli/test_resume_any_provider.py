@@ -52,3 +52,14 @@ def test_resume_last_takes_the_newest_session_of_any_provider(
     contexts = _turn_contexts(oi_home, thread_id)
     assert [c["model_provider"] for c in contexts] == ["beta", "beta", "alpha"]
     assert contexts[-1]["overrides"][0]["name"] == "provider"
+
+    # The session's provider is gone from config: the error names the session and the ways on.
+    (oi_home / "config.toml").write_text(
+        f'[model_providers.beta]\nname = "beta"\nbase_url = "{model_server.base_url}"\n'
+    )
+    requests = len(model_server.bodies)
+    gone = run_cli([*base, "resume", "--last", "again"], cwd=repo)
+    assert gone.returncode == 3, gone.stderr
+    assert f"the session {thread_id} was made with model provider `alpha`" in gone.stderr
+    assert "-c model_provider=ID" in gone.stderr and "Traceback" not in gone.stderr
+    assert len(model_server.bodies) == requests
