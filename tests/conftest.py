@@ -61,9 +61,11 @@ def isolated_env(tmp_path_factory: pytest.TempPathFactory, monkeypatch: pytest.M
     # The scripted model edits and re-runs within one second; a stale .pyc (same size, same
     # mtime second) would hide the fix.
     monkeypatch.setenv("PYTHONDONTWRITEBYTECODE", "1")
-    # Commands the model runs call `python`; with HOME moved, pyenv-style shims break, so the
-    # interpreter running the tests comes first.
-    monkeypatch.setenv("PATH", f"{Path(sys.executable).parent}{os.pathsep}{os.environ['PATH']}")
+    # Commands the model runs call `python`/`pytest`; with HOME moved, pyenv-style shims break,
+    # so the interpreter running the tests comes first. Not its bin directory: the runner hides
+    # its own virtualenv's bin from commands (they must get the project's python), so scripts
+    # that call this interpreter by path stand in for it, as a project's venv would.
+    monkeypatch.setenv("PATH", f"{_command_shims()}{os.pathsep}{os.environ['PATH']}")
     monkeypatch.setenv("GIT_AUTHOR_NAME", "Test")
     monkeypatch.setenv("GIT_AUTHOR_EMAIL", "test@example.invalid")
     monkeypatch.setenv("GIT_COMMITTER_NAME", "Test")
@@ -228,3 +230,29 @@ def tool_context() -> Iterator[MakeToolContext]:
     yield make
     for ctx in reversed(made):
         ctx.cleanup.close()
+
+
+def _command_shims() -> Path:
+    """`python`, `python3` and `pytest` scripts running the tests' interpreter, in a directory
+    beside the virtualenv's bin (inside its prefix but not a directory the runner hides, and
+    outside /tmp, which the sandbox replaces). Written once; concurrent workers write the
+    same bytes and rename them into place."""
+    if sys.prefix == sys.base_prefix:
+        return Path(sys.executable).parent  # not a virtualenv: the runner hides nothing
+    shims = Path(sys.prefix) / "oiexec-test-shims"
+    shims.mkdir(exist_ok=True)
+    scripts = {
+        "python": f'exec "{sys.executable}" "$@"\n',
+        "python3": f'exec "{sys.executable}" "$@"\n',
+        "pytest": f'exec "{sys.executable}" -m pytest "$@"\n',
+    }
+    for name, body in scripts.items():
+        target = shims / name
+        text = "#!/bin/sh\n" + body
+        if target.exists() and target.read_text() == text:
+            continue
+        staging = shims / f".{name}.{os.getpid()}"
+        staging.write_text(text)
+        staging.chmod(0o755)
+        staging.replace(target)
+    return shims
