@@ -105,7 +105,11 @@ def test_sigint_at_any_moment_ends_the_batch_and_every_task_promptly(
     if summary_file.exists():  # not when the signal came before the tasks were planned
         summary = json.loads(summary_file.read_text())
         assert summary["exit_code"] == 130
-        assert {t["status"] for t in summary["tasks"]} <= {"interrupted", "not_run"}, summary
+        outcomes = {t["id"]: (t["status"], t["exit_code"], t["message"]) for t in summary["tasks"]}
+        assert {status for status, _, _ in outcomes.values()} <= {"interrupted", "not_run"}, (
+            outcomes,
+            stderr,
+        )
         assert not any((out / i / "result.json").exists() for i in ids)  # a rerun runs them
     else:
         assert "stopped while starting up; no task was started" in stderr

@@ -4,6 +4,7 @@ task without the key writes, in each backend, as root and unprivileged."""
 
 from __future__ import annotations
 
+import json
 import subprocess
 from pathlib import Path
 
@@ -47,7 +48,13 @@ def test_a_tighter_task_runs_tightened(box: Box, model_server: ModelServer, back
         timeout=180,
         check=False,
     )
-    assert done.returncode == 0, done.stderr + _logs(out)
+    # The tightened task's write was refused: it did not do what it was asked, so it is not a
+    # success and the batch fails (issue 23), while the control succeeded.
+    assert done.returncode == 1, done.stderr + _logs(out)
+    statuses = {
+        t["id"]: t["status"] for t in json.loads((out / "summary.json").read_text())["tasks"]
+    }
+    assert statuses == {"tight": "write_refused", "control": "success"}, statuses
     outputs = {
         task: " ".join(
             " ".join(tool_outputs(r.body).values())
