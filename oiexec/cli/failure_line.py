@@ -80,26 +80,21 @@ class JsonFailure:
 def json_failure(params: dict[str, Any]) -> Iterator[JsonFailure]:
     """Ends the JSONL stream with `turn.failed` when the body raises before the run wrote
     its first event; the error then goes on to the CLI (stderr, exit code) as before."""
-    from oiexec.core.errors import Interrupted, OiexecError
+    import click
+
+    from oiexec.core.errors import failure_of
 
     state = JsonFailure(bool(params.get("json_mode") or params.get("experimental_json")))
     try:
         yield state
-    except OiexecError as exc:
-        # With the hint: it says what to do, and stdout may be all the reader sees.
-        state.fail(exc.render())
+    except click.exceptions.Exit:
+        raise  # `--help` and the like: not a failure
+    except click.ClickException as exc:
+        state.fail(exc.format_message())
         raise
-    except Interrupted as exc:
-        state.fail(exc.message)
-        raise
-    except KeyboardInterrupt:
-        state.fail("interrupted by SIGINT")
-        raise
-    except Exception as exc:
-        import click
-
-        if isinstance(exc, click.ClickException):
-            state.fail(exc.format_message())
-        elif not isinstance(exc, click.exceptions.Exit):
-            state.fail(f"internal error: {type(exc).__name__}: {exc}")
+    except BaseException as exc:
+        failure = failure_of(exc)
+        if failure is not None:
+            # With the hint: it says what to do, and stdout may be all the reader sees.
+            state.fail(failure[0])
         raise

@@ -206,3 +206,20 @@ class ToolInputError(ModelFacingError):
         self.path = path
         self.count = count
         self.lines = lines
+
+
+def failure_of(exc: BaseException) -> tuple[str, ExitCode] | None:
+    """Why a command stopped and the exit code the CLI gives it, for every report of a
+    command that ends by raising (the JSONL failure line, the failure JUnit, the CI summary):
+    one mapping, so they never disagree. The message is not yet redacted (each writer does
+    that where it writes). None for what is not a failure (`SystemExit` and its kind)."""
+    if isinstance(exc, OiexecError):
+        # With the hint: a report is often all a reader of a CI run looks at.
+        return exc.render(), exc.exit_code
+    if isinstance(exc, Interrupted):
+        return exc.message, exc.exit_code
+    if isinstance(exc, KeyboardInterrupt):
+        return "interrupted by SIGINT", ExitCode.INTERRUPTED
+    if isinstance(exc, Exception):
+        return f"internal error: {type(exc).__name__}: {exc}", ExitCode.FAILED
+    return None

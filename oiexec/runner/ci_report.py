@@ -12,7 +12,7 @@ import contextlib
 from collections.abc import Iterator
 from typing import TYPE_CHECKING
 
-from oiexec.core.errors import ExitCode, Interrupted, OiexecError
+from oiexec.core.errors import ExitCode, failure_of
 from oiexec.core.events import ModelPrice, Usage
 from oiexec.core.redact import redact
 from oiexec.output.ci import CiReporter, RunSummary, priced, spent_since
@@ -39,28 +39,15 @@ def ci_reporting(paths: ReportPaths, command: str = "exec") -> Iterator[CiReport
     try:
         yield ci
     except BaseException as exc:
-        failure = _failure_of(exc)
+        failure = failure_of(exc)
         if failure is not None:
             reason, code = failure
             # No report list: the error may be that one of them cannot be written.
-            summary = RunSummary(command, junit_status(code), code, reason=reason)
+            summary = RunSummary(command, junit_status(code), int(code), reason=redact(reason))
             ci.finish(summary)
         raise
     finally:
         ci.close()
-
-
-def _failure_of(exc: BaseException) -> tuple[str, int] | None:
-    """Why the command stopped and its exit code, as the CLI will report them."""
-    if isinstance(exc, OiexecError):
-        return redact(exc.render()), int(exc.exit_code)
-    if isinstance(exc, Interrupted):
-        return exc.message, int(exc.exit_code)
-    if isinstance(exc, KeyboardInterrupt):
-        return "interrupted by SIGINT", int(ExitCode.INTERRUPTED)
-    if isinstance(exc, Exception):
-        return redact(f"internal error: {type(exc).__name__}: {exc}"), int(ExitCode.FAILED)
-    return None
 
 
 def exec_summary(

@@ -24,7 +24,7 @@ import contextlib
 from collections.abc import Iterator
 from typing import Literal
 
-from oiexec.core.errors import ExitCode, Interrupted, OiexecError
+from oiexec.core.errors import failure_of
 from oiexec.core.redact import redact
 from oiexec.runner.reports import (
     ReportFiles,
@@ -54,19 +54,11 @@ def reports_on_failure(
         if refused is not None:
             raise refused
         yield files
-    except OiexecError as exc:
-        # With the hint: the report is often all a reader of a CI run looks at.
-        _write(files, kind, name, model, redact(exc.render()), exc.exit_code, warn)
-        raise
-    except Interrupted as exc:
-        _write(files, kind, name, model, exc.message, exc.exit_code, warn)
-        raise
-    except KeyboardInterrupt:
-        _write(files, kind, name, model, "interrupted by SIGINT", ExitCode.INTERRUPTED, warn)
-        raise
-    except Exception as exc:
-        message = redact(f"internal error: {type(exc).__name__}: {exc}")
-        _write(files, kind, name, model, message, ExitCode.FAILED, warn)
+    except BaseException as exc:
+        failure = failure_of(exc)
+        if failure is not None:
+            message, code = failure
+            _write(files, kind, name, model, redact(message), code, warn)
         raise
     finally:
         files.close()

@@ -31,6 +31,8 @@ from typing import TextIO
 
 from oiexec.core.errors import ExitCode, UsageError
 from oiexec.git import GitError
+from oiexec.output.ci import CiReporter, RunSummary
+from oiexec.runner.batch.ci_summary import batch_summary, child_environment
 from oiexec.runner.batch.layout import SHARD_FILE, open_out, write_first
 from oiexec.runner.batch.plan import Action, Shard, decide, input_hash, select
 from oiexec.runner.batch.progress import Events, Progress
@@ -39,6 +41,8 @@ from oiexec.runner.batch.report import batch_exit_code, print_table, write_repor
 from oiexec.runner.batch.task_run import PATHS, BatchContext, Children, run_task
 from oiexec.runner.batch.tasks import Task, load_tasks
 from oiexec.runner.batch.workspace import Source, resolve_source
+from oiexec.runner.ci_report import ci_reporting
+from oiexec.runner.reports import ReportPaths
 
 __all__ = ["SHARD_FILE", "BatchOptions", "run_batch"]
 
@@ -141,18 +145,27 @@ def run_batch(
     events = events if events is not None else Events(None)
     children = Children()
     stop = _Stop(children)
-    try:
-        with _signals_noted(stop):
-            return _run(options, stream, events, stop)
-    except _StoppedEarly:
-        message = f"{stop.name}: the batch stopped while starting up; no task was started"
-        stream.write(f"batch: {message}\n")
-        stream.flush()
-        events.failed(message, int(ExitCode.INTERRUPTED))
-        return int(ExitCode.INTERRUPTED)
+    # In GitHub Actions the step summary is opened now, before any task runs, as every report
+    # is; the batch reports once (the tasks' children do not get the variable), and a batch
+    # that stops before it ran reports why.
+    paths = ReportPaths(untrusted=(Path(os.path.abspath(options.cwd / options.out)),))
+    with ci_reporting(paths, command="batch") as ci:
+        try:
+            with _signals_noted(stop):
+                return _run(options, stream, events, stop, ci)
+        except _StoppedEarly:
+            message = f"{stop.name}: the batch stopped while starting up; no task was started"
+            stream.write(f"batch: {message}\n")
+            stream.flush()
+            events.failed(message, int(ExitCode.INTERRUPTED))
+            if ci is not None:
+                ci.finish(RunSummary("batch", "interrupted", ExitCode.INTERRUPTED, message))
+            return int(ExitCode.INTERRUPTED)
 
 
-def _run(options: BatchOptions, stream: TextIO, events: Events, stop: _Stop) -> int:
+def _run(
+    options: BatchOptions, stream: TextIO, events: Events, stop: _Stop, ci: CiReporter | None
+) -> int:
     # Absolute from here on: worktrees are added by git running in the task's repository, where
     # a relative `--out` would land inside the source checkout.
     options = replace(options, out=Path(os.path.abspath(options.cwd / options.out)))
@@ -189,6 +202,7 @@ def _run(options: BatchOptions, stream: TextIO, events: Events, stop: _Stop) -> 
         timeout_s=options.timeout_s,
         children=children,
         opened=held,
+        env=child_environment(os.environ),
     )
     events.shard = None if options.shard is None else str(options.shard)
     events.emit(
@@ -255,6 +269,8 @@ def _run(options: BatchOptions, stream: TextIO, events: Events, stop: _Stop) -> 
     finally:
         ctx.out_dir.close()
     print_table(options.name, ordered, skipped, out, stream)
+    if ci is not None:
+        ci.finish(batch_summary(options.name, ordered, code, out))
     events.batch_completed(options.name, str(out), ordered, code)
     return code
 
