@@ -1,3 +1,3 @@
-from oiexec.cli import main
+from oiexec._entry import main
 
 main()
