@@ -14,7 +14,6 @@ import time
 from collections.abc import Callable
 from typing import TYPE_CHECKING
 
-from oiexec import __version__
 from oiexec.agent.final import PlainAnswer, SchemaAnswer
 from oiexec.core.context import ItemEmitter
 from oiexec.core.errors import (
@@ -35,6 +34,7 @@ from oiexec.core.events import (
 from oiexec.core.protocols import EventProcessor, EventSink, Harness
 from oiexec.core.redact import redact
 from oiexec.core.types import HistoryItem, Message
+from oiexec.core.version import __version__
 from oiexec.output.dispatch import Dispatcher
 from oiexec.output.human import HumanProcessor, use_color
 from oiexec.output.jsonl import JsonlProcessor

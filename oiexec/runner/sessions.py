@@ -15,7 +15,6 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from oiexec import __version__
 from oiexec.config.loader import LoadedConfig
 from oiexec.config.settings import Settings
 from oiexec.core.errors import ConfigError, ExitCode, SessionError, UsageError
@@ -23,6 +22,7 @@ from oiexec.core.events import ThreadEvent, Usage
 from oiexec.core.policy import SandboxPolicy
 from oiexec.core.protocols import SessionStore
 from oiexec.core.types import HistoryItem
+from oiexec.core.version import __version__
 from oiexec.runner.request import ExecRequest
 from oiexec.session.index import LoadedSession
 from oiexec.session.settings import RunSettings
