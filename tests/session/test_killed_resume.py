@@ -3,6 +3,7 @@ the history holds has its output, and the rollout stays one continuous record.""
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import signal
@@ -44,6 +45,15 @@ def _kill_when(args: list[str], cwd: Path, ready: Callable[[], bool]) -> None:
     finally:
         proc.send_signal(signal.SIGKILL)
         proc.wait()
+
+
+def _pid(pid_file: Path) -> int:
+    """The pid the command wrote, or 0 while the file is missing or still being written."""
+    try:
+        text = pid_file.read_text().strip()
+    except FileNotFoundError:
+        return 0
+    return int(text) if text.isdigit() else 0
 
 
 def _rollout(home: Path) -> Path:
@@ -107,10 +117,13 @@ def test_killed_while_a_command_runs(
         reply("picked up"),
     )
     try:
-        _kill_when([*exec_args(model_server), "first task"], repo, pid_file.exists)
+        _kill_when([*exec_args(model_server), "first task"], repo, lambda: _pid(pid_file) > 0)
     finally:
-        if pid_file.exists():
-            os.kill(int(pid_file.read_text()), signal.SIGKILL)  # the command we started
+        # The command usually dies with the runner (its process group is reaped); end it here
+        # in case it outlived it, and don't fail if it is already gone.
+        if (pid := _pid(pid_file)) > 0:
+            with contextlib.suppress(ProcessLookupError):
+                os.kill(pid, signal.SIGKILL)
     path = _rollout(oi_home)
 
     resumed = run_cli(
