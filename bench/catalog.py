@@ -4,7 +4,7 @@
 
 Each measurement is a fresh interpreter that first imports what `interpreter exec` has imported
 by the time it asks (the runner, the config loader, the providers), then times
-`oiexec.config.catalog.model_facts` alone and reads its own peak RSS before and after
+`oiexec.catalog.facts.model_facts` alone and reads its own peak RSS before and after
 (`ru_maxrss`), so the figures are what the catalog adds to a run, not Python's start-up:
 
 - cold: an empty memo, so the models.dev snapshot and genai-prices are imported and read;
@@ -34,7 +34,7 @@ ROOT = Path(__file__).resolve().parents[1]
 _PROBE = """
 import json, resource, sys, time
 import oiexec.runner.exec, oiexec.config.loader, oiexec.providers
-from oiexec.config.catalog import model_facts
+from oiexec.catalog.facts import model_facts
 from oiexec.config.settings import Settings
 settings = Settings(model=sys.argv[1], **json.loads(sys.argv[3]))
 before = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss

@@ -152,7 +152,7 @@ def _derived(loaded: LoadedConfig) -> list[Row]:
     from oiexec.config.providers import BUILTIN_PROVIDERS, resolve_provider
     from oiexec.core.errors import ConfigError
     from oiexec.harness.select import choose_harness_id
-    from oiexec.runner.sandboxing import effective_mode
+    from oiexec.runner.policy import effective_mode
 
     settings, origins = loaded.settings, loaded.origins
     rows: list[Row] = []
@@ -190,7 +190,7 @@ def _derived(loaded: LoadedConfig) -> list[Row]:
 def _catalog_rows(loaded: LoadedConfig, provider_id: str) -> list[Row]:
     """The context window and price a run would take from the model catalog, where config
     leaves them unset (compaction and --max-cost use them)."""
-    from oiexec.config.catalog import model_facts
+    from oiexec.catalog.facts import model_facts
 
     settings = loaded.settings
     if settings.model_context_window is not None and settings.model_pricing is not None:

@@ -30,7 +30,7 @@ from typing import TYPE_CHECKING, Any
 import click
 
 if TYPE_CHECKING:
-    from oiexec.config.catalog_list import ListedModel
+    from oiexec.catalog.listing import ListedModel
     from oiexec.config.settings import Settings
 
 _COLUMNS = ("provider", "model", "context", "$/Mtok in", "$/Mtok out", "tools")
@@ -70,7 +70,7 @@ def list_command(provider: str | None, include_all: bool, as_json: bool) -> None
     """Models the catalog knows for the built-in providers and the ones your config defines
     (or --provider), with their context window, input and output price in USD per million
     tokens, and tool calling. Only models that can call tools are listed unless --all."""
-    from oiexec.config.catalog_list import list_models
+    from oiexec.catalog.listing import list_models
 
     settings = _settings()
     user = _user_providers(settings)
@@ -104,7 +104,7 @@ def _user_providers(settings: Settings) -> list[str]:
 def _user_rows(settings: Settings, provider: str, include_all: bool) -> list[_Row]:
     """A user provider's models: the catalog's when its id is one of the catalog's, else
     the models config selects for it, with unknown figures."""
-    from oiexec.config.catalog_list import ListedModel, known_providers, list_models
+    from oiexec.catalog.listing import ListedModel, known_providers, list_models
 
     if provider in known_providers()[1]:
         return [_Row(row, user=True) for row in list_models(provider, include_all=include_all)]

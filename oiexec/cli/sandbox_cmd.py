@@ -127,7 +127,7 @@ def sandbox_group(
     if not command:
         raise click.UsageError("give the command after `--`, e.g. `interpreter sandbox -- ls`")
     from oiexec.core.policy import SandboxLimits
-    from oiexec.runner.sandboxed import flag_policy, run_sandboxed
+    from oiexec.runner.sandbox_command import flag_policy, run_sandboxed
 
     policy = flag_policy(
         mode,
@@ -169,7 +169,7 @@ def doctor_command(
     The report goes to stdout; the exit code is 6 when the mode cannot be enforced here.
     """
     from oiexec.core.errors import OiexecError
-    from oiexec.runner.sandboxed import flag_policy
+    from oiexec.runner.sandbox_command import flag_policy
     from oiexec.sandbox.doctor import render_report, run_doctor
 
     workdir = Path(cwd or os.getcwd()).resolve()
@@ -179,7 +179,7 @@ def doctor_command(
     except OiexecError as exc:
         click.echo(exc.render(), err=True)
         sys.exit(int(exc.exit_code))
-    from oiexec.runner.unsandboxed import unsandboxed_report
+    from oiexec.runner.outside_sandbox import unsandboxed_report
 
     report.update(unsandboxed_report(workdir))
     from oiexec.runner.programs import programs_report

@@ -59,7 +59,7 @@ NOT_CONFIG = frozenset(
         HOME_ENV,
         RETRY_BASE_DELAY_ENV,
         "OIEXEC_DEBUG",  # the CLI prints tracebacks (oiexec.cli)
-        "OIEXEC_SANDBOX_TEST_HOOKS",  # the sandbox's test hooks (oiexec.sandbox.hooks)
+        "OIEXEC_SANDBOX_TEST_HOOKS",  # the sandbox's test hooks (oiexec.sandbox.fault_switches)
         "OIEXEC_HEARTBEAT_INTERVAL_MS",  # the transcript heartbeat (oiexec.output.heartbeat)
         "OIEXEC_UPDATE_GOLDEN",  # the harness tests rewrite their golden fixtures
         # Set by the runner for the commands it runs, so a nested run sees them.

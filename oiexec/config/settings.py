@@ -15,7 +15,7 @@ from pydantic import BaseModel, ConfigDict, Field, field_validator
 from pydantic_settings import BaseSettings, PydanticBaseSettingsSource, SettingsConfigDict
 
 from oiexec.config.headers import EnvHeaderMap, HeaderMap, sendable
-from oiexec.config.hooks import HooksConfig
+from oiexec.config.hook_table import HooksConfig
 from oiexec.config.mcp import McpServerConfig
 from oiexec.config.number_keys import (
     CountKey,

@@ -33,7 +33,7 @@ from typing import Any
 
 from pydantic import ValidationError
 
-from oiexec.config.hooks import RUN_EVENTS, HooksConfig
+from oiexec.config.hook_table import RUN_EVENTS, HooksConfig
 from oiexec.core.errors import ConfigError
 from oiexec.core.interrupts import uninterruptible
 from oiexec.core.redact import redact

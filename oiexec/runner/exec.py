@@ -46,6 +46,7 @@ from oiexec.runner.changes import (
 )
 from oiexec.runner.check import check_header, checked_policy
 from oiexec.runner.extras import check_hook_files
+from oiexec.runner.policy import command_env
 from oiexec.runner.prepare import Prepared, RunHooks, StartupWarnings, prepare
 from oiexec.runner.reports import (
     CommandCollector,
@@ -56,7 +57,6 @@ from oiexec.runner.reports import (
 )
 from oiexec.runner.request import ExecRequest
 from oiexec.runner.result import RunResult
-from oiexec.runner.sandboxing import command_env
 from oiexec.runner.sessions import (
     OpenedSession,
     SessionSink,

@@ -24,7 +24,7 @@ from oiexec.core.types import Message
 from oiexec.extensions.skills import Skill
 
 if TYPE_CHECKING:
-    from oiexec.config.hooks import HooksConfig
+    from oiexec.config.hook_table import HooksConfig
     from oiexec.config.loader import LoadedConfig
     from oiexec.extensions.hook_events import HookSession
     from oiexec.output.runlog import RunLogSink

@@ -16,7 +16,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from oiexec.agent.final import FinalAnswerPolicy
-from oiexec.config.catalog import ModelFacts, model_facts
+from oiexec.catalog.facts import ModelFacts, model_facts
 from oiexec.config.effects import RunFacts, no_effect_notes
 from oiexec.config.loader import LoadedConfig, load_config
 from oiexec.config.oss import check_local_server
@@ -29,10 +29,10 @@ from oiexec.core.redact import register_secret
 from oiexec.core.types import ImageInput
 from oiexec.git import is_git_marker
 from oiexec.runner.inputs import read_images, read_output_schema
+from oiexec.runner.policy import RefusalTracker, add_dir_warnings, run_policy
 from oiexec.runner.programs import trust_run_programs
 from oiexec.runner.reports import stderr_warning
 from oiexec.runner.request import ExecRequest
-from oiexec.runner.sandboxing import RefusalTracker, add_dir_warnings, run_policy
 from oiexec.runner.sessions import SettingChange, continue_session, setting_changes
 from oiexec.runner.signals import deadline_alarm
 from oiexec.sandbox.selfguard import protect_runner

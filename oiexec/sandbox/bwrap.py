@@ -22,7 +22,7 @@ from pathlib import Path
 from typing import Any
 
 from oiexec.core.policy import PreparedCommand, SandboxPolicy
-from oiexec.sandbox import hooks, landlock, profiles, seccomp
+from oiexec.sandbox import fault_switches, landlock, profiles, seccomp
 from oiexec.sandbox.guards import Guards, plan, restore_links
 from oiexec.sandbox.limits import Limiter
 from oiexec.sandbox.paths import PROTECTED_NAMES, protected_gitdirs, real_writable_roots
@@ -61,7 +61,7 @@ class BwrapFeatures:
 def find_bwrap(writable_roots: list[Path]) -> str | None:
     """The first `bwrap` on PATH outside every writable root and untrusted root, else a fixed
     system path (the one rule for every program the runner starts, oiexec.core.programs)."""
-    override = hooks.bwrap_override()
+    override = fault_switches.bwrap_override()
     if override:
         return override if os.access(override, os.X_OK) else None
     from oiexec.core import programs

@@ -14,7 +14,7 @@ import os
 from collections.abc import Callable
 from pathlib import Path
 
-from oiexec.sandbox import hooks, privileges
+from oiexec.sandbox import fault_switches, privileges
 
 _SYS_CREATE_RULESET = 444  # same number on x86_64 and aarch64 (asm-generic)
 _SYS_ADD_RULE = 445
@@ -84,7 +84,7 @@ class LandlockError(OSError):
 
 def abi_version() -> int:
     """The kernel's Landlock ABI, or 0 when Landlock is missing or disabled."""
-    faults = hooks.faults()
+    faults = fault_switches.faults()
     if "no-landlock" in faults:
         return 0
     version = _libc.syscall(_SYS_CREATE_RULESET, None, ctypes.c_size_t(0), _CREATE_RULESET_VERSION)

@@ -5,7 +5,7 @@ error text), ask the kernel for its Landlock ABI, and read a few facts (AppArmor
 restriction, user namespace limit, container markers) to suggest a fix.
 
 Test hooks (environment, honoured only with `OIEXEC_SANDBOX_TEST_HOOKS=1`; set without it they
-are refused, see `hooks.py`): `OI_SANDBOX_BWRAP=/path` uses that bwrap;
+are refused, see `fault_switches.py`): `OI_SANDBOX_BWRAP=/path` uses that bwrap;
 `OI_SANDBOX_FAULTS=no-userns,no-proc,no-netns,no-landlock` simulates those host failures
 (`no-netns`: bwrap cannot set up a network namespace, as under Ubuntu's AppArmor userns
 restriction, so the fallback without one is used). Users choose
@@ -23,7 +23,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from oiexec.sandbox import hooks, landlock, profiles, seccomp
+from oiexec.sandbox import fault_switches, landlock, profiles, seccomp
 from oiexec.sandbox.bwrap import BwrapFeatures, find_bwrap, proc_readonly_args
 
 _SIMULATED_USERNS = "bwrap: No permissions to create new namespace (simulated: no-userns)"
@@ -66,7 +66,7 @@ _lock = threading.Lock()
 def run_preflight(writable_roots: list[Path] | None = None) -> Preflight:
     """The cached preflight for the current environment switches."""
     bwrap_path = find_bwrap(writable_roots or []) if sys.platform == "linux" else None
-    key = (bwrap_path, ",".join(sorted(hooks.faults())))
+    key = (bwrap_path, ",".join(sorted(fault_switches.faults())))
     with _lock:
         if key not in _cache:
             _cache[key] = _probe(bwrap_path)
@@ -116,7 +116,7 @@ def _probe_bwrap(path: str) -> tuple[BwrapFeatures | None, str | None]:
 def _try_bwrap(
     path: str, data: dict[str, Any], dropped: tuple[str, ...], program: bytes
 ) -> tuple[bool, str]:
-    injected = hooks.faults()
+    injected = fault_switches.faults()
     if "no-userns" in injected:
         return False, _SIMULATED_USERNS
     if "no-proc" in injected and "--proc" not in dropped:

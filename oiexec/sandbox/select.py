@@ -8,7 +8,7 @@ from typing import Any
 from oiexec.core import rundirs
 from oiexec.core.errors import SandboxUnavailable
 from oiexec.core.policy import PreparedCommand, Sandbox, SandboxPolicy
-from oiexec.sandbox import hooks
+from oiexec.sandbox import fault_switches
 from oiexec.sandbox.diagnosis import Decision, decide
 from oiexec.sandbox.nosandbox import NoSandbox
 from oiexec.sandbox.paths import real_writable_roots
@@ -46,7 +46,7 @@ class UnavailableSandbox:
 def decide_for(policy: SandboxPolicy) -> Decision:
     """The backend decision for `policy`, from the cached preflight. Raises `ConfigError`
     when a test-only hook is set outside the test suite."""
-    hooks.check()
+    fault_switches.check()
     return decide(policy, run_preflight(real_writable_roots(policy)))
 
 

@@ -10,7 +10,7 @@ import sys
 import time
 from pathlib import Path
 
-from oiexec.runner.sandboxing import runner_install
+from oiexec.runner.policy import runner_install
 from oiexec.tools.shell_env import HiddenInstall, hide_install
 from tests.conftest import CliResult
 from tests.support.model_server import ModelServer, call, reply

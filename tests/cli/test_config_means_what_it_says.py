@@ -250,7 +250,7 @@ def test_config_show_names_the_flag_the_environment_and_the_oss_default(repo: Pa
 
 
 def test_config_show_gives_the_window_and_price_a_run_takes_from_the_catalog(repo: Path) -> None:
-    from oiexec.config.catalog_data import lookup
+    from oiexec.catalog.data import lookup
 
     known = lookup("openai", None, "gpt-5")
     assert known.context_window is not None and known.price is not None

@@ -20,9 +20,9 @@ import pytest
 from genai_prices import data_snapshot
 from genai_prices import types as gp
 
-from oiexec.config.catalog import FREE, ModelFacts, model_facts
-from oiexec.config.catalog_cache import CACHE_FILE
-from oiexec.config.catalog_list import list_models
+from oiexec.catalog.cache import CACHE_FILE
+from oiexec.catalog.facts import FREE, ModelFacts, model_facts
+from oiexec.catalog.listing import list_models
 from oiexec.config.settings import Settings
 from oiexec.core.events import ModelPrice
 
@@ -177,7 +177,7 @@ def _probe(home: Path, script: str) -> dict[str, Any]:
 
 _LOOKUP = """
 import json, sys
-from oiexec.config.catalog import model_facts
+from oiexec.catalog.facts import model_facts
 from oiexec.config.settings import Settings
 f = model_facts(Settings(model="claude-sonnet-4-5-20250929"), "anthropic")
 print(json.dumps({"window": f.context_window, "input": f.price.input_per_mtok,
@@ -217,7 +217,7 @@ def test_a_damaged_memo_is_only_a_slower_lookup(tmp_path: Path) -> None:
 def test_config_giving_both_facts_never_loads_the_catalogs(tmp_path: Path) -> None:
     script = """
 import json, sys
-from oiexec.config.catalog import model_facts
+from oiexec.catalog.facts import model_facts
 from oiexec.config.settings import Settings
 pricing = {"input_per_mtok": 1, "output_per_mtok": 2}
 model_facts(Settings(model="gpt-5", model_context_window=9000, model_pricing=pricing), "openai")

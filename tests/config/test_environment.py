@@ -14,7 +14,7 @@ from oiexec.config.environment import (
     default_home,
 )
 from oiexec.core.errors import ConfigError, ExitCode
-from oiexec.sandbox import hooks
+from oiexec.sandbox import fault_switches
 from tests.config.conftest import Load, trust, write_project_config
 from tests.conftest import run_cli
 
@@ -147,7 +147,7 @@ def test_excluded_names_are_never_read_even_if_they_name_a_key(
 
 
 def test_the_exclusions_name_the_variables_other_modules_read() -> None:
-    assert {HOME_ENV, RETRY_BASE_DELAY_ENV, hooks.SWITCH} <= NOT_CONFIG
+    assert {HOME_ENV, RETRY_BASE_DELAY_ENV, fault_switches.SWITCH} <= NOT_CONFIG
 
 
 def test_home_comes_from_its_variable(tmp_path: Path) -> None:

@@ -26,8 +26,8 @@ from oiexec.config.providers import resolve_provider
 from oiexec.core.errors import OiexecError
 from oiexec.core.policy import SandboxPolicy, loosenings
 from oiexec.runner.batch.tasks import Task
+from oiexec.runner.policy import run_policy
 from oiexec.runner.request import ExecRequest
-from oiexec.runner.sandboxing import run_policy
 from oiexec.tools.shell_env import build_command_env
 
 __all__ = ["Ceiling"]

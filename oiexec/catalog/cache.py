@@ -19,7 +19,7 @@ from importlib.metadata import version
 from pathlib import Path
 from typing import Any
 
-from oiexec.config.catalog_data import CatalogEntry, lookup
+from oiexec.catalog.data import CatalogEntry, lookup
 from oiexec.core.events import ModelPrice
 
 CACHE_FILE = Path("cache") / "model-catalog.json"

@@ -10,14 +10,14 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from oiexec.config.catalog import FREE
-from oiexec.config.catalog_data import (
+from oiexec.catalog.data import (
     catalog_id,
     from_genai_prices,
     genai_provider,
     md_catalog,
     md_price,
 )
+from oiexec.catalog.facts import FREE
 from oiexec.config.providers import BUILTIN_PROVIDERS, LOCAL_PROVIDERS
 from oiexec.core.errors import UsageError
 

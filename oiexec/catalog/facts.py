@@ -37,7 +37,7 @@ def model_facts(settings: Settings, provider_id: str) -> ModelFacts:
         price = ModelPrice(**settings.model_pricing.model_dump())
     if window is not None and price is not None:
         return ModelFacts(window, price)
-    from oiexec.config.catalog_cache import cached_lookup
+    from oiexec.catalog.cache import cached_lookup
 
     model = settings.model
     entry = cached_lookup(default_home(), provider_id, _base_url(settings, provider_id), model)

@@ -26,7 +26,7 @@ from oiexec.core.policy import (
     SandboxPolicy,
     resolve_require,
 )
-from oiexec.runner.sandboxing import command_env
+from oiexec.runner.policy import command_env
 from oiexec.sandbox import get_sandbox
 from oiexec.sandbox.selfguard import protect_runner
 from oiexec.tools.spawn import tied_to_runner

@@ -13,7 +13,7 @@ __all__ = ["unsandboxed_report"]
 def unsandboxed_report(workdir: Path) -> dict[str, dict[str, Any]]:
     """`{"mcp": ..., "hooks": ..., "notify": ...}`, each with `outside_sandbox`, what is
     configured here and a one-line `note`."""
-    from oiexec.config.hooks import HooksConfig
+    from oiexec.config.hook_table import HooksConfig
     from oiexec.config.loader import ConfigInputs, load_config
     from oiexec.core.errors import OiexecError
     from oiexec.runner.extras import hook_sources
