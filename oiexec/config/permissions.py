@@ -50,6 +50,8 @@ __all__ = [
 ]
 
 Access = Literal["read", "write", "deny"]
+#: Each path a profile names, with its strongest access and the rule that gave it.
+_RuleMap = dict[Path, tuple[Access, str]]
 _STRENGTH: dict[Access, int] = {"read": 0, "write": 1, "deny": 2}
 _ACCESS_WORDS: dict[str, Access] = {
     "read": "read",
@@ -178,7 +180,7 @@ def _compile(
     environ: Mapping[str, str],
 ) -> ProfileRules:
     key = f"permissions.{name}.filesystem"
-    rules: dict[Path, tuple[Access, str]] = {}
+    rules: _RuleMap = {}
     root_access: Access | None = None
     tmp_access: dict[str, Access] = {}
     workspace = [
@@ -196,44 +198,21 @@ def _compile(
         if entry == "glob_scan_max_depth":
             continue  # only for glob rules, which are refused below
         if entry in _WORKSPACE_KEYS:
-            table = value if isinstance(value, dict) else {".": value}
-            for relative, access in table.items():
-                sub = f'{rule}."{relative}"'
-                if (
-                    any(ch in relative for ch in "*?[")
-                    or Path(relative).is_absolute()
-                    or ".." in Path(relative).parts
-                ):
-                    raise _refuse(
-                        sub,
-                        "only plain paths relative to each workspace root are supported "
-                        "(no glob patterns, no absolute paths, no `..`)",
-                        "List the paths to hide or protect one by one.",
-                    )
-                for root in workspace:
-                    add(Path(os.path.normpath(root / relative)), _access(access, sub), sub)
+            for path, access, sub in _workspace_rules(rule, value, workspace):
+                add(path, access, sub)
             continue
         access = _access(value, rule)
         if entry == ":root":
             root_access = access
-        elif entry == ":minimal":
-            if access != "read":
-                raise _refuse(rule, "only `read` is supported for `:minimal`", None)
         elif entry in (":tmpdir", ":slash_tmp"):
             tmp_access[entry] = access
             target = environ.get("TMPDIR") if entry == ":tmpdir" else "/tmp"
             if access == "deny" and target:
                 add(Path(target), "deny", rule)
-        elif entry.startswith(":"):
-            raise _refuse(
-                rule,
-                f"`{entry}` is not a special path oiexec knows",
-                f"Use an absolute path or one of {', '.join(_SPECIALS)}.",
-            )
-        elif any(ch in entry for ch in "*?["):
-            raise _refuse(rule, "glob patterns are not supported", "List the paths one by one.")
         else:
-            add(_absolute(entry, rule), access, rule)
+            named = _path_rule(entry, access, rule)
+            if named is not None:
+                add(named, access, rule)
     if root_access != "read":
         given = f"`{root_access}` is" if root_access else "leaving `:root` out is"
         raise _refuse(
@@ -245,9 +224,53 @@ def _compile(
     return _rules(name, rules, network, tmp_access, cwd)
 
 
+def _workspace_rules(
+    rule: str, value: Any, workspace: list[Path]
+) -> list[tuple[Path, Access, str]]:
+    """`:workspace_roots`: one access for every root, or a table of paths relative to each."""
+    table = value if isinstance(value, dict) else {".": value}
+    found: list[tuple[Path, Access, str]] = []
+    for relative, access in table.items():
+        sub = f'{rule}."{relative}"'
+        if (
+            any(ch in relative for ch in "*?[")
+            or Path(relative).is_absolute()
+            or ".." in Path(relative).parts
+        ):
+            raise _refuse(
+                sub,
+                "only plain paths relative to each workspace root are supported "
+                "(no glob patterns, no absolute paths, no `..`)",
+                "List the paths to hide or protect one by one.",
+            )
+        found.extend(
+            (Path(os.path.normpath(root / relative)), _access(access, sub), sub)
+            for root in workspace
+        )
+    return found
+
+
+def _path_rule(entry: str, access: Access, rule: str) -> Path | None:
+    """The path a filesystem key names (None for `:minimal`, which adds nothing: system paths
+    are within `:root`); a key the sandbox cannot enforce is refused."""
+    if entry == ":minimal":
+        if access != "read":
+            raise _refuse(rule, "only `read` is supported for `:minimal`", None)
+        return None
+    if entry.startswith(":"):
+        raise _refuse(
+            rule,
+            f"`{entry}` is not a special path oiexec knows",
+            f"Use an absolute path or one of {', '.join(_SPECIALS)}.",
+        )
+    if any(ch in entry for ch in "*?["):
+        raise _refuse(rule, "glob patterns are not supported", "List the paths one by one.")
+    return _absolute(entry, rule)
+
+
 def _rules(
     name: str,
-    rules: dict[Path, tuple[Access, str]],
+    rules: _RuleMap,
     network: dict[str, Any],
     tmp_access: dict[str, Access],
     cwd: Path,
@@ -255,46 +278,9 @@ def _rules(
     writes = sorted(p for p, (a, _) in rules.items() if a == "write")
     reads = sorted(p for p, (a, _) in rules.items() if a == "read")
     denies = sorted(p for p, (a, _) in rules.items() if a == "deny")
-    for path in [*writes, *reads]:
-        for hidden in denies:
-            if hidden in path.parents:
-                raise _refuse(
-                    rules[path][1],
-                    f"{path} is inside the denied {hidden}; the sandbox cannot show part of "
-                    "what it hides",
-                    "Deny the paths beside it instead.",
-                )
-    for hidden in denies:
-        if hidden == cwd or hidden in cwd.parents:
-            raise _refuse(
-                rules[hidden][1],
-                f"the working directory {cwd} is inside the denied {hidden}; commands could "
-                "not run there",
-                "Deny the paths beside the working directory instead.",
-            )
-    for path in writes:
-        for kept in reads:
-            if kept in path.parents:
-                raise _refuse(
-                    rules[path][1],
-                    f"{path} is inside the read-only {kept}; a writable root inside a "
-                    "read-only path is not supported",
-                    "Make the read-only rule narrower.",
-                )
+    _check_layout(rules, writes, reads, denies, cwd)
     read_only = tuple(p for p in reads if any(w == p or w in p.parents for w in writes))
-    for path in denies:
-        _check_links(path, rules[path][1])
-    enabled = network.get("enabled", False)
-    other = sorted(k for k in network if k != "enabled")
-    if other:
-        raise _refuse(
-            f"permissions.{name}.network.{other[0]}",
-            "domain, socket and proxy rules need Codex's network proxy, which oiexec does not "
-            "have: the network is either on or off",
-            "Use `enabled = true` or `enabled = false` alone.",
-        )
-    if not isinstance(enabled, bool):
-        raise _refuse(f"permissions.{name}.network.enabled", "expected true or false", None)
+    enabled = _network_enabled(name, network)
     slash_tmp = tmp_access.get(":slash_tmp", "read") == "write"
     tmpdir = tmp_access.get(":tmpdir", "read") == "write"
     mode: SandboxMode = "workspace-write" if writes or slash_tmp or tmpdir else "read-only"
@@ -316,6 +302,66 @@ def _rules(
         slash_tmp_writable=slash_tmp,
         tmpdir_writable=tmpdir,
     )
+
+
+def _check_layout(
+    rules: _RuleMap, writes: list[Path], reads: list[Path], denies: list[Path], cwd: Path
+) -> None:
+    """Refuse the nestings the sandboxes cannot build: a shown path inside a hidden one, the
+    working directory hidden, a writable root inside a read-only path, a denied file with
+    other names."""
+    _refuse_nested(
+        rules,
+        [*writes, *reads],
+        denies,
+        "denied",
+        "the sandbox cannot show part of what it hides",
+        "Deny the paths beside it instead.",
+    )
+    for hidden in denies:
+        if hidden == cwd or hidden in cwd.parents:
+            raise _refuse(
+                rules[hidden][1],
+                f"the working directory {cwd} is inside the denied {hidden}; commands could "
+                "not run there",
+                "Deny the paths beside the working directory instead.",
+            )
+    _refuse_nested(
+        rules,
+        writes,
+        reads,
+        "read-only",
+        "a writable root inside a read-only path is not supported",
+        "Make the read-only rule narrower.",
+    )
+    for path in denies:
+        _check_links(path, rules[path][1])
+
+
+def _refuse_nested(
+    rules: _RuleMap, inner: list[Path], outer: list[Path], what: str, why: str, fix: str
+) -> None:
+    """Refuse the first path of `inner` that lies inside one of `outer`."""
+    for path in inner:
+        for parent in outer:
+            if parent in path.parents:
+                raise _refuse(rules[path][1], f"{path} is inside the {what} {parent}; {why}", fix)
+
+
+def _network_enabled(name: str, network: dict[str, Any]) -> bool:
+    """`[permissions.<name>.network]`: only `enabled`, as the network is either on or off."""
+    enabled = network.get("enabled", False)
+    other = sorted(k for k in network if k != "enabled")
+    if other:
+        raise _refuse(
+            f"permissions.{name}.network.{other[0]}",
+            "domain, socket and proxy rules need Codex's network proxy, which oiexec does not "
+            "have: the network is either on or off",
+            "Use `enabled = true` or `enabled = false` alone.",
+        )
+    if not isinstance(enabled, bool):
+        raise _refuse(f"permissions.{name}.network.enabled", "expected true or false", None)
+    return enabled
 
 
 def _check_links(path: Path, rule: str) -> None:
