@@ -2,7 +2,8 @@
 
 A rollout written by a run that was killed mid-record ends in a partial line without a
 newline; that line is dropped. Anything else that does not parse is corruption and raises
-`SessionError` naming the file and line.
+`SessionError` naming the file and line. Each line parses through the record union of
+`session/records.py`; record types this build does not know are counted and skipped.
 """
 
 from __future__ import annotations
@@ -14,13 +15,28 @@ from collections.abc import Iterator
 from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import Any
 
 from pydantic import TypeAdapter, ValidationError
 
 from oiexec.core.errors import SessionError
 from oiexec.core.events import Usage
 from oiexec.core.types import HistoryItem, Message
+from oiexec.session.records import (
+    ROLLOUT_VERSION,
+    CompactedRecord,
+    EventMsgRecord,
+    FileReadState,
+    ResponseItemRecord,
+    RolloutRecord,
+    SessionMeta,
+    SessionMetaRecord,
+    TaskComplete,
+    TokenCount,
+    TurnContextRecord,
+    parse_record,
+    payload_location,
+)
 from oiexec.session.repair import repair_history
 from oiexec.session.settings import (
     INCOMPLETE,
@@ -33,6 +49,7 @@ from oiexec.session.settings import (
 
 __all__ = [
     "FILE_STATE",
+    "Line",
     "LoadedSession",
     "SessionInfo",
     "find_last",
@@ -40,18 +57,17 @@ __all__ = [
     "iter_rollouts",
     "list_sessions",
     "load_rollout",
+    "read_lines",
     "read_records",
     "sessions_dir",
 ]
-
-_T = TypeVar("_T")
 
 #: The `event_msg` type of one change to the file tools' read-before-write state
 #: (tools/fs/state.py): a resumed run restores it, so a file read before is not refused.
 FILE_STATE = "file_read_state"
 
-_HISTORY_ADAPTER: TypeAdapter[HistoryItem] = TypeAdapter(HistoryItem)
-_USAGE_ADAPTER: TypeAdapter[Usage] = TypeAdapter(Usage)
+#: Any JSON value; pydantic's parser reads a line about twice as fast as `json.loads`.
+_JSON: TypeAdapter[Any] = TypeAdapter(Any)
 
 
 def sessions_dir(home: Path) -> Path:
@@ -84,6 +100,9 @@ class LoadedSession:
     closed_calls: int = 0
     #: The file tools' read-before-write journal (`FILE_STATE` event payloads), in order.
     file_state: tuple[dict[str, Any], ...] = ()
+    #: The first user message after the first `turn_context` (earlier ones are the injected
+    #: AGENTS.md and environment context), in whatever history it was later compacted from.
+    first_prompt: str | None = field(default=None, repr=False)
 
     @property
     def model_provider(self) -> str | None:
@@ -91,8 +110,18 @@ class LoadedSession:
         return value if isinstance(value, str) else None
 
 
+@dataclass(frozen=True, slots=True)
+class Line:
+    """One complete record of a rollout, parsed."""
+
+    number: int
+    record: RolloutRecord
+    #: The payload as written: what a fork copies verbatim and the settings helpers read.
+    payload: dict[str, Any]
+
+
 def read_records(path: Path) -> Iterator[tuple[int, dict[str, Any]]]:
-    """Yields (line number, record) for each complete record of a rollout."""
+    """Yields (line number, record) for each complete record of a rollout, as written."""
     try:
         data = path.read_bytes()
     except OSError as exc:
@@ -112,11 +141,24 @@ def read_records(path: Path) -> Iterator[tuple[int, dict[str, Any]]]:
         yield len(lines) + 1, record
 
 
+def read_lines(path: Path, only: frozenset[str] | None = None) -> Iterator[Line]:
+    """Each complete record of a rollout through the record union; with `only`, just the
+    records of those types (the others are not validated)."""
+    for number, raw in read_records(path):
+        if only is None or raw["type"] in only:
+            yield Line(number, _typed(path, number, raw), raw["payload"])
+
+
 def _parse_line(path: Path, number: int, raw: bytes) -> dict[str, Any]:
     try:
-        record = json.loads(raw)
-    except ValueError as exc:
-        raise SessionError(f"corrupt session file {path}, line {number}: {exc}") from exc
+        record = _JSON.validate_json(raw)
+    except ValidationError:
+        # `json` words what is wrong as this message always has (and reads what pydantic's
+        # stricter parser refuses, such as NaN).
+        try:
+            record = json.loads(raw)
+        except ValueError as exc:
+            raise SessionError(f"corrupt session file {path}, line {number}: {exc}") from exc
     if (
         not isinstance(record, dict)
         or not isinstance(record.get("type"), str)
@@ -129,80 +171,119 @@ def _parse_line(path: Path, number: int, raw: bytes) -> dict[str, Any]:
     return record
 
 
-def load_rollout(path: Path) -> LoadedSession:
-    """Rebuilds a thread's history and cumulative usage from its rollout."""
-    meta: dict[str, Any] | None = None
-    history: list[HistoryItem] = []
-    usage = Usage()
+def _typed(path: Path, number: int, raw: dict[str, Any]) -> RolloutRecord:
+    try:
+        return parse_record(raw)
+    except ValidationError as exc:
+        first = exc.errors()[0]
+        where = payload_location(first["loc"])
+        version = raw.get("version")
+        newer = (
+            f" (a record of format {version}; this oiexec reads up to {ROLLOUT_VERSION})"
+            if isinstance(version, int) and version > ROLLOUT_VERSION
+            else ""
+        )
+        raise SessionError(
+            f"corrupt session file {path}, line {number}: {where}: {first['msg']}{newer}"
+        ) from exc
+
+
+@dataclass
+class _Reading:
+    """What `load_rollout` gathers while it walks the records."""
+
+    meta: SessionMeta | None = None
+    meta_payload: dict[str, Any] = field(default_factory=dict)
+    history: list[HistoryItem] = field(default_factory=list)
+    usage: Usage = field(default_factory=Usage)
     last_token_count: dict[str, Any] | None = None
     cwd: str | None = None
-    settings = RunSettings()
-    outcome = INCOMPLETE
-    runs = 0
-    awaiting_context = False
-    count = 0
-    file_state: list[dict[str, Any]] = []
-    for number, record in read_records(path):
-        count += 1
-        kind, payload = record["type"], record["payload"]
-        if kind == "session_meta" and meta is None:
-            meta = payload
-            cwd = _str_or(payload.get("cwd"), cwd)
-        elif is_run_start(kind, payload):
-            runs, outcome, awaiting_context = runs + 1, INCOMPLETE, True
-        elif kind == "turn_context":
-            cwd = _str_or(payload.get("cwd"), cwd)
-            settings = settings_of(payload)
-            if not awaiting_context:  # a rollout without mirrored events
-                runs, outcome = runs + 1, INCOMPLETE
-            awaiting_context = False
-        elif kind == "event_msg" and payload.get("type") == "task_complete":
-            outcome = outcome_of(payload)
-        elif kind == "event_msg" and payload.get("type") == FILE_STATE:
-            file_state.append(payload)
-        elif kind == "response_item":
-            history.append(_validate(path, number, _HISTORY_ADAPTER, payload))
-        elif kind == "compacted" and isinstance(payload.get("replacement_history"), list):
+    settings: RunSettings = field(default_factory=RunSettings)
+    outcome: Outcome = INCOMPLETE
+    runs: int = 0
+    awaiting_context: bool = False
+    count: int = 0
+    file_state: list[dict[str, Any]] = field(default_factory=list)
+    seen_context: bool = False
+    first_prompt: str | None = None
+
+    def take(self, line: Line) -> None:
+        record, payload = line.record, line.payload
+        self.count += 1
+        if isinstance(record, SessionMetaRecord):
+            if self.meta is None:
+                self.meta, self.meta_payload = record.payload, payload
+                self.cwd = _or(record.payload.cwd, self.cwd)
+        elif is_run_start(record.type, payload):
+            self.runs, self.outcome, self.awaiting_context = self.runs + 1, INCOMPLETE, True
+        elif isinstance(record, TurnContextRecord):
+            self.cwd = _or(record.payload.cwd, self.cwd)
+            self.settings = settings_of(payload)
+            if not self.awaiting_context:  # a rollout without mirrored events
+                self.runs, self.outcome = self.runs + 1, INCOMPLETE
+            self.awaiting_context, self.seen_context = False, True
+        elif isinstance(record, ResponseItemRecord):
+            self.history.append(record.payload)
+            self._maybe_first_prompt(record.payload)
+        elif isinstance(record, CompactedRecord):
             # A context compaction: the summarised history replaces everything before it.
-            replacement = payload["replacement_history"]
-            history = [_validate(path, number, _HISTORY_ADAPTER, item) for item in replacement]
-        elif kind == "event_msg" and payload.get("type") == "token_count":
-            total = payload.get("total_token_usage")
-            if total is not None:
-                usage = _validate(path, number, _USAGE_ADAPTER, total)
-                last_token_count = payload
-    if meta is None or not isinstance(meta.get("id"), str):
+            replacement = record.payload.replacement_history
+            if replacement is not None:
+                self.history = list(replacement)
+        elif isinstance(record, EventMsgRecord):
+            self._event(record.payload, payload)
+
+    def _event(self, event: object, payload: dict[str, Any]) -> None:
+        if isinstance(event, TaskComplete):
+            self.outcome = outcome_of(payload)
+        elif isinstance(event, FileReadState):
+            self.file_state.append(payload)
+        elif isinstance(event, TokenCount) and event.total_token_usage is not None:
+            self.usage, self.last_token_count = event.total_token_usage, payload
+
+    def _maybe_first_prompt(self, item: HistoryItem) -> None:
+        if (
+            self.first_prompt is None
+            and self.seen_context
+            and isinstance(item, Message)
+            and item.role == "user"
+        ):
+            self.first_prompt = item.text
+
+
+def load_rollout(path: Path) -> LoadedSession:
+    """Rebuilds a thread's history and cumulative usage from its rollout."""
+    reading = _Reading()
+    for line in read_lines(path):
+        reading.take(line)
+    meta = reading.meta
+    if meta is None or meta.id is None:
         raise SessionError(f"corrupt session file {path}: no session_meta record with an id")
-    history, closed = repair_history(history)
-    if settings.model_provider is None and isinstance(meta.get("model_provider"), str):
+    history, closed = repair_history(reading.history)
+    settings = reading.settings
+    if settings.model_provider is None and meta.model_provider is not None:
         # Codex records the provider in `session_meta` only: a resume continues with it.
-        settings = replace(settings, model_provider=meta["model_provider"])
+        settings = replace(settings, model_provider=meta.model_provider)
     return LoadedSession(
         path=path,
-        thread_id=meta["id"],
-        meta=meta,
+        thread_id=meta.id,
+        meta=reading.meta_payload,
         history=history,
-        usage=usage,
-        ordinal_count=count,
-        cwd=cwd,
-        last_token_count=last_token_count,
+        usage=reading.usage,
+        ordinal_count=reading.count,
+        cwd=reading.cwd,
+        last_token_count=reading.last_token_count,
         settings=settings,
-        outcome=outcome,
-        runs=runs,
+        outcome=reading.outcome,
+        runs=reading.runs,
         closed_calls=closed,
-        file_state=tuple(file_state),
+        file_state=tuple(reading.file_state),
+        first_prompt=reading.first_prompt,
     )
 
 
-def _validate(path: Path, number: int, adapter: TypeAdapter[_T], value: Any) -> _T:
-    try:
-        return adapter.validate_python(value)
-    except ValidationError as exc:
-        first = exc.errors()[0]
-        where = ".".join(str(p) for p in first["loc"])
-        raise SessionError(
-            f"corrupt session file {path}, line {number}: {where}: {first['msg']}"
-        ) from exc
+def _or(value: str | None, default: str | None) -> str | None:
+    return value if value is not None else default
 
 
 def _str_or(value: Any, default: str | None) -> str | None:
@@ -260,18 +341,21 @@ def find_last(
     return None
 
 
+_WHERE = frozenset({"session_meta", "turn_context"})
+
+
 def _provider_and_cwd(path: Path) -> tuple[str | None, str | None]:
     provider: str | None = None
     cwd: str | None = None
     seen_meta = False
-    for _, record in read_records(path):
-        payload = record["payload"]
-        if record["type"] == "session_meta" and not seen_meta:
+    for line in read_lines(path, only=_WHERE):
+        record = line.record
+        if isinstance(record, SessionMetaRecord) and not seen_meta:
             seen_meta = True
-            provider = _str_or(payload.get("model_provider"), None)
-            cwd = _str_or(payload.get("cwd"), cwd)
-        elif record["type"] == "turn_context":
-            cwd = _str_or(payload.get("cwd"), cwd)
+            provider = record.payload.model_provider
+            cwd = _or(record.payload.cwd, cwd)
+        elif isinstance(record, TurnContextRecord):
+            cwd = _or(record.payload.cwd, cwd)
     return provider, cwd
 
 
@@ -319,7 +403,7 @@ def list_sessions(home: Path, cwd: Path | None = None) -> list[SessionInfo]:
                 updated_at=datetime.fromtimestamp(mtime, tz=UTC),
                 cwd=loaded.cwd,
                 model_provider=loaded.model_provider,
-                preview=_first_prompt(path),
+                preview=_preview(loaded.first_prompt),
                 model=loaded.settings.model,
                 runs=loaded.runs,
                 outcome=loaded.outcome,
@@ -328,18 +412,9 @@ def list_sessions(home: Path, cwd: Path | None = None) -> list[SessionInfo]:
     return infos
 
 
-def _first_prompt(path: Path, limit: int = 80) -> str | None:
-    """The first user message after the first `turn_context`: earlier user messages are
-    the injected AGENTS.md and environment context."""
-    after_context = False
-    for _, record in read_records(path):
-        if record["type"] == "turn_context":
-            after_context = True
-        elif after_context and record["type"] == "response_item":
-            payload = record["payload"]
-            if payload.get("kind") == "message" and payload.get("role") == "user":
-                item = _HISTORY_ADAPTER.validate_python(payload)
-                assert isinstance(item, Message)
-                text = " ".join(item.text.split())
-                return text if len(text) <= limit else text[: limit - 1] + "…"
-    return None
+def _preview(prompt: str | None, limit: int = 80) -> str | None:
+    """The first prompt on one line, shortened."""
+    if prompt is None:
+        return None
+    text = " ".join(prompt.split())
+    return text if len(text) <= limit else text[: limit - 1] + "…"

@@ -2,13 +2,16 @@
 
     $OPENINTERPRETER_HOME/sessions/YYYY/MM/DD/rollout-YYYY-MM-DDThh-mm-ss-<thread-uuid>.jsonl
 
-Each line is `{"timestamp": "...Z", "ordinal": N, "type": T, "payload": {...}}`. Records are
-flushed one by one (a killed run leaves every finished record readable) and fsync'd on close;
-every string in a payload goes through `redact` first.
+Each line is `{"timestamp": "...Z", "ordinal": N, "type": T, "version": V, "payload": {...}}`
+(the models and the version: `session/records.py`). Every record is checked against its model
+before it is written: one that does not match is a programming error (`InvalidRecord`) and is
+never written. Records are flushed one by one (a killed run leaves every finished record
+readable) and fsync'd on close; every string in a payload goes through `redact` first.
 """
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import secrets
@@ -23,6 +26,7 @@ from oiexec.core.errors import SessionError
 from oiexec.core.redact import redact_value
 from oiexec.git import QUICK_TIMEOUT, GitError, run_git_text
 from oiexec.session.index import load_rollout, sessions_dir
+from oiexec.session.records import ROLLOUT_VERSION, InvalidRecord, check_record
 
 __all__ = ["NullStore", "RolloutStore", "fork_rollout", "new_thread_id", "uuid7"]
 
@@ -149,13 +153,17 @@ class RolloutStore:
         return self._ordinal
 
     def append(self, record_type: str, payload: dict[str, Any]) -> None:
+        """Writes one record; raises `InvalidRecord` (and writes nothing) when `payload` is not
+        a `record_type` record."""
         with self._lock:
             if self._file is None:
                 raise SessionError(f"session file {self._path} is closed")
+            check_record(record_type, payload)
             record = {
                 "timestamp": _utc_timestamp(),
                 "ordinal": self._ordinal,
                 "type": record_type,
+                "version": ROLLOUT_VERSION,
                 "payload": redact_value(payload),
             }
             line = json.dumps(record, ensure_ascii=False, separators=(",", ":"), default=str)
@@ -211,10 +219,19 @@ class NullStore:
         return None
 
     def append(self, record_type: str, payload: dict[str, Any]) -> None:
-        pass
+        # Checked all the same: a record an ephemeral run gets wrong is wrong in every run.
+        check_record(record_type, payload)
 
     def close(self) -> None:
         pass
+
+
+def _copy_event(store: RolloutStore, payload: dict[str, Any]) -> None:
+    """Copies an `event_msg` of the parent verbatim. One its reader tolerated but this build
+    would not write (a damaged entry, a newer oiexec's field) is left out: the tracker would
+    have skipped such an entry anyway."""
+    with contextlib.suppress(InvalidRecord):
+        store.append("event_msg", payload)
 
 
 def fork_rollout(
@@ -243,9 +260,9 @@ def fork_rollout(
             store.append("response_item", item.model_dump(mode="json"))
         # The fork's model saw the parent's reads: its edits need no second read.
         for entry in parent.file_state:
-            store.append("event_msg", entry)
+            _copy_event(store, entry)
         if parent.last_token_count is not None:
-            store.append("event_msg", parent.last_token_count)
+            _copy_event(store, parent.last_token_count)
     except BaseException:
         store.close()
         raise

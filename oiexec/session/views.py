@@ -25,8 +25,23 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from oiexec.session.index import SessionInfo, load_rollout, read_records
-from oiexec.session.settings import INCOMPLETE, Outcome, RunSettings, is_run_start, settings_of
+from oiexec.core.types import Message
+from oiexec.session.index import Line, SessionInfo, load_rollout, read_lines
+from oiexec.session.records import (
+    EventMsgRecord,
+    ResponseItemRecord,
+    TaskComplete,
+    ThreadEventMsg,
+    TurnContextRecord,
+)
+from oiexec.session.settings import (
+    INCOMPLETE,
+    Outcome,
+    RunSettings,
+    is_run_start,
+    outcome_of,
+    settings_of,
+)
 
 __all__ = ["session_detail", "session_summary"]
 
@@ -67,41 +82,47 @@ class _Run:
         }
 
 
+def _take(run: _Run, line: Line, awaiting_context: bool) -> None:
+    """A record inside a run: its prompt, its outcome, the items it completed."""
+    record = line.record
+    if isinstance(record, ResponseItemRecord):
+        item = record.payload
+        opening = run.prompt is None and not awaiting_context
+        if opening and isinstance(item, Message) and item.role == "user":
+            run.prompt = item.text
+    elif isinstance(record, EventMsgRecord):
+        event = record.payload
+        if isinstance(event, TaskComplete):
+            run.outcome = outcome_of(line.payload)
+        elif isinstance(event, ThreadEventMsg) and event.event is not None:
+            completed = (
+                event.event.get("item") if event.event.get("type") == "item.completed" else None
+            )
+            if isinstance(completed, dict):
+                run.items.append(completed)
+
+
 def session_detail(path: Path) -> dict[str, Any]:
     """`sessions show --json`: the session's meta, the latest run's settings, each run with
     its items (the `item.completed` events it mirrored), cumulative usage and the outcome. A
     run starts at its mirrored `thread.started`; its `turn_context` comes a little later."""
-    from oiexec.session.settings import outcome_of
-
     loaded = load_rollout(path)
     runs: list[_Run] = []
     awaiting_context = False
-    for _, record in read_records(path):
-        kind, payload = record["type"], record["payload"]
-        if is_run_start(kind, payload):
+    for line in read_lines(path):
+        record, payload = line.record, line.payload
+        if is_run_start(record.type, payload):
             runs.append(_Run(RunSettings().wire_dict(), []))
             awaiting_context = True
-        elif kind == "turn_context":
+        elif isinstance(record, TurnContextRecord):
             if not awaiting_context:  # a rollout without mirrored events
                 runs.append(_Run(RunSettings().wire_dict(), []))
             awaiting_context = False
             overrides = payload.get("overrides")
             runs[-1].settings = settings_of(payload).wire_dict()
             runs[-1].overrides = overrides if isinstance(overrides, list) else []
-        elif not runs:
-            continue
-        elif kind == "response_item" and runs[-1].prompt is None and not awaiting_context:
-            if payload.get("kind") == "message" and payload.get("role") == "user":
-                text = payload.get("text")
-                runs[-1].prompt = text if isinstance(text, str) else None
-        elif kind == "event_msg" and payload.get("type") == "task_complete":
-            runs[-1].outcome = outcome_of(payload)
-        elif kind == "event_msg" and payload.get("type") == "thread_event":
-            event = payload.get("event")
-            if isinstance(event, dict) and event.get("type") == "item.completed":
-                item = event.get("item")
-                if isinstance(item, dict):
-                    runs[-1].items.append(item)
+        elif runs:
+            _take(runs[-1], line, awaiting_context)
     meta = loaded.meta
     return {
         "id": loaded.thread_id,

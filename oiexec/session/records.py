@@ -1,0 +1,446 @@
+"""Rollout records, typed: one pydantic model per record type, in one union on `type`.
+
+A rollout line is `{"timestamp": "...Z", "ordinal": N, "type": T, "version": V, "payload":
+{...}}`: Codex's line plus `version`, the format of this record. Codex's line has no version
+and its readers pick the keys they know (Codex itself adds `metadata` to some lines), so the
+version is one more key beside them, not a field inside a payload whose shape Codex defines.
+A line without `version` was written before records carried one (`LEGACY_VERSION`); its
+format is the one read today, so it reads the same way.
+
+The same models serve both directions, in two modes:
+
+- writing (`check_record`): every field has its type, no key is unknown, the fields a record
+  cannot do without are there. A record that fails is a programming error and is never written.
+- reading (`parse_record`): a rollout may come from an older or newer oiexec, from Codex, or be
+  hand-edited, so a field of the wrong type counts as missing and unknown keys are kept. Only
+  what a resume cannot do without is strict: history items (`response_item`, a compaction's
+  `replacement_history`) and cumulative usage (`token_count`); these fail as corruption. A
+  record type or `event_msg` type this build does not know parses as `UnknownRecord` /
+  `OtherEvent`, which readers skip. A record of a newer `version` is read as the current
+  format (what a reader without versions did); only its strict parts can fail.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Annotated, Any, Literal
+
+from pydantic import (
+    BaseModel,
+    BeforeValidator,
+    ConfigDict,
+    Discriminator,
+    StrictBool,
+    StrictInt,
+    StrictStr,
+    Tag,
+    TypeAdapter,
+    ValidationError,
+    ValidationInfo,
+    ValidatorFunctionWrapHandler,
+    WrapValidator,
+    field_validator,
+    model_validator,
+)
+
+from oiexec.core.events import ThreadEvent, Usage
+from oiexec.core.types import HistoryItem
+
+__all__ = [
+    "LEGACY_VERSION",
+    "ROLLOUT_VERSION",
+    "Compacted",
+    "CompactedRecord",
+    "EventMsg",
+    "EventMsgRecord",
+    "FileReadState",
+    "InvalidRecord",
+    "OtherEvent",
+    "ResponseItemRecord",
+    "RolloutRecord",
+    "SessionMeta",
+    "SessionMetaRecord",
+    "TaskComplete",
+    "TaskStarted",
+    "ThreadEventMsg",
+    "TokenCount",
+    "TurnAborted",
+    "TurnContext",
+    "TurnContextRecord",
+    "UnknownRecord",
+    "check_record",
+    "parse_record",
+    "payload_location",
+]
+
+#: The format records are written in. Raise it when a record's meaning changes in a way an
+#: older reader would misread, and teach `parse_record` the older one.
+ROLLOUT_VERSION = 1
+#: The version of a line that has none: written before records carried a version.
+LEGACY_VERSION = 0
+
+_WRITING = {"writing": True}
+
+
+class InvalidRecord(ValueError):
+    """A record the code was about to write does not match its model (a programming error)."""
+
+
+def _writing(info: ValidationInfo) -> bool:
+    context = info.context
+    return isinstance(context, dict) and context.get("writing") is True
+
+
+def _missing_if_wrong(
+    value: Any, handler: ValidatorFunctionWrapHandler, info: ValidationInfo
+) -> Any:
+    """Reading: a value of the wrong type counts as missing. Writing: it is an error."""
+    try:
+        return handler(value)
+    except ValidationError:
+        if _writing(info):
+            raise
+        return None
+
+
+_Lenient = WrapValidator(_missing_if_wrong)
+Str = Annotated[StrictStr | None, _Lenient]
+Int = Annotated[StrictInt | None, _Lenient]
+Bool = Annotated[StrictBool | None, _Lenient]
+
+
+class _Payload(BaseModel):
+    """A payload: unknown keys are kept when reading (Codex's, a newer oiexec's), refused
+    when writing; `_required` fields must be present when writing."""
+
+    model_config = ConfigDict(extra="allow", frozen=True)
+
+    _required: tuple[str, ...] = ()
+
+    @model_validator(mode="after")
+    def _complete_when_written(self, info: ValidationInfo) -> _Payload:
+        if _writing(info):
+            if self.model_extra:
+                raise ValueError(f"unknown field(s): {', '.join(sorted(self.model_extra))}")
+            missing = [name for name in self._required if getattr(self, name) is None]
+            if missing:
+                raise ValueError(f"missing field(s): {', '.join(missing)}")
+        return self
+
+
+# --- session_meta -------------------------------------------------------------------------
+
+
+class BaseInstructions(_Payload):
+    text: Str = None
+
+
+class GitInfo(_Payload):
+    commit_hash: Str = None
+    branch: Str = None
+
+
+class SessionMeta(_Payload):
+    """The first record of a thread (Codex's fields; `forked_from_*` on a fork)."""
+
+    _required = ("id",)
+
+    session_id: Str = None
+    id: Str = None
+    timestamp: Str = None
+    cwd: Str = None
+    originator: Str = None
+    cli_version: Str = None
+    source: Str = None
+    model_provider: Str = None
+    base_instructions: Annotated[BaseInstructions | None, _Lenient] = None
+    git: Annotated[GitInfo | None, _Lenient] = None
+    forked_from_id: Str = None
+    forked_from_ordinal_exclusive: Int = None
+
+
+# --- turn_context -------------------------------------------------------------------------
+
+
+class SandboxPolicyRecord(_Payload):
+    type: Str = None
+    network_access: Bool = None
+    exclude_tmpdir_env_var: Bool = None
+    exclude_slash_tmp: Bool = None
+
+
+class Override(_Payload):
+    """A setting a resume changed from the session's run, and what changed it."""
+
+    name: Str = None
+    before: Str = None
+    after: Str = None
+    source: Str = None
+    sandbox: Bool = None
+
+
+class TurnContext(_Payload):
+    """What a run was made with (Codex's fields, plus what a resume restores). Rollouts from
+    before a field was recorded lack it."""
+
+    cwd: Str = None
+    approval_policy: Str = None
+    sandbox_policy: Annotated[SandboxPolicyRecord | None, _Lenient] = None
+    model: Str = None
+    model_provider: Str = None
+    effort: Str = None
+    harness: Str = None
+    writable_roots: Annotated[list[StrictStr] | None, _Lenient] = None
+    network_access: Bool = None
+    output_schema: Annotated[dict[str, Any] | None, _Lenient] = None
+    overrides: Annotated[list[Override] | None, _Lenient] = None
+
+
+# --- compacted ----------------------------------------------------------------------------
+
+
+def _list_or_missing(value: Any, info: ValidationInfo) -> Any:
+    # A compaction without a list is not one this build can replay: it is skipped, as before.
+    return value if isinstance(value, list) or _writing(info) else None
+
+
+class Compacted(_Payload):
+    """A context compaction: the summarised history replaces everything before it."""
+
+    _required = ("replacement_history",)
+
+    message: Str = None
+    replacement_history: Annotated[list[HistoryItem] | None, BeforeValidator(_list_or_missing)] = (
+        None
+    )
+
+
+# --- event_msg ----------------------------------------------------------------------------
+
+
+class TaskStarted(_Payload):
+    type: Literal["task_started"]
+
+
+class TaskComplete(_Payload):
+    """How a run ended. Rollouts from before outcomes were recorded have no `status`."""
+
+    type: Literal["task_complete"]
+    last_agent_message: Str = None
+    duration_ms: Int = None
+    status: Str = None
+    exit_code: Int = None
+    failure: Str = None
+
+
+class TokenCount(_Payload):
+    """Cumulative usage of the thread; strict, a resume continues counting from it."""
+
+    _required = ("total_token_usage",)
+
+    type: Literal["token_count"]
+    total_token_usage: Usage | None = None
+
+
+_THREAD_EVENT: TypeAdapter[ThreadEvent] = TypeAdapter(ThreadEvent)
+
+
+class ThreadEventMsg(_Payload):
+    """A public event mirrored into the rollout, kept as printed (`sessions show` lists the
+    `item.completed` items verbatim)."""
+
+    _required = ("event",)
+
+    type: Literal["thread_event"]
+    event: Annotated[dict[str, Any] | None, _Lenient] = None
+
+    @field_validator("event")
+    @classmethod
+    def _an_event_when_written(cls, value: Any, info: ValidationInfo) -> Any:
+        if _writing(info) and value is not None:
+            _THREAD_EVENT.validate_python(value)
+        return value
+
+
+class FileStamp(_Payload):
+    mtime_ns: Int = None
+    sha256: Str = None
+    window: Annotated[list[StrictInt | None] | None, _Lenient] = None
+    written: Bool = None
+
+
+class FileReadState(_Payload):
+    """One change to the file tools' read-before-write state; `stamp` None forgets `path`."""
+
+    _required = ("path",)
+
+    type: Literal["file_read_state"]
+    path: Str = None
+    stamp: Annotated[FileStamp | None, _Lenient] = None
+
+
+class TurnAborted(_Payload):
+    """A resume found the run before it killed; `closed_calls` calls were closed."""
+
+    type: Literal["turn_aborted"]
+    reason: Str = None
+    closed_calls: Int = None
+
+
+class OtherEvent(_Payload):
+    """An `event_msg` type this build does not write (Codex's, a newer oiexec's): skipped."""
+
+    type: Any = None
+
+    @model_validator(mode="after")
+    def _never_written(self, info: ValidationInfo) -> OtherEvent:
+        if _writing(info):
+            raise ValueError(f"unknown event_msg type {self.type!r}")
+        return self
+
+
+_EVENT_TYPES = frozenset(
+    {
+        "task_started",
+        "task_complete",
+        "token_count",
+        "thread_event",
+        "file_read_state",
+        "turn_aborted",
+    }
+)
+
+
+def _event_tag(value: Any) -> str:
+    kind = value.get("type") if isinstance(value, dict) else getattr(value, "type", None)
+    return kind if isinstance(kind, str) and kind in _EVENT_TYPES else "other"
+
+
+EventMsg = Annotated[
+    Annotated[TaskStarted, Tag("task_started")]
+    | Annotated[TaskComplete, Tag("task_complete")]
+    | Annotated[TokenCount, Tag("token_count")]
+    | Annotated[ThreadEventMsg, Tag("thread_event")]
+    | Annotated[FileReadState, Tag("file_read_state")]
+    | Annotated[TurnAborted, Tag("turn_aborted")]
+    | Annotated[OtherEvent, Tag("other")],
+    Discriminator(_event_tag),
+]
+
+
+# --- records ------------------------------------------------------------------------------
+
+
+def _version_or_legacy(value: Any, handler: ValidatorFunctionWrapHandler) -> Any:
+    try:
+        return handler(value)
+    except ValidationError:
+        return LEGACY_VERSION  # not a version this build can read: the format before versions
+
+
+class _Record(BaseModel):
+    """The line around a payload. Unknown keys (Codex's `metadata`) are kept."""
+
+    model_config = ConfigDict(extra="allow", frozen=True)
+
+    timestamp: Str = None
+    #: Missing in rollouts of Codex before 0.169.
+    ordinal: Int = None
+    version: Annotated[StrictInt, WrapValidator(_version_or_legacy)] = LEGACY_VERSION
+
+
+class SessionMetaRecord(_Record):
+    type: Literal["session_meta"]
+    payload: SessionMeta
+
+
+class TurnContextRecord(_Record):
+    type: Literal["turn_context"]
+    payload: TurnContext
+
+
+class ResponseItemRecord(_Record):
+    """One history item as the model saw or sent it."""
+
+    type: Literal["response_item"]
+    payload: HistoryItem
+
+
+class CompactedRecord(_Record):
+    type: Literal["compacted"]
+    payload: Compacted
+
+
+class EventMsgRecord(_Record):
+    type: Literal["event_msg"]
+    payload: EventMsg
+
+
+class UnknownRecord(_Record):
+    """A record type this build does not write (Codex's `world_state`, a newer oiexec's):
+    counted, otherwise skipped."""
+
+    type: str
+    payload: dict[str, Any]
+
+    @model_validator(mode="after")
+    def _never_written(self, info: ValidationInfo) -> UnknownRecord:
+        if _writing(info):
+            raise ValueError(f"unknown record type {self.type!r}")
+        return self
+
+
+_RECORD_TYPES = frozenset(
+    {"session_meta", "turn_context", "response_item", "compacted", "event_msg"}
+)
+
+
+def _record_tag(value: Any) -> str:
+    kind = value.get("type") if isinstance(value, dict) else getattr(value, "type", None)
+    return kind if isinstance(kind, str) and kind in _RECORD_TYPES else "unknown"
+
+
+RolloutRecord = Annotated[
+    Annotated[SessionMetaRecord, Tag("session_meta")]
+    | Annotated[TurnContextRecord, Tag("turn_context")]
+    | Annotated[ResponseItemRecord, Tag("response_item")]
+    | Annotated[CompactedRecord, Tag("compacted")]
+    | Annotated[EventMsgRecord, Tag("event_msg")]
+    | Annotated[UnknownRecord, Tag("unknown")],
+    Discriminator(_record_tag),
+]
+
+_RECORD: TypeAdapter[RolloutRecord] = TypeAdapter(RolloutRecord)
+
+
+def check_record(record_type: str, payload: Mapping[str, Any]) -> None:
+    """Raises `InvalidRecord` unless `payload` is a well-formed `record_type` record."""
+    try:
+        _RECORD.validate_python({"type": record_type, "payload": payload}, context=_WRITING)
+    except ValidationError as exc:
+        first = exc.errors()[0]
+        where = ".".join(str(part) for part in first["loc"][1:])
+        raise InvalidRecord(f"invalid {record_type} record: {where}: {first['msg']}") from exc
+
+
+def parse_record(line: Mapping[str, Any]) -> RolloutRecord:
+    """A rollout line (already checked to have a string `type` and an object `payload`) as
+    its record. Raises `ValidationError` for the strict parts only (see the module doc)."""
+    return _RECORD.validate_python(line)
+
+
+def payload_location(loc: tuple[int | str, ...]) -> str:
+    """Where in a value a reading error is, as readers reported it before records were
+    typed: inside the history item or usage that failed, without the record around it."""
+    kind = loc[0] if loc else None
+    # (tag, "payload", ...) for a history item; (tag, "payload", subtag, field, index?, ...)
+    # for a compaction's items or an event's usage.
+    if kind == "response_item":
+        inner = loc[2:]
+    elif kind == "compacted":
+        inner = loc[4:]  # "replacement_history", index
+    elif kind == "event_msg":
+        inner = loc[4:]  # event type, "total_token_usage"
+    else:
+        inner = loc[2:]
+    return ".".join(str(part) for part in inner)
