@@ -48,6 +48,13 @@ class NumberParam(click.ParamType[int | float]):
 COUNT_PARAM = NumberParam(COUNT, "N")
 
 
+def _feature_switch(flag: str, dest: str, value: str) -> Callable[[F], F]:
+    """`--enable`/`--disable FEATURE`: shorthands for `-c features.FEATURE=true|false`."""
+    return click.option(
+        flag, dest, multiple=True, metavar="FEATURE", help=f"Same as -c features.FEATURE={value}."
+    )
+
+
 _EXEC_OPTIONS: list[Callable[[Any], Any]] = [
     click.option(
         "-c",
@@ -57,20 +64,8 @@ _EXEC_OPTIONS: list[Callable[[Any], Any]] = [
         metavar="KEY=VALUE",
         help="Override a config value (dotted key; the value is parsed as TOML).",
     ),
-    click.option(
-        "--enable",
-        "enable_features",
-        multiple=True,
-        metavar="FEATURE",
-        help="Same as -c features.FEATURE=true.",
-    ),
-    click.option(
-        "--disable",
-        "disable_features",
-        multiple=True,
-        metavar="FEATURE",
-        help="Same as -c features.FEATURE=false.",
-    ),
+    _feature_switch("--enable", "enable_features", "true"),
+    _feature_switch("--disable", "disable_features", "false"),
     click.option(
         "--strict-config",
         is_flag=True,

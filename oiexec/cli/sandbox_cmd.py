@@ -15,12 +15,15 @@ from __future__ import annotations
 import json
 import os
 import sys
+from collections.abc import Callable
 from pathlib import Path
-from typing import get_args
+from typing import Any, TypeVar, get_args
 
 import click
 
 from oiexec.core.policy import SANDBOX_MODES, BackendChoice, RequireChoice, SandboxMode
+
+F = TypeVar("F", bound=Callable[..., Any])
 
 
 class _SandboxGroup(click.Group):
@@ -48,6 +51,17 @@ _require_option = click.option(
     show_default=True,
     help='"full" refuses the degraded Landlock backend; "auto" is "full" as root.',
 )
+
+
+def _limit_option(flag: str, default: int, what: str) -> Callable[[F], F]:
+    """A resource limit of the sandboxed command; 0 lifts it."""
+    return click.option(
+        flag,
+        type=click.IntRange(min=0),
+        default=default,
+        show_default=True,
+        help=f"{what} (0: unlimited).",
+    )
 
 
 @click.group(
@@ -82,27 +96,9 @@ _require_option = click.option(
 @click.option("--network", is_flag=True, help="Allow network in workspace-write.")
 @_require_option
 @_backend_option
-@click.option(
-    "--max-processes",
-    type=click.IntRange(min=0),
-    default=1024,
-    show_default=True,
-    help="Processes the command may have at once (0: unlimited).",
-)
-@click.option(
-    "--max-file-size-mb",
-    type=click.IntRange(min=0),
-    default=1024,
-    show_default=True,
-    help="Largest file the command may write, in MiB (0: unlimited).",
-)
-@click.option(
-    "--max-cpu-seconds",
-    type=click.IntRange(min=0),
-    default=3600,
-    show_default=True,
-    help="CPU seconds per process (0: unlimited).",
-)
+@_limit_option("--max-processes", 1024, "Processes the command may have at once")
+@_limit_option("--max-file-size-mb", 1024, "Largest file the command may write, in MiB")
+@_limit_option("--max-cpu-seconds", 3600, "CPU seconds per process")
 @click.pass_context
 def sandbox_group(
     ctx: click.Context,

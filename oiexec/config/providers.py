@@ -8,6 +8,12 @@ from oiexec.config.headers import sendable
 from oiexec.config.settings import ProviderConfig, Settings
 from oiexec.core.errors import ConfigError
 
+
+def _chat(name: str, base_url: str, env_key: str | None) -> ProviderConfig:
+    """A built-in provider on the Chat Completions wire, as most of them are."""
+    return ProviderConfig(name=name, base_url=base_url, env_key=env_key, wire_api="chat")
+
+
 BUILTIN_PROVIDERS: dict[str, ProviderConfig] = {
     "openai": ProviderConfig(
         name="OpenAI",
@@ -22,42 +28,17 @@ BUILTIN_PROVIDERS: dict[str, ProviderConfig] = {
         env_key="ANTHROPIC_API_KEY",
         wire_api="messages",
     ),
-    "openrouter": ProviderConfig(
-        name="OpenRouter",
-        base_url="https://openrouter.ai/api/v1",
-        env_key="OPENROUTER_API_KEY",
-        wire_api="chat",
+    "openrouter": _chat("OpenRouter", "https://openrouter.ai/api/v1", "OPENROUTER_API_KEY"),
+    "deepseek": _chat("DeepSeek", "https://api.deepseek.com/v1", "DEEPSEEK_API_KEY"),
+    "moonshot": _chat("Moonshot (Kimi)", "https://api.moonshot.ai/v1", "MOONSHOT_API_KEY"),
+    "dashscope": _chat(
+        "DashScope (Qwen)",
+        "https://dashscope-intl.aliyuncs.com/compatible-mode/v1",
+        "DASHSCOPE_API_KEY",
     ),
-    "deepseek": ProviderConfig(
-        name="DeepSeek",
-        base_url="https://api.deepseek.com/v1",
-        env_key="DEEPSEEK_API_KEY",
-        wire_api="chat",
-    ),
-    "moonshot": ProviderConfig(
-        name="Moonshot (Kimi)",
-        base_url="https://api.moonshot.ai/v1",
-        env_key="MOONSHOT_API_KEY",
-        wire_api="chat",
-    ),
-    "dashscope": ProviderConfig(
-        name="DashScope (Qwen)",
-        base_url="https://dashscope-intl.aliyuncs.com/compatible-mode/v1",
-        env_key="DASHSCOPE_API_KEY",
-        wire_api="chat",
-    ),
-    "zhipu": ProviderConfig(
-        name="Zhipu (GLM)",
-        base_url="https://open.bigmodel.cn/api/paas/v4",
-        env_key="ZHIPUAI_API_KEY",
-        wire_api="chat",
-    ),
-    "ollama": ProviderConfig(
-        name="Ollama", base_url="http://localhost:11434/v1", env_key=None, wire_api="chat"
-    ),
-    "lmstudio": ProviderConfig(
-        name="LM Studio", base_url="http://localhost:1234/v1", env_key=None, wire_api="chat"
-    ),
+    "zhipu": _chat("Zhipu (GLM)", "https://open.bigmodel.cn/api/paas/v4", "ZHIPUAI_API_KEY"),
+    "ollama": _chat("Ollama", "http://localhost:11434/v1", None),
+    "lmstudio": _chat("LM Studio", "http://localhost:1234/v1", None),
 }
 
 #: `--oss` providers; `--local-provider` picks one, ollama otherwise.

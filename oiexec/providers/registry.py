@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 
 import httpx
 
@@ -15,6 +15,13 @@ from oiexec.providers.messages import MessagesClient
 from oiexec.providers.responses import ResponsesClient
 
 __all__ = ["create_client"]
+
+#: The client for each `wire_api`; they all take the same arguments.
+_CLIENT_TYPES: dict[str, Callable[..., ModelClient]] = {
+    "responses": ResponsesClient,
+    "chat": ChatClient,
+    "messages": MessagesClient,
+}
 
 
 def create_client(
@@ -37,38 +44,19 @@ def create_client(
             f"Model provider `{provider_id}` has no base_url",
             hint=f"Set model_providers.{provider_id}.base_url in config.toml.",
         )
-    if provider.wire_api == "responses":
-        return ResponsesClient(
-            provider,
-            api_key,
-            provider_id=provider_id,
-            extra_headers=extra_headers,
-            timing=timing,
-            transport=transport,
-            wait_observer=wait_observer,
+    client_type = _CLIENT_TYPES.get(provider.wire_api)
+    if client_type is None:
+        raise ConfigError(
+            f'Model provider `{provider_id}` uses `wire_api = "{provider.wire_api}"`, which is '
+            "not supported",
+            hint='Use wire_api = "responses", "chat" or "messages".',
         )
-    if provider.wire_api == "chat":
-        return ChatClient(
-            provider,
-            api_key,
-            provider_id=provider_id,
-            extra_headers=extra_headers,
-            timing=timing,
-            transport=transport,
-            wait_observer=wait_observer,
-        )
-    if provider.wire_api == "messages":
-        return MessagesClient(
-            provider,
-            api_key,
-            provider_id=provider_id,
-            extra_headers=extra_headers,
-            timing=timing,
-            transport=transport,
-            wait_observer=wait_observer,
-        )
-    raise ConfigError(
-        f'Model provider `{provider_id}` uses `wire_api = "{provider.wire_api}"`, which is not '
-        "supported",
-        hint='Use wire_api = "responses", "chat" or "messages".',
+    return client_type(
+        provider,
+        api_key,
+        provider_id=provider_id,
+        extra_headers=extra_headers,
+        timing=timing,
+        transport=transport,
+        wait_observer=wait_observer,
     )
