@@ -67,7 +67,6 @@ class HookHandler:
     timeout_s: float
     #: Where it was configured (a hooks.json path, or "config").
     source: str
-    status_message: str | None = None
 
     def matches(self, inputs: Sequence[str]) -> bool:
         if self.event in _UNMATCHED_EVENTS or self.matcher in (None, "", "*"):
@@ -171,7 +170,6 @@ def collect_handlers(
                             command=hook.command,
                             timeout_s=hook.timeout,
                             source=source,
-                            status_message=hook.statusMessage,
                         )
                     )
     return handlers

@@ -11,7 +11,6 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
 
 from oiexec.core.errors import UsageError
 from oiexec.git import GitError, run_git_text
@@ -92,17 +91,6 @@ class ResolvedTarget:
     def revision(self) -> str | None:
         """The git revision whose files the findings point at (None: the working tree)."""
         return self.commit_sha
-
-    def protocol_json(self) -> dict[str, Any]:
-        """The target as Codex records it (`EnteredReviewMode.target`)."""
-        target = self.target
-        if isinstance(target, UncommittedTarget):
-            return {"type": "uncommittedChanges"}
-        if isinstance(target, BaseBranchTarget):
-            return {"type": "baseBranch", "branch": target.branch}
-        if isinstance(target, CommitTarget):
-            return {"type": "commit", "sha": self.commit_sha or target.sha, "title": target.title}
-        return {"type": "custom", "instructions": target.instructions}
 
 
 def resolve_target(repo: Path, target: ReviewTarget) -> ResolvedTarget:

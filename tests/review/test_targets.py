@@ -96,7 +96,6 @@ def test_base_branch_uses_the_merge_base(git_repo: Path) -> None:
     assert resolved.merge_base == fork_point
     assert f"git diff {fork_point}" in resolved.user_message
     assert "'main'" in resolved.user_message
-    assert resolved.protocol_json() == {"type": "baseBranch", "branch": "main"}
     assert changed_lines(git_repo, BaseBranchTarget("main")) == {"a.txt": {2, 9}}
 
 
@@ -114,7 +113,6 @@ def test_single_commit_against_its_parent(git_repo: Path) -> None:
     assert resolved.revision == sha
     assert sha in resolved.user_message and "Tidy things" in resolved.user_message
     assert resolved.user_facing_hint == f"commit {sha[:7]}: Tidy things"
-    assert resolved.protocol_json() == {"type": "commit", "sha": sha, "title": "Tidy things"}
     assert changed_lines(git_repo, CommitTarget(sha)) == {"a.txt": {6}, "c.txt": {1, 2, 3}}
 
 
@@ -126,10 +124,9 @@ def test_root_commit_is_all_added(git_repo: Path) -> None:
     }
 
 
-def test_uncommitted_message_and_protocol(git_repo: Path) -> None:
+def test_uncommitted_message(git_repo: Path) -> None:
     resolved = resolve_target(git_repo, UncommittedTarget())
     assert "untracked" in resolved.user_message and "git diff HEAD" in resolved.user_message
-    assert resolved.protocol_json() == {"type": "uncommittedChanges"}
     assert resolved.repo_root == git_repo.resolve()
     assert resolved.revision is None
 
@@ -139,7 +136,6 @@ def test_custom_instructions_are_sent_verbatim_and_have_no_diff(git_repo: Path) 
     resolved = resolve_target(git_repo, CustomTarget(text))
     assert resolved.user_message == text
     assert resolved.user_facing_hint == "Check the error handling in a.txt"
-    assert resolved.protocol_json() == {"type": "custom", "instructions": text}
     assert changed_lines(git_repo, CustomTarget(text)) is None
 
 
