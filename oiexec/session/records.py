@@ -23,13 +23,14 @@ The same models serve both directions, in two modes:
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import Annotated, Any, Literal
+from typing import Annotated, Any, ClassVar, Literal, Self, TypeVar
 
 from pydantic import (
     BaseModel,
     BeforeValidator,
     ConfigDict,
     Discriminator,
+    ModelWrapValidatorHandler,
     StrictBool,
     StrictInt,
     StrictStr,
@@ -37,9 +38,6 @@ from pydantic import (
     TypeAdapter,
     ValidationError,
     ValidationInfo,
-    ValidatorFunctionWrapHandler,
-    WrapValidator,
-    field_validator,
     model_validator,
 )
 
@@ -81,6 +79,8 @@ LEGACY_VERSION = 0
 
 _WRITING = {"writing": True}
 
+_M = TypeVar("_M", bound="_Model")
+
 
 class InvalidRecord(ValueError):
     """A record the code was about to write does not match its model (a programming error)."""
@@ -91,56 +91,71 @@ def _writing(info: ValidationInfo) -> bool:
     return isinstance(context, dict) and context.get("writing") is True
 
 
-def _missing_if_wrong(
-    value: Any, handler: ValidatorFunctionWrapHandler, info: ValidationInfo
-) -> Any:
-    """Reading: a value of the wrong type counts as missing. Writing: it is an error."""
+Str = StrictStr | None
+Int = StrictInt | None
+Bool = StrictBool | None
+
+
+def _lenient(cls: type[_M], data: Any, handler: ModelWrapValidatorHandler[_M]) -> _M:
+    """Reading: a field of the wrong type counts as missing, unless the model lists it in
+    `_strict`. One validator per model, not one per field: the common case (nothing wrong)
+    costs a Python call per model, not per field."""
     try:
-        return handler(value)
-    except ValidationError:
-        if _writing(info):
+        return handler(data)
+    except ValidationError as exc:
+        if not isinstance(data, dict):
             raise
-        return None
+        wrong: set[str] = set()
+        for error in exc.errors():
+            field = error["loc"][0] if error["loc"] else None
+            if not isinstance(field, str) or field in cls._strict or field not in cls.model_fields:
+                raise
+            wrong.add(field)
+        return handler({key: value for key, value in data.items() if key not in wrong})
 
 
-_Lenient = WrapValidator(_missing_if_wrong)
-Str = Annotated[StrictStr | None, _Lenient]
-Int = Annotated[StrictInt | None, _Lenient]
-Bool = Annotated[StrictBool | None, _Lenient]
-
-
-class _Payload(BaseModel):
-    """A payload: unknown keys are kept when reading (Codex's, a newer oiexec's), refused
-    when writing; `_required` fields must be present when writing."""
+class _Model(BaseModel):
+    """Unknown keys are kept when reading (Codex's, a newer oiexec's) and refused when
+    writing; `_required` fields must be present when writing."""
 
     model_config = ConfigDict(extra="allow", frozen=True)
 
-    _required: tuple[str, ...] = ()
+    # Class constants, not pydantic private attributes (those are set up on every instance).
+    _required: ClassVar[tuple[str, ...]] = ()
+    _strict: ClassVar[frozenset[str]] = frozenset()
 
-    @model_validator(mode="after")
-    def _complete_when_written(self, info: ValidationInfo) -> _Payload:
-        if _writing(info):
-            if self.model_extra:
-                raise ValueError(f"unknown field(s): {', '.join(sorted(self.model_extra))}")
-            missing = [name for name in self._required if getattr(self, name) is None]
-            if missing:
-                raise ValueError(f"missing field(s): {', '.join(missing)}")
-        return self
+    @model_validator(mode="wrap")
+    @classmethod
+    def _read_or_write(
+        cls, data: Any, handler: ModelWrapValidatorHandler[Self], info: ValidationInfo
+    ) -> Self:
+        if not _writing(info):
+            return _lenient(cls, data, handler)
+        model = handler(data)
+        model._check_written()
+        return model
+
+    def _check_written(self) -> None:
+        if self.model_extra:
+            raise ValueError(f"unknown field(s): {', '.join(sorted(self.model_extra))}")
+        missing = [name for name in self._required if getattr(self, name) is None]
+        if missing:
+            raise ValueError(f"missing field(s): {', '.join(missing)}")
 
 
 # --- session_meta -------------------------------------------------------------------------
 
 
-class BaseInstructions(_Payload):
+class BaseInstructions(_Model):
     text: Str = None
 
 
-class GitInfo(_Payload):
+class GitInfo(_Model):
     commit_hash: Str = None
     branch: Str = None
 
 
-class SessionMeta(_Payload):
+class SessionMeta(_Model):
     """The first record of a thread (Codex's fields; `forked_from_*` on a fork)."""
 
     _required = ("id",)
@@ -153,8 +168,8 @@ class SessionMeta(_Payload):
     cli_version: Str = None
     source: Str = None
     model_provider: Str = None
-    base_instructions: Annotated[BaseInstructions | None, _Lenient] = None
-    git: Annotated[GitInfo | None, _Lenient] = None
+    base_instructions: BaseInstructions | None = None
+    git: GitInfo | None = None
     forked_from_id: Str = None
     forked_from_ordinal_exclusive: Int = None
 
@@ -162,14 +177,14 @@ class SessionMeta(_Payload):
 # --- turn_context -------------------------------------------------------------------------
 
 
-class SandboxPolicyRecord(_Payload):
+class SandboxPolicyRecord(_Model):
     type: Str = None
     network_access: Bool = None
     exclude_tmpdir_env_var: Bool = None
     exclude_slash_tmp: Bool = None
 
 
-class Override(_Payload):
+class Override(_Model):
     """A setting a resume changed from the session's run, and what changed it."""
 
     name: Str = None
@@ -179,21 +194,21 @@ class Override(_Payload):
     sandbox: Bool = None
 
 
-class TurnContext(_Payload):
+class TurnContext(_Model):
     """What a run was made with (Codex's fields, plus what a resume restores). Rollouts from
     before a field was recorded lack it."""
 
     cwd: Str = None
     approval_policy: Str = None
-    sandbox_policy: Annotated[SandboxPolicyRecord | None, _Lenient] = None
+    sandbox_policy: SandboxPolicyRecord | None = None
     model: Str = None
     model_provider: Str = None
     effort: Str = None
     harness: Str = None
-    writable_roots: Annotated[list[StrictStr] | None, _Lenient] = None
+    writable_roots: list[StrictStr] | None = None
     network_access: Bool = None
-    output_schema: Annotated[dict[str, Any] | None, _Lenient] = None
-    overrides: Annotated[list[Override] | None, _Lenient] = None
+    output_schema: dict[str, Any] | None = None
+    overrides: list[Override] | None = None
 
 
 # --- compacted ----------------------------------------------------------------------------
@@ -204,10 +219,11 @@ def _list_or_missing(value: Any, info: ValidationInfo) -> Any:
     return value if isinstance(value, list) or _writing(info) else None
 
 
-class Compacted(_Payload):
+class Compacted(_Model):
     """A context compaction: the summarised history replaces everything before it."""
 
     _required = ("replacement_history",)
+    _strict = frozenset({"replacement_history"})
 
     message: Str = None
     replacement_history: Annotated[list[HistoryItem] | None, BeforeValidator(_list_or_missing)] = (
@@ -218,11 +234,11 @@ class Compacted(_Payload):
 # --- event_msg ----------------------------------------------------------------------------
 
 
-class TaskStarted(_Payload):
+class TaskStarted(_Model):
     type: Literal["task_started"]
 
 
-class TaskComplete(_Payload):
+class TaskComplete(_Model):
     """How a run ended. Rollouts from before outcomes were recorded have no `status`."""
 
     type: Literal["task_complete"]
@@ -233,10 +249,11 @@ class TaskComplete(_Payload):
     failure: Str = None
 
 
-class TokenCount(_Payload):
+class TokenCount(_Model):
     """Cumulative usage of the thread; strict, a resume continues counting from it."""
 
     _required = ("total_token_usage",)
+    _strict = frozenset({"total_token_usage"})
 
     type: Literal["token_count"]
     total_token_usage: Usage | None = None
@@ -245,41 +262,38 @@ class TokenCount(_Payload):
 _THREAD_EVENT: TypeAdapter[ThreadEvent] = TypeAdapter(ThreadEvent)
 
 
-class ThreadEventMsg(_Payload):
+class ThreadEventMsg(_Model):
     """A public event mirrored into the rollout, kept as printed (`sessions show` lists the
     `item.completed` items verbatim)."""
 
     _required = ("event",)
 
     type: Literal["thread_event"]
-    event: Annotated[dict[str, Any] | None, _Lenient] = None
+    event: dict[str, Any] | None = None
 
-    @field_validator("event")
-    @classmethod
-    def _an_event_when_written(cls, value: Any, info: ValidationInfo) -> Any:
-        if _writing(info) and value is not None:
-            _THREAD_EVENT.validate_python(value)
-        return value
+    def _check_written(self) -> None:
+        super()._check_written()
+        _THREAD_EVENT.validate_python(self.event)
 
 
-class FileStamp(_Payload):
+class FileStamp(_Model):
     mtime_ns: Int = None
     sha256: Str = None
-    window: Annotated[list[StrictInt | None] | None, _Lenient] = None
+    window: list[StrictInt | None] | None = None
     written: Bool = None
 
 
-class FileReadState(_Payload):
+class FileReadState(_Model):
     """One change to the file tools' read-before-write state; `stamp` None forgets `path`."""
 
     _required = ("path",)
 
     type: Literal["file_read_state"]
     path: Str = None
-    stamp: Annotated[FileStamp | None, _Lenient] = None
+    stamp: FileStamp | None = None
 
 
-class TurnAborted(_Payload):
+class TurnAborted(_Model):
     """A resume found the run before it killed; `closed_calls` calls were closed."""
 
     type: Literal["turn_aborted"]
@@ -287,16 +301,13 @@ class TurnAborted(_Payload):
     closed_calls: Int = None
 
 
-class OtherEvent(_Payload):
+class OtherEvent(_Model):
     """An `event_msg` type this build does not write (Codex's, a newer oiexec's): skipped."""
 
     type: Any = None
 
-    @model_validator(mode="after")
-    def _never_written(self, info: ValidationInfo) -> OtherEvent:
-        if _writing(info):
-            raise ValueError(f"unknown event_msg type {self.type!r}")
-        return self
+    def _check_written(self) -> None:
+        raise ValueError(f"unknown event_msg type {self.type!r}")
 
 
 _EVENT_TYPES = frozenset(
@@ -331,22 +342,16 @@ EventMsg = Annotated[
 # --- records ------------------------------------------------------------------------------
 
 
-def _version_or_legacy(value: Any, handler: ValidatorFunctionWrapHandler) -> Any:
-    try:
-        return handler(value)
-    except ValidationError:
-        return LEGACY_VERSION  # not a version this build can read: the format before versions
+class _Record(_Model):
+    """The line around a payload. Unknown keys (Codex's `metadata`) are kept; a `version`
+    that is not a number reads as the format before versions."""
 
-
-class _Record(BaseModel):
-    """The line around a payload. Unknown keys (Codex's `metadata`) are kept."""
-
-    model_config = ConfigDict(extra="allow", frozen=True)
+    _strict = frozenset({"type", "payload"})
 
     timestamp: Str = None
     #: Missing in rollouts of Codex before 0.169.
     ordinal: Int = None
-    version: Annotated[StrictInt, WrapValidator(_version_or_legacy)] = LEGACY_VERSION
+    version: StrictInt = LEGACY_VERSION
 
 
 class SessionMetaRecord(_Record):
@@ -383,11 +388,8 @@ class UnknownRecord(_Record):
     type: str
     payload: dict[str, Any]
 
-    @model_validator(mode="after")
-    def _never_written(self, info: ValidationInfo) -> UnknownRecord:
-        if _writing(info):
-            raise ValueError(f"unknown record type {self.type!r}")
-        return self
+    def _check_written(self) -> None:
+        raise ValueError(f"unknown record type {self.type!r}")
 
 
 _RECORD_TYPES = frozenset(
