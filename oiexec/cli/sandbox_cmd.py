@@ -53,6 +53,19 @@ _require_option = click.option(
 )
 
 
+def _mode_option(default: SandboxMode, what: str) -> Callable[[F], F]:
+    """`-s/--sandbox MODE`, for running a command or for the doctor's check."""
+    return click.option(
+        "-s",
+        "--sandbox",
+        "mode",
+        type=click.Choice(SANDBOX_MODES),
+        default=default,
+        show_default=True,
+        help=what,
+    )
+
+
 def _limit_option(flag: str, default: int, what: str) -> Callable[[F], F]:
     """A resource limit of the sandboxed command; 0 lifts it."""
     return click.option(
@@ -70,15 +83,7 @@ def _limit_option(flag: str, default: int, what: str) -> Callable[[F], F]:
     invoke_without_command=True,
     context_settings={"help_option_names": ["-h", "--help"]},
 )
-@click.option(
-    "-s",
-    "--sandbox",
-    "mode",
-    type=click.Choice(SANDBOX_MODES),
-    default="read-only",
-    show_default=True,
-    help="Sandbox mode for the command.",
-)
+@_mode_option("read-only", "Sandbox mode for the command.")
 @click.option(
     "--add-dir",
     "add_dirs",
@@ -138,15 +143,7 @@ def sandbox_group(
 
 
 @sandbox_group.command("doctor")
-@click.option(
-    "-s",
-    "--sandbox",
-    "mode",
-    type=click.Choice(SANDBOX_MODES),
-    default="workspace-write",
-    show_default=True,
-    help="The mode to check.",
-)
+@_mode_option("workspace-write", "The mode to check.")
 @_require_option
 @_backend_option
 @click.option("--network", is_flag=True, help="Check workspace-write with network on.")
