@@ -10,7 +10,17 @@ imports nothing but `sys` before the guard is in place.
 import sys
 
 
+def _lean() -> None:
+    """Keep what a run never uses out of the process. `import httpx` imports its own command
+    line client (`httpx._main`, which pulls in rich, pygments and click's whole tree) when those
+    are installed, and they are (rich draws batch progress bars): ~75 modules on every run for
+    a program oiexec never calls. A None entry in sys.modules makes that import fail, and
+    httpx then defines a stub `main` instead, as it does when they are absent."""
+    sys.modules.setdefault("httpx._main", None)  # type: ignore[arg-type]
+
+
 def main() -> None:
+    _lean()
     try:
         from oiexec.cli import main as cli_main
     except KeyboardInterrupt:

@@ -9,9 +9,11 @@ from __future__ import annotations
 
 import contextlib
 import logging
+import sys
 from collections.abc import Callable, Mapping, MutableMapping
 from datetime import UTC, datetime
 from pathlib import Path
+from types import ModuleType
 from typing import IO, Any
 
 from oiexec.core.events import (
@@ -26,6 +28,24 @@ from oiexec.core.events import (
 from oiexec.core.redact import redact
 
 
+def _structlog() -> ModuleType:
+    """structlog, imported without rich. Its package always imports its console renderer and
+    tracebacks modules, which import rich (a large tree) when it is installed, for coloured
+    tracebacks on a terminal; the run log renders JSON to a file and never uses them. Hidden
+    only while structlog is first imported, and only when rich is not already loaded."""
+    if "structlog" in sys.modules:
+        return sys.modules["structlog"]
+    hide = "rich" not in sys.modules
+    if hide:
+        sys.modules["rich"] = None  # type: ignore[assignment]
+    try:
+        import structlog
+    finally:
+        if hide:
+            del sys.modules["rich"]
+    return structlog
+
+
 def _redact_values(
     _logger: object, _name: str, event: MutableMapping[str, Any]
 ) -> Mapping[str, Any]:
@@ -36,8 +56,7 @@ class RunLogSink:
     """An EventSink that writes a few events to the day's log file."""
 
     def __init__(self, home: Path, **context: Any) -> None:
-        import structlog
-
+        structlog = _structlog()
         directory = home / "logs"
         directory.mkdir(parents=True, exist_ok=True)
         day = datetime.now(UTC).strftime("%Y-%m-%d")

@@ -1,12 +1,18 @@
 """`--version` and `--help` answer at once: they import neither the settings machinery
-(pydantic) nor the HTTP stack, which a run pays for and a question about flags should not."""
+(pydantic) nor the HTTP stack, which a run pays for and a question about flags should not; and
+a run imports nothing it does not use."""
 
 from __future__ import annotations
 
+import json
 import subprocess
 import sys
+from pathlib import Path
 
 import pytest
+
+from tests.conftest import exec_args, run_cli
+from tests.support.model_server import ModelServer, call, reply
 
 HEAVY = ("pydantic", "pydantic_settings", "httpx", "rich", "mcp")
 
@@ -22,3 +28,30 @@ def test_questions_about_the_cli_import_nothing_a_run_needs(argv: list[str]) -> 
     )
     imported = {line.rsplit("|", 1)[-1].strip() for line in done.stderr.splitlines()}
     assert not imported & set(HEAVY), sorted(imported & set(HEAVY))
+
+
+#: What a plain exec run (no MCP server configured, no batch progress bar) has no use for:
+#: the rich/pygments tree arrives through httpx's own command-line client and through
+#: structlog's console renderer unless the runner keeps it out. (`-X importtime` also lists an
+#: import refused by a None in sys.modules, so the names are modules loaded only by a real one.)
+NOT_FOR_A_RUN = ("rich.console", "rich.pretty", "pygments", "mcp")
+
+
+def test_an_exec_run_imports_no_terminal_renderer_and_no_mcp(
+    model_server: ModelServer, repo: Path
+) -> None:
+    model_server.enqueue(
+        reply(tool_calls=[call("exec_command", {"cmd": "echo hi"})]), reply("done")
+    )
+    done = run_cli(
+        exec_args(model_server, "say hi"), cwd=repo, env={"PYTHONPROFILEIMPORTTIME": "1"}
+    )
+    assert done.returncode == 0, done.stderr[-2000:]
+    assert [json.loads(line)["type"] for line in done.stdout.splitlines()][-1] == "turn.completed"
+    imported = {
+        line.rsplit("|", 1)[-1].strip()
+        for line in done.stderr.splitlines()
+        if line.startswith("import time:")
+    }
+    assert "structlog" in imported  # the run log was written, through structlog
+    assert not imported & set(NOT_FOR_A_RUN), sorted(imported & set(NOT_FOR_A_RUN))
