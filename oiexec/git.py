@@ -20,10 +20,15 @@ root, or the worktree's `.gitattributes`. Git runs programs named in config in m
   repository is always the one `cwd` (or an explicit `--git-dir`) names;
 * starts the one `git` resolved at the run's start outside every writable root and the
   workspace (`oiexec.core.programs`), never whatever `git` PATH names at the time: a planted
-  `.venv/bin/git` would run unconfined (GitPython is pinned to the same executable);
+  `.venv/bin/git` would run unconfined;
 * has a timeout (`TIMEOUT`, or `QUICK_TIMEOUT` for lookups that only decorate a prompt or a
   record), and reports a git that cannot start or overruns as `GitError`, as it does a
   non-zero exit when the caller asks for `check=True`.
+
+Every git process starts in `_run`, by `subprocess` with an environment built whole. Not
+GitPython: its `Git.execute` lays the given environment over the runner's own, so an inherited
+`GIT_INDEX_FILE` or `GIT_DIR` cannot be dropped, its timeout looks up `pgrep`/`ps` on PATH to
+kill the process tree, and importing it (~0.2 s, plus a `git version`) would fall on every run.
 
 The system config is kept (`GIT_CONFIG_NOSYSTEM` is not set): it is root's and outside every
 writable root, and containers commonly put `safe.directory` there.
@@ -38,12 +43,8 @@ import os
 import subprocess
 from collections.abc import Mapping, Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING
 
 from oiexec.core import programs
-
-if TYPE_CHECKING:
-    from git import Git, Repo
 
 __all__ = [
     "QUICK_TIMEOUT",
@@ -157,7 +158,7 @@ def _split(args: Sequence[str]) -> tuple[list[str], str | None, list[str]]:
 
 
 def _filter_drivers(
-    globals_: list[str], cwd: Path, env: Mapping[str, str], timeout: float
+    globals_: list[str], cwd: Path, env: Mapping[str, str], timeout: float | None
 ) -> list[str]:
     try:
         done = subprocess.run(
@@ -184,12 +185,17 @@ def _filter_drivers(
 
 
 def _argv(
-    args: Sequence[str], *, cwd: Path, env: Mapping[str, str], timeout: float = QUICK_TIMEOUT
+    args: Sequence[str],
+    *,
+    cwd: Path,
+    env: Mapping[str, str],
+    timeout: float | None = QUICK_TIMEOUT,
+    blank_filters: bool = True,
 ) -> list[str]:
     """The full, hardened argv for `git <args>` (may run `git config` once to list filters)."""
     globals_, sub, rest = _split(args)
     safe = list(SAFE_CONFIG)
-    if sub is not None and sub not in _NO_FILTERS:
+    if blank_filters and sub is not None and sub not in _NO_FILTERS:
         for driver in _filter_drivers(globals_, cwd, env, timeout):
             safe += [f"filter.{driver}.{key}=" for key in ("process", "clean", "smudge")]
             safe.append(f"filter.{driver}.required=false")
@@ -214,11 +220,35 @@ def run_git(
 
     Raises `GitError` when git cannot start or overruns `timeout`, and on a non-zero exit
     only with `check=True` (many callers read the status as an answer)."""
+    done = _run(args, cwd=cwd, extra_env=extra_env, input=input, timeout=timeout)
+    if check and done.returncode != 0:
+        stderr = _text(done.stderr, "replace").strip()
+        raise GitError(
+            f"git {_split(args)[1] or 'git'} failed in {cwd}: "
+            f"{stderr or f'exit status {done.returncode}'}",
+            cwd=cwd,
+            returncode=done.returncode,
+            stderr=stderr,
+        )
+    return done
+
+
+def _run(
+    args: Sequence[str],
+    *,
+    cwd: Path,
+    extra_env: Mapping[str, str] | None = None,
+    input: bytes | None = None,
+    timeout: float | None,
+    blank_filters: bool = True,
+) -> subprocess.CompletedProcess[bytes]:
+    """Where every git command starts (`run_git`, and the batch helpers below, which keep
+    the filters of the user's own repository and wait as long as a clone takes); only the
+    read-only lookup of `_filter_drivers` starts one of its own."""
     env = _env(extra_env)
-    sub = _split(args)[1] or "git"
-    argv = _argv(args, cwd=cwd, env=env, timeout=timeout)
+    argv = _argv(args, cwd=cwd, env=env, timeout=timeout, blank_filters=blank_filters)
     try:
-        done = subprocess.run(
+        return subprocess.run(
             argv,
             cwd=cwd,
             env=env,
@@ -230,16 +260,8 @@ def run_git(
     except OSError as exc:
         raise GitError(f"cannot run git in {cwd}: {exc}", cwd=cwd) from exc
     except subprocess.TimeoutExpired as exc:
+        sub = _split(args)[1] or "git"
         raise GitError(f"git {sub} timed out after {timeout:g}s in {cwd}", cwd=cwd) from exc
-    if check and done.returncode != 0:
-        stderr = _text(done.stderr, "replace").strip()
-        raise GitError(
-            f"git {sub} failed in {cwd}: {stderr or f'exit status {done.returncode}'}",
-            cwd=cwd,
-            returncode=done.returncode,
-            stderr=stderr,
-        )
-    return done
 
 
 def run_git_text(
@@ -299,109 +321,94 @@ def find_project_root(cwd: Path, markers: Sequence[str] = (".git",)) -> Path | N
     return None
 
 
-# --- workspaces for batch tasks (GitPython; imported on first use, keeping --help fast) ----
+# --- workspaces for batch tasks ----------------------------------------------------------
 #
-# These act on the user's own repository (the source of a batch), never on one a model has
-# written to, so its filters stay in force; hooks do not run (`SAFE_CONFIG`), and git never
-# prompts (`_env`).
+# These act on the user's own repository (the source of a batch, or a fresh clone of a URL),
+# never on one a model has written to, so its filter drivers stay in force (a checkout smudges
+# its LFS files) and nothing is timed out (a clone takes what it takes); hooks, fsmonitor and
+# the rest of the policy above apply as to every call.
 
 
-def _gitpython_error(exc: Exception, what: str, where: Path | str) -> GitError:
-    stderr = str(getattr(exc, "stderr", "") or "").strip().removeprefix("stderr:").strip()
-    detail = stderr.strip("'\" \n") or str(exc)
-    return GitError(f"{what} failed for {where}: {detail}", cwd=Path(str(where)), stderr=stderr)
+def _in_own_repository(args: Sequence[str], *, cwd: Path, what: str, where: Path | str) -> str:
+    """`git <args>` in the user's repository; its stdout, or `GitError` naming `what` failed
+    for `where` with git's message."""
+    done = _run(args, cwd=cwd, timeout=None, blank_filters=False)
+    if done.returncode != 0:
+        stderr = _text(done.stderr, "replace").strip()
+        detail = stderr or f"exit status {done.returncode}"
+        raise GitError(
+            f"{what} failed for {where}: {detail}",
+            cwd=Path(str(where)),
+            returncode=done.returncode,
+            stderr=stderr,
+        )
+    return _text(done.stdout, "replace")
 
 
-#: GitPython's own variables, set only while it is first imported.
-_GITPYTHON_VARS = ("GIT_PYTHON_GIT_EXECUTABLE", "GIT_PYTHON_REFRESH")
-
-
-def _pin_gitpython(where: Path) -> None:
-    """Pins GitPython to the trusted git, before its first import too: importing it runs
-    `git version` by PATH lookup unless told which git to use."""
-    import sys
-
-    executable = git_executable(where)
-    if "git" not in sys.modules:
-        saved = {name: os.environ.get(name) for name in _GITPYTHON_VARS}
-        os.environ.update(GIT_PYTHON_GIT_EXECUTABLE=executable, GIT_PYTHON_REFRESH="quiet")
-        try:
-            import git
-        finally:
-            for name, value in saved.items():
-                if value is None:
-                    os.environ.pop(name, None)
-                else:
-                    os.environ[name] = value
-    import git
-
-    if executable != git.Git.GIT_PYTHON_GIT_EXECUTABLE:
-        git.refresh(executable)
-
-
-def _safe_git(repo: Repo) -> Git:
-    """`repo.git` with the hardening options for its next command."""
-    return repo.git(c=list(SAFE_CONFIG))
+def _commit_id(repo_root: Path, ref: str) -> str | None:
+    """The commit `ref` names (a tag is peeled), or None."""
+    done = _run(
+        ["rev-parse", "--verify", "-q", "--end-of-options", f"{ref}^{{commit}}"],
+        cwd=repo_root,
+        timeout=TIMEOUT,
+    )
+    return _text(done.stdout, "replace").strip() if done.returncode == 0 else None
 
 
 def repository_root(path: Path) -> Path:
     """The work tree root of the repository containing `path`; `GitError` when there is none."""
-    _pin_gitpython(path)
-    import git
-
-    try:
-        repo = git.Repo(path, search_parent_directories=True)
-    except (git.InvalidGitRepositoryError, git.NoSuchPathError) as exc:
-        raise GitError(f"{path} is not inside a git repository", cwd=path) from exc
-    if repo.working_tree_dir is None:
+    if not path.is_dir():
+        raise GitError(f"{path} is not inside a git repository", cwd=path)
+    done = _run(["rev-parse", "--show-toplevel"], cwd=path, timeout=TIMEOUT)
+    if done.returncode == 0:
+        return Path(_text(done.stdout, "replace").strip())
+    bare = _run(["rev-parse", "--is-bare-repository"], cwd=path, timeout=TIMEOUT)
+    if bare.returncode == 0 and bare.stdout.strip() == b"true":
         raise GitError(f"{path} is a bare repository; a work tree is needed", cwd=path)
-    return Path(repo.working_tree_dir)
+    stderr = _text(done.stderr, "replace").strip()
+    if "not a git repository" in stderr:  # LC_ALL=C (`_env`)
+        raise GitError(f"{path} is not inside a git repository", cwd=path)
+    # Something else (e.g. git's "dubious ownership"): git's own words say what.
+    raise GitError(f"git rev-parse failed in {path}: {stderr}", cwd=path, stderr=stderr)
 
 
 def resolve_commit(repo_root: Path, ref: str | None) -> str:
     """The full commit id `ref` (default HEAD) names in the repository at `repo_root`."""
-    _pin_gitpython(repo_root)
-    import git
-
-    try:
-        return git.Repo(repo_root).commit(ref or "HEAD").hexsha
-    except (git.GitError, ValueError, git.BadName) as exc:
-        raise GitError(f"{ref or 'HEAD'!r} is not a commit in {repo_root}", cwd=repo_root) from exc
+    commit = _commit_id(repo_root, ref or "HEAD")
+    if commit is None:
+        raise GitError(f"{ref or 'HEAD'!r} is not a commit in {repo_root}", cwd=repo_root)
+    return commit
 
 
 def add_worktree(repo_root: Path, dest: Path, commit: str) -> None:
     """A detached worktree of `repo_root` at `commit` in `dest` (a stale one there is removed
     first). The source checkout's HEAD, index and files are left as they are."""
-    _pin_gitpython(repo_root)
-    import git
-
     remove_worktree(repo_root, dest)
-    repo = git.Repo(repo_root)
-    try:
-        with repo.git.custom_environment(**_env()):
-            _safe_git(repo).worktree("add", "--detach", "--force", str(dest), commit)
-    except git.GitCommandError as exc:
-        raise _gitpython_error(exc, "git worktree add", repo_root) from exc
+    _in_own_repository(
+        ["worktree", "add", "--detach", "--force", "--", str(dest), commit],
+        cwd=repo_root,
+        what="git worktree add",
+        where=repo_root,
+    )
 
 
 def remove_worktree(repo_root: Path, dest: Path) -> None:
     """Removes the worktree at `dest` (files and registration); nothing there is fine."""
     import shutil
 
-    _pin_gitpython(repo_root)
-    import git
-
-    repo = git.Repo(repo_root)
-    with repo.git.custom_environment(**_env()):
-        if dest.exists():
-            try:
-                _safe_git(repo).worktree("remove", "--force", "--force", str(dest))
-            except git.GitCommandError:
-                shutil.rmtree(dest, ignore_errors=True)
+    if dest.exists():
         try:
-            _safe_git(repo).worktree("prune")
-        except git.GitCommandError as exc:
-            raise _gitpython_error(exc, "git worktree prune", repo_root) from exc
+            _in_own_repository(
+                ["worktree", "remove", "--force", "--force", "--", str(dest)],
+                cwd=repo_root,
+                what="git worktree remove",
+                where=repo_root,
+            )
+        except GitError:
+            shutil.rmtree(dest, ignore_errors=True)
+    _in_own_repository(
+        ["worktree", "prune"], cwd=repo_root, what="git worktree prune", where=repo_root
+    )
 
 
 def clone_at(url: str, dest: Path, ref: str | None) -> str:
@@ -409,26 +416,20 @@ def clone_at(url: str, dest: Path, ref: str | None) -> str:
     HEAD) checked out detached; returns the commit id."""
     import shutil
 
-    _pin_gitpython(dest.parent)
-    import git
-
     shutil.rmtree(dest, ignore_errors=True)
-    try:
-        repo = git.Repo.clone_from(url, dest, env=_env(), multi_options=["--no-checkout"])
-    except git.GitCommandError as exc:
-        raise _gitpython_error(exc, "git clone", url) from exc
+    dest.parent.mkdir(parents=True, exist_ok=True)
+    _in_own_repository(
+        ["clone", "--no-checkout", "--", url, str(dest)],
+        cwd=dest.parent,
+        what="git clone",
+        where=url,
+    )
     # A branch of the remote exists only as origin/<name> in the new clone.
     for candidate in (ref or "HEAD", f"origin/{ref}"):
-        try:
-            commit = repo.commit(candidate).hexsha
+        commit = _commit_id(dest, candidate)
+        if commit is not None:
             break
-        except (git.GitError, ValueError, git.BadName):
-            continue
     else:
         raise GitError(f"{ref!r} is not a branch, tag or commit of {url}", cwd=dest)
-    try:
-        with repo.git.custom_environment(**_env()):
-            _safe_git(repo).checkout("--detach", commit)
-    except git.GitCommandError as exc:
-        raise _gitpython_error(exc, "git checkout", url) from exc
+    _in_own_repository(["checkout", "--detach", commit], cwd=dest, what="git checkout", where=url)
     return commit
