@@ -6,8 +6,8 @@ file, environment context), the user's own messages (newest first within a budge
 keeps them), the summary as a user message, and the latest model turns with their tool
 results (as many as fit in what the rest leaves, at least the last one, its results cut if
 need be), so the model picks up exactly where it was. The words of the summarisation
-request and of the summary's heading are the harness's (`CompactingHarness`); this module
-only does the arithmetic and the rebuilding.
+request and of the summary's heading are the harness's (`Harness.compaction_prompts`); this
+module only does the arithmetic and the rebuilding.
 
 Sizes are estimated in the same unit as the tool output caps (`oiexec.core.tokens`), and
 corrected upwards by the input tokens the provider last reported when those are larger.

@@ -3,7 +3,7 @@
 ModelClient   one provider wire (Responses, Chat Completions, ...)
 Tool          one model-facing tool backed by a shared implementation
 ToolGate      what runs around every tool call (hooks)
-Harness       the prompt, tools and completion rule a model family was tuned with
+Harness       what a model family was tuned with: prompt, tools, history rules, completion
 Sandbox       how a command is confined: in core/policy.py, beside the policy it enforces
               (so the tool context can name it without a cycle through this module)
 EventSink     where events go (stdout JSONL, stderr transcript, session rollout)
@@ -16,7 +16,7 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
+from typing import TYPE_CHECKING, Any, Protocol
 
 from oiexec.core.events import ThreadEvent
 from oiexec.core.types import (
@@ -55,35 +55,6 @@ class Tool(Protocol):
     def run(self, call: ToolCall, ctx: ToolContext) -> ToolOutput: ...
 
 
-class Harness(Protocol):
-    """What one model family sees: instructions, initial context and tools."""
-
-    @property
-    def id(self) -> str: ...
-
-    def instructions(self) -> str: ...
-
-    def tools(self) -> Sequence[Tool]: ...
-
-    def initial_context(self, cwd: Path, policy: SandboxPolicy) -> list[HistoryItem]: ...
-
-    def environment_context(self, cwd: Path, policy: SandboxPolicy) -> HistoryItem | None:
-        """The message telling the model the directory and sandbox enforced now, for a
-        continued history whose last description no longer holds; None when this harness
-        never describes them."""
-        ...
-
-    def is_complete(self, response: ModelResponse) -> bool: ...
-
-    def finish_turn(self, ctx: ToolContext) -> None:
-        """Completes what the turn left open (the plan item) after the final answer."""
-        ...
-
-    def close(self) -> None:
-        """Kills what tools left running (process groups); called however the run ends."""
-        ...
-
-
 @dataclass(frozen=True)
 class HarnessStep:
     """How a harness reads one model response: the calls to run, or the end of the run.
@@ -106,25 +77,58 @@ class Observation:
     submission: str | None = None
 
 
-@runtime_checkable
-class DrivingHarness(Harness, Protocol):
-    """A harness that shapes requests and reads responses itself (history rules, text
-    actions, completion on a tool's output). The loop uses these hooks when present."""
+class Harness(Protocol):
+    """What one model family sees, and every product rule of how its run goes.
 
-    def prepare_request(self, request: ModelRequest) -> ModelRequest: ...
+    The loop asks only this: what to send (`instructions`, `tools`, `prepare_request`: the
+    history rules and request fields), what a response means (`interpret`: calls to run, a
+    format correction, or the final answer), what a tool's output becomes in the history and
+    whether it ends the run (`observe`: completion signals such as SWE-agent's `submit`), and
+    the words of a compaction. Completion rules, text actions, history shaping and the file
+    tools' read-before-write state all live behind it, on the harness side."""
 
-    def interpret(self, response: ModelResponse) -> HarnessStep: ...
+    @property
+    def id(self) -> str: ...
 
-    def observe(self, call: ToolCall, output: ToolOutput) -> Observation: ...
+    def instructions(self) -> str: ...
 
+    def tools(self) -> Sequence[Tool]: ...
 
-@runtime_checkable
-class CompactingHarness(Protocol):
-    """A harness that words the context compaction (the loop summarises only with one)."""
+    def initial_context(self, cwd: Path, policy: SandboxPolicy) -> list[HistoryItem]: ...
 
-    def compaction_prompts(self) -> tuple[str, str]:
+    def environment_context(self, cwd: Path, policy: SandboxPolicy) -> HistoryItem | None:
+        """The message telling the model the directory and sandbox enforced now, for a
+        continued history whose last description no longer holds; None when this harness
+        never describes them."""
+        ...
+
+    def prepare_request(self, request: ModelRequest) -> ModelRequest:
+        """The request as this harness sends it: its history rewritten (history rules, task
+        templates), its sampling fields and the tools it offers now."""
+        ...
+
+    def interpret(self, response: ModelResponse) -> HarnessStep:
+        """Whether the turn is complete (and its final answer), or the calls to run, or the
+        correction to send when the reply broke the action format."""
+        ...
+
+    def observe(self, call: ToolCall, output: ToolOutput) -> Observation:
+        """What a tool's output becomes in the history, and the submission that ends the run
+        when the call was one."""
+        ...
+
+    def compaction_prompts(self) -> tuple[str, str] | None:
         """The request asking the model for a summary of the conversation so far, and the
-        heading the summary gets when it replaces the older turns in the history."""
+        heading the summary gets when it replaces the older turns; None when this harness
+        never compacts."""
+        ...
+
+    def finish_turn(self, ctx: ToolContext) -> None:
+        """Completes what the turn left open (the plan item) after the final answer."""
+        ...
+
+    def close(self) -> None:
+        """Kills what tools left running (process groups); called however the run ends."""
         ...
 
 

@@ -2,7 +2,7 @@
 
 Every harness, `native` included, is one. It supplies the prompt, the tools (registered
 implementations under the schemas of the harness's `tools.json`), the first context
-messages, and drives the loop through the `DrivingHarness` hooks: request shaping per
+messages, and answers every question of the loop's `Harness` protocol: request shaping per
 `[history]`, text-action parsing per `action_format`, format-error corrections and
 completion per `[completion]`.
 """
@@ -198,10 +198,6 @@ class ManifestHarness:
         self._state.context_texts.add(item.text)
         return item
 
-    def is_complete(self, response: ModelResponse) -> bool:
-        """Without the loop's hooks: the function-calling rule only."""
-        return not response.tool_calls and self.spec.action_format == "function_calls"
-
     def finish_turn(self, ctx: ToolContext) -> None:
         self.runtime.finish(ctx)
 
@@ -211,7 +207,7 @@ class ManifestHarness:
     def close(self) -> None:
         self.runtime.close()
 
-    # --- DrivingHarness: requests --------------------------------------------------------
+    # --- Harness: requests ---------------------------------------------------------------
 
     def prepare_request(self, request: ModelRequest) -> ModelRequest:
         history = list(request.history)
@@ -342,7 +338,7 @@ class ManifestHarness:
                 back -= 1
         return [item for item, kept in zip(history, keep, strict=True) if kept]
 
-    # --- DrivingHarness: responses -------------------------------------------------------
+    # --- Harness: responses --------------------------------------------------------------
 
     def interpret(self, response: ModelResponse) -> HarnessStep:
         fmt = self.spec.action_format

@@ -7,8 +7,8 @@ from pathlib import Path
 
 from oiexec.core.context import ToolContext
 from oiexec.core.policy import SandboxPolicy
-from oiexec.core.protocols import Tool
-from oiexec.core.types import HistoryItem, ModelResponse
+from oiexec.core.protocols import HarnessStep, Observation, Tool
+from oiexec.core.types import HistoryItem, ModelRequest, ModelResponse, ToolCall, ToolOutput
 
 
 class TinyHarness:
@@ -31,8 +31,20 @@ class TinyHarness:
     def environment_context(self, cwd: Path, policy: SandboxPolicy) -> HistoryItem | None:
         return None
 
-    def is_complete(self, response: ModelResponse) -> bool:
-        return not response.tool_calls
+    def prepare_request(self, request: ModelRequest) -> ModelRequest:
+        return request
+
+    def interpret(self, response: ModelResponse) -> HarnessStep:
+        """The function-calling rule: done when the model calls no tool."""
+        if response.tool_calls:
+            return HarnessStep(calls=tuple(response.tool_calls))
+        return HarnessStep(final=True)
+
+    def observe(self, call: ToolCall, output: ToolOutput) -> Observation:
+        return Observation((output,))
+
+    def compaction_prompts(self) -> tuple[str, str] | None:
+        return None  # never compacts
 
     def finish_turn(self, ctx: ToolContext) -> None:
         pass

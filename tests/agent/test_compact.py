@@ -14,7 +14,7 @@ from oiexec.core.context import ToolContext
 from oiexec.core.errors import ContextWindowExceeded, MaxCostExceeded, MaxTokensExceeded
 from oiexec.core.events import ItemCompleted, ModelPrice, ThreadEvent, Usage
 from oiexec.core.policy import SandboxPolicy
-from oiexec.core.protocols import HarnessStep, Observation, RetryCallback, Tool
+from oiexec.core.protocols import Observation, RetryCallback, Tool
 from oiexec.core.types import (
     HistoryItem,
     Message,
@@ -61,25 +61,18 @@ class CompactingHarness(TinyHarness):
     def initial_context(self, cwd: Path, policy: SandboxPolicy) -> list[HistoryItem]:
         return [Message(role="user", text=self._context)]
 
-    def compaction_prompts(self) -> tuple[str, str]:
+    def compaction_prompts(self) -> tuple[str, str] | None:
         return ASK, HEADING
 
 
 class PlainHarness(CompactingHarness):
-    compaction_prompts = None  # type: ignore[assignment]  # not a CompactingHarness
+    def compaction_prompts(self) -> tuple[str, str] | None:
+        return None  # a harness that never compacts
 
 
 class TextObservationHarness(CompactingHarness):
     """Drives the loop as text-format harnesses do: a tool's output comes back to the model
     as a user message (mini-swe-agent's text mode, SWE-agent)."""
-
-    def prepare_request(self, request: ModelRequest) -> ModelRequest:
-        return request
-
-    def interpret(self, response: ModelResponse) -> HarnessStep:
-        if response.tool_calls:
-            return HarnessStep(calls=tuple(response.tool_calls))
-        return HarnessStep(final=True)
 
     def observe(self, call: ToolCall, output: ToolOutput) -> Observation:
         return Observation((Message(role="user", text=f"OBSERVATION:\n{output.output}"),))

@@ -11,7 +11,7 @@ from oiexec.agent.loop import AgentLoop, LoopLimits, ModelOptions
 from oiexec.core.context import ToolContext
 from oiexec.core.errors import MaxTurnsExceeded, RunTimedOut
 from oiexec.core.events import ThreadEvent, Usage
-from oiexec.core.protocols import RetryCallback, Tool
+from oiexec.core.protocols import HarnessStep, Observation, RetryCallback, Tool
 from oiexec.core.types import (
     HistoryItem,
     Message,
@@ -169,3 +169,71 @@ def test_a_refused_call_reaches_neither_hooks_nor_tool_and_is_kept_as_a_stub(
     assert [c.call_id for c in calls] == ["huge", "bad", "good"]
     assert all(len(c.arguments) < 2_000 for c in calls)
     assert len(warnings) == 2
+
+
+class RuleHarness(TinyHarness):
+    """Product rules the loop must take from the harness, not decide itself: a text-action
+    format with corrections, an answer the harness rewrites, a tool whose output ends the run,
+    and a request that offers only some of the tools."""
+
+    def prepare_request(self, request: ModelRequest) -> ModelRequest:
+        offered = tuple(spec for spec in request.tools if spec.name != "rec")
+        return request.model_copy(update={"tools": offered})
+
+    def interpret(self, response: ModelResponse) -> HarnessStep:
+        text = response.final_text or ""
+        if text == "no action":
+            return HarnessStep(feedback=(Message(role="user", text="one action, please"),))
+        if text.startswith("ANSWER: "):
+            return HarnessStep(final=True, final_text=text.removeprefix("ANSWER: "))
+        return super().interpret(response)
+
+    def observe(self, call: ToolCall, output: ToolOutput) -> Observation:
+        if call.name == "rec":
+            return Observation((Message(role="user", text="submitted"),), submission="the diff")
+        return Observation((output,))
+
+
+def _rule_loop(
+    tool_context: MakeToolContext, tmp_path: Path, client: ScriptedClient, tool: RecordingTool
+) -> AgentLoop:
+    return AgentLoop(
+        client=client,
+        harness=RuleHarness([tool, BrokenTool()]),
+        ctx=tool_context(tmp_path),
+        emit=lambda _event: None,
+        record=lambda _item: None,
+        options=ModelOptions(model="m"),
+    )
+
+
+def test_a_harness_correction_is_sent_back_and_nothing_runs(
+    tmp_path: Path, tool_context: MakeToolContext
+) -> None:
+    tool = RecordingTool()
+    client = ScriptedClient(_answer("no action"), _answer("ANSWER: fixed"))
+    outcome = _rule_loop(tool_context, tmp_path, client, tool).run([], Usage())
+    assert outcome.final_message == "fixed"  # the harness's answer, not the reply's text
+    assert client.requests[1].history[-1] == Message(role="user", text="one action, please")
+    assert tool.calls == [] and outcome.steps == 2
+
+
+def test_a_submission_the_harness_observes_ends_the_run(
+    tmp_path: Path, tool_context: MakeToolContext
+) -> None:
+    tool = RecordingTool()
+    client = ScriptedClient(_call("rec"), _answer("never asked"))
+    outcome = _rule_loop(tool_context, tmp_path, client, tool).run([], Usage())
+    assert outcome.final_message == "the diff"
+    assert len(client.requests) == 1 and len(tool.calls) == 1
+
+
+def test_the_request_offers_what_the_harness_says_and_errors_name_only_that(
+    tmp_path: Path, tool_context: MakeToolContext
+) -> None:
+    client = ScriptedClient(_call("nope"), _answer("ok"))
+    _rule_loop(tool_context, tmp_path, client, RecordingTool()).run([], Usage())
+    assert [spec.name for spec in client.requests[0].tools] == ["broken"]
+    output = client.requests[1].history[-1]
+    assert isinstance(output, ToolOutput)
+    assert output.output.endswith("Available tools: broken.")
