@@ -4,8 +4,9 @@ Layers, lowest first: built-in defaults, `$OPENINTERPRETER_HOME/config.toml`, th
 (`[profiles.NAME]` in the user config, then `NAME.config.toml` in the home), the project's
 `.openinterpreter/config.toml` (only when the project is trusted), the environment
 (`OPENINTERPRETER_<KEY>`, then `OIEXEC_<KEY>`; see `oiexec.config.environment`), the
-session a resume or fork continues (what its run was made with), `-c` overrides, dedicated
-flags, then the values exec forces (`approval_policy = "never"`).
+session a resume or fork continues (what its run was made with; its harness only while the
+model and provider stay the session's), `-c` overrides, dedicated flags, then the values exec
+forces (`approval_policy = "never"`). A run reads them once (runner/sessions).
 
 The profile is chosen by `--profile`, else `OIEXEC_PROFILE` / `OPENINTERPRETER_PROFILE`, else
 the user config's `profile`. Trust is read from the user config only: the project cannot
@@ -16,31 +17,26 @@ from __future__ import annotations
 
 import dataclasses
 import os
-import typing
 from collections.abc import Mapping, MutableMapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from pydantic import BaseModel
-
-from oiexec.config.codex_schema import codex_knows
 from oiexec.config.effects import FORCED_LAYER, IgnoredKey, unknown_features
 from oiexec.config.environment import default_home, environment_layers
-from oiexec.config.envtext import without_none
 from oiexec.config.layers import (
     Layer,
     Origins,
     deep_merge,
     layer_of,
-    leaf_paths,
     nest_dotted,
     read_toml_layer,
 )
 from oiexec.config.oss import DEFAULT_OSS_MODELS
 from oiexec.config.overrides import nest, parse_override
-from oiexec.config.problems import REPORTED, check_overridden, validate_settings
+from oiexec.config.problems import check_overridden, validate_settings
 from oiexec.config.settings import Settings
+from oiexec.config.unknown import set_aside_unknown
 from oiexec.core.errors import ConfigError, UsageError
 from oiexec.git import find_project_root
 
@@ -88,6 +84,10 @@ class ConfigInputs:
     session: dict[str, Any] = field(default_factory=dict)
     #: How `config show --origins` and messages name the session layer.
     session_origin: str = "session"
+    #: The model and provider the session's run was made with (None: not recorded). The
+    #: session's `harness` stands only while the run keeps both: a harness is made for a
+    #: model family, so a model or provider given now chooses it again.
+    session_made_with: tuple[str | None, str | None] = (None, None)
 
 
 def load_config(
@@ -102,72 +102,28 @@ def load_config(
     environ = os.environ if environ is None else environ
     home = home or default_home(environ)
     warnings = [] if warnings is None else warnings
-    layers: list[Layer] = []
-
     user = read_toml_layer("user", home / "config.toml")
-    if user:
-        layers.append(user)
     user_data = user.data if user else {}
-
     env_layers = environment_layers(environ)
-    cli: dict[str, Any] = {}
-    for text in inputs.overrides:
-        key_path, value = parse_override(text)
-        cli = deep_merge(cli, nest(key_path, value))
+    cli = _override_table(inputs.overrides)
     # `-c profile=X` selects the profile as in Codex (whose `-c` sets the same top-level key
     # `--profile` reads); `--profile` wins over it, as it does over the config's `profile`.
     given_now = inputs.profile or _override_profile(cli)
     profile_name = given_now or _env_profile(env_layers) or user_data.get("profile")
-    chosen_now: list[Layer] = []
-    if profile_name:
-        profile_layers = _profile_layers(str(profile_name), home, user)
-        layers.extend(profile_layers)
-        if given_now:
-            chosen_now = profile_layers
+    profile = _profile_layers(str(profile_name), home, user) if profile_name else []
 
     project_root = find_project_root(inputs.cwd) or inputs.cwd
     trusted = _is_trusted(user_data, project_root, inputs.cwd)
-    project_file = project_root / PROJECT_DIR / "config.toml"
-    project = read_toml_layer("project", project_file)
-    if project and through_symlink(project_root, project_file):
-        # The sandbox guards `.openinterpreter` itself, not where a link sends it: a linked
-        # project config may have been (re)written by a previous run's commands.
-        warnings.append(
-            f"ignored {project_file}: it is reached through a symbolic link, which the "
-            "sandbox cannot keep read-only; make .openinterpreter a real directory"
-        )
-        project = None
-    if project and trusted:
-        layers.append(project)
-    elif project:
-        warnings.append(
-            f"ignored {project.path}: the project is not trusted. Trust it by adding "
-            f'[projects."{project_root}"] trust_level = "trusted" to {home / "config.toml"}'
-        )
-    layers.extend(env_layers)
-    if inputs.session:
-        # `--profile` is given now, like a flag: what it sets overrides the session.
-        session = {
-            key: value
-            for key, value in inputs.session.items()
-            if not any(layer_of([layer], key.split(".")) for layer in chosen_now)
-        }
-        if session:
-            layers.append(Layer(inputs.session_origin, nest_dotted(session)))
-
-    if cli:
-        layers.append(Layer("-c override", cli))
-    flags = _flag_values(inputs.flags)
-    local = flags.get("model_provider")
-    if local in DEFAULT_OSS_MODELS and "model" not in flags and "model" not in cli:
-        # `--oss` without `-m`: the local provider's default open model, as Codex does
-        # (Codex also lets it beat `-c model=...`; a model named on the command line wins).
-        layers.append(Layer("--oss default", {"model": DEFAULT_OSS_MODELS[local]}))
-    if flags:
-        layers.append(Layer("command-line flag", nest_dotted(flags)))
-    if inputs.forced:
-        layers.append(Layer(FORCED_LAYER, nest_dotted(inputs.forced)))
-
+    project = _project_layer(project_root, trusted, home, warnings)
+    layers = [
+        *([user] if user else []),
+        *profile,
+        *([project] if project else []),
+        *env_layers,
+        *_session_layer(inputs, profile if given_now else []),
+        *_command_line_layers(inputs, cli),
+    ]
+    layers = _session_harness(layers, inputs)
     layers = _openai_base_url_layer(environ, layers) + layers
     layers, untrusted = _without_borrowed_trust(layers, project_root, trusted, home)
     warnings.extend(untrusted)
@@ -175,42 +131,8 @@ def load_config(
     merged: dict[str, Any] = {}
     for layer in layers:
         merged = deep_merge(merged, layer.data)
-
-    ignored: list[IgnoredKey] = []
-    unknown: list[tuple[str, Layer | None, list[str]]] = []
-    for key_path in unknown_keys(Settings, merged):
-        dotted = ".".join(key_path)
-        owner = layer_of(layers, key_path)
-        if key_path[0] == "permissions":
-            where = owner.where(key_path) if owner else "?"
-            # A profile's rule set aside would be a sandbox rule dropped: never a warning.
-            raise ConfigError(
-                f"unknown key `{dotted}` in permission profile ({where})",
-                hint="A profile takes description, extends, filesystem, network and "
-                "workspace_roots; fix the key so no rule is lost.",
-            )
-        if codex_knows(key_path):
-            # Codex's key, not a typo: reported as having no effect (oiexec.config.effects),
-            # each value a table holds by its own key, as a user would look it up.
-            for leaf in _leaves_at(merged, key_path):
-                ignored.append(IgnoredKey(tuple(leaf), layer_of(layers, leaf) or owner))
-            _delete_path(merged, key_path)
-            continue
-        if inputs.strict and owner is not None and owner.persistent:
-            raise ConfigError(
-                f"unknown config key `{dotted}` in {owner.where(key_path)}",
-                hint="Remove it, or drop --strict-config to only warn about unknown keys.",
-            )
-        unknown.append((dotted, owner, key_path))
-        _delete_path(merged, key_path)
-    from_env: list[tuple[str, Layer | None, list[str]]] = []
-    elsewhere: list[tuple[str, Layer | None, list[str]]] = []
-    for entry in unknown:
-        owner = entry[1]
-        (from_env if owner is not None and owner.variables else elsewhere).append(entry)
-    warnings.extend(_name_unknown(elsewhere))
-    notes = _name_unknown(from_env)
-    warnings.extend(notes)
+    ignored, unknown, notes = set_aside_unknown(merged, layers, strict=inputs.strict)
+    warnings.extend(unknown)
 
     settings = validate_settings(merged, layers)
     check_overridden(merged, layers, _checked(layers, inputs), _FLAG_NAMES)
@@ -229,16 +151,92 @@ def load_config(
     )
 
 
-def _name_unknown(unknown: list[tuple[str, Layer | None, list[str]]]) -> list[str]:
-    """One line per unknown key, the first few by name. Where each key was set is worked out
-    only for the keys named (it is the slow part)."""
-    named = [
-        f"ignoring unknown config key `{dotted}` ({owner.where(key_path) if owner else '?'})"
-        for dotted, owner, key_path in unknown[: REPORTED + 1]
+def _override_table(overrides: tuple[str, ...]) -> dict[str, Any]:
+    """The `-c key=value` overrides as one table, later ones winning."""
+    cli: dict[str, Any] = {}
+    for text in overrides:
+        key_path, value = parse_override(text)
+        cli = deep_merge(cli, nest(key_path, value))
+    return cli
+
+
+def _project_layer(
+    project_root: Path, trusted: bool, home: Path, warnings: list[str]
+) -> Layer | None:
+    """The project's config file, when it is read: a trusted project's, not through a link."""
+    project_file = project_root / PROJECT_DIR / "config.toml"
+    project = read_toml_layer("project", project_file)
+    if project is None:
+        return None
+    if through_symlink(project_root, project_file):
+        # The sandbox guards `.openinterpreter` itself, not where a link sends it: a linked
+        # project config may have been (re)written by a previous run's commands.
+        warnings.append(
+            f"ignored {project_file}: it is reached through a symbolic link, which the "
+            "sandbox cannot keep read-only; make .openinterpreter a real directory"
+        )
+        return None
+    if not trusted:
+        warnings.append(
+            f"ignored {project.path}: the project is not trusted. Trust it by adding "
+            f'[projects."{project_root}"] trust_level = "trusted" to {home / "config.toml"}'
+        )
+        return None
+    return project
+
+
+def _session_layer(inputs: ConfigInputs, chosen_now: list[Layer]) -> list[Layer]:
+    """The continued session's settings, without what a `--profile` given now sets: that
+    profile is given now, like a flag, so it overrides the session."""
+    session = {
+        key: value
+        for key, value in inputs.session.items()
+        if not any(layer_of([layer], key.split(".")) for layer in chosen_now)
+    }
+    return [Layer(inputs.session_origin, nest_dotted(session))] if session else []
+
+
+def _command_line_layers(inputs: ConfigInputs, cli: dict[str, Any]) -> list[Layer]:
+    """`-c` overrides, `--oss`'s default model, the dedicated flags, the forced values."""
+    layers = [Layer("-c override", cli)] if cli else []
+    flags = _flag_values(inputs.flags)
+    local = flags.get("model_provider")
+    if local in DEFAULT_OSS_MODELS and "model" not in flags and "model" not in cli:
+        # `--oss` without `-m`: the local provider's default open model, as Codex does
+        # (Codex also lets it beat `-c model=...`; a model named on the command line wins).
+        layers.append(Layer("--oss default", {"model": DEFAULT_OSS_MODELS[local]}))
+    if flags:
+        layers.append(Layer("command-line flag", nest_dotted(flags)))
+    if inputs.forced:
+        layers.append(Layer(FORCED_LAYER, nest_dotted(inputs.forced)))
+    return layers
+
+
+def _session_harness(layers: list[Layer], inputs: ConfigInputs) -> list[Layer]:
+    """The layers without the session's `harness` when the run's model or provider is no
+    longer the session's (a flag, `-c` or a profile given now changed it): that harness was
+    made for another model, so it is chosen again."""
+    owner = layer_of(layers, ["harness"])
+    if owner is None or owner.name != inputs.session_origin or not inputs.session:
+        return layers
+    model, provider = inputs.session_made_with
+    changed = (model is not None and _effective(layers, "model") != model) or (
+        provider is not None and _effective(layers, "model_provider") != provider
+    )
+    if not changed:
+        return layers
+    kept = {key: value for key, value in owner.data.items() if key != "harness"}
+    return [
+        dataclasses.replace(layer, data=kept) if layer is owner else layer
+        for layer in layers
+        if layer is not owner or kept
     ]
-    if len(unknown) > REPORTED:
-        named[REPORTED:] = [f"ignoring {len(unknown) - REPORTED} more unknown config keys"]
-    return named
+
+
+def _effective(layers: list[Layer], key: str) -> Any:
+    """A top-level key's value as the layers set it, else its default."""
+    owner = layer_of(layers, [key])
+    return owner.data[key] if owner else Settings.model_fields[key].default
 
 
 # --- layers ------------------------------------------------------------------------------
@@ -414,58 +412,3 @@ def _is_trusted(user_data: dict[str, Any], project_root: Path, cwd: Path) -> boo
         if isinstance(entry, dict) and entry.get("trust_level") == "trusted":
             return True
     return False
-
-
-# --- merging -----------------------------------------------------------------------------
-
-
-def _leaves_at(data: dict[str, Any], key_path: list[str]) -> list[list[str]]:
-    node: Any = data
-    for part in key_path:
-        node = node[part]
-    if isinstance(node, dict) and node:
-        return [[*key_path, *leaf] for leaf in leaf_paths(node)]
-    return [key_path]
-
-
-def _delete_path(data: dict[str, Any], key_path: list[str]) -> None:
-    node = data
-    for part in key_path[:-1]:
-        node = node[part]
-    node.pop(key_path[-1], None)
-
-
-# --- validation --------------------------------------------------------------------------
-
-
-def _model_of(annotation: Any) -> type[BaseModel] | None:
-    if isinstance(annotation, type) and issubclass(annotation, BaseModel):
-        return annotation
-    return None
-
-
-def _dict_value_model(annotation: Any) -> type[BaseModel] | None:
-    if typing.get_origin(annotation) is dict:
-        args = typing.get_args(annotation)
-        return _model_of(args[1]) if len(args) == 2 else None
-    return None
-
-
-def unknown_keys(model: type[BaseModel], data: dict[str, Any]) -> list[list[str]]:
-    """Key paths in `data` that `model` does not define (checked through nested tables)."""
-    found: list[list[str]] = []
-    for key, value in data.items():
-        info = model.model_fields.get(key)
-        if info is None:
-            found.append([key])
-            continue
-        annotation = without_none(info.annotation)
-        nested = _model_of(annotation)
-        if nested and isinstance(value, dict):
-            found.extend([key, *sub] for sub in unknown_keys(nested, value))
-        value_model = _dict_value_model(annotation)
-        if value_model and isinstance(value, dict):
-            for name, table in value.items():
-                if isinstance(table, dict):
-                    found.extend([key, name, *sub] for sub in unknown_keys(value_model, table))
-    return found

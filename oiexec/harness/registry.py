@@ -36,11 +36,17 @@ class HarnessInputs:
     #: what a resumed session kept of it.
     file_journal: Callable[[dict[str, Any]], None] | None = None
     restored_files: Sequence[Mapping[str, Any]] = ()
+    #: The harness the run chose from `settings` (runner/prepare, once per run); None: it is
+    #: chosen here.
+    harness_id: str | None = None
 
 
 def select_harness_id(inputs: HarnessInputs) -> str:
+    """The harness to build: the run's choice, else the one `settings` choose."""
     from oiexec.harness.select import choose_harness_id
 
+    if inputs.harness_id is not None:
+        return inputs.harness_id
     return choose_harness_id(
         inputs.settings.harness, inputs.settings.model, inputs.provider_id, inputs.provider
     )

@@ -414,6 +414,7 @@ class _Run:
                     "event_msg", {"type": FILE_STATE, **entry}
                 ),
                 restored_files=p.continued.file_state if p.continued is not None else (),
+                harness_id=p.harness_id,
             )
         )
         ctx.cleanup.callback(harness.close)

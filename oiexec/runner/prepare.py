@@ -18,7 +18,7 @@ from typing import TYPE_CHECKING, Any
 from oiexec.agent.final import FinalAnswerPolicy
 from oiexec.catalog.facts import ModelFacts, model_facts
 from oiexec.config.effects import RunFacts, no_effect_notes
-from oiexec.config.loader import LoadedConfig, load_config
+from oiexec.config.loader import LoadedConfig
 from oiexec.config.oss import check_local_server
 from oiexec.config.permissions import IN_PROCESS_READERS, refuse_unenforceable
 from oiexec.config.providers import resolve_api_key, resolve_provider
@@ -33,7 +33,7 @@ from oiexec.runner.policy import RefusalTracker, add_dir_warnings, run_policy
 from oiexec.runner.programs import trust_run_programs
 from oiexec.runner.reports import stderr_warning
 from oiexec.runner.request import ExecRequest
-from oiexec.runner.sessions import SettingChange, continue_session, setting_changes
+from oiexec.runner.sessions import SettingChange, resolve_run_config, setting_changes
 from oiexec.runner.signals import deadline_alarm
 from oiexec.sandbox.selfguard import protect_runner
 
@@ -117,6 +117,17 @@ class Prepared:
     continued: LoadedSession | None = None
     #: Where this run differs from the continued session's (announced and recorded).
     changes: tuple[SettingChange, ...] = ()
+    #: The harness chosen for the run's settings, or why none can be (see `harness_id`).
+    harness_choice: str | ConfigError | None = None
+
+    @property
+    def harness_id(self) -> str | None:
+        """The run's harness, chosen once in `prepare` (None for a `Prepared` made without
+        it: the harness is then chosen from the settings when it is built). One that cannot
+        be chosen raises its `ConfigError` here, when the run builds its harness."""
+        if isinstance(self.harness_choice, ConfigError):
+            raise self.harness_choice
+        return self.harness_choice
 
     @property
     def deadline(self) -> float | None:
@@ -153,28 +164,27 @@ def prepare(request: ExecRequest, hooks: RunHooks, warnings: StartupWarnings) ->
     warnings.add(*request.warnings)
     found: list[str] = []
     try:
-        config = load_config(request.config, warnings=found)
+        # The run's settings, resolved once: a resumed or forked session's are a layer of it.
+        request, config, continued = resolve_run_config(request, found)
     except BaseException:
         # Kept when loading fails too: the error is printed after what led to it.
         warnings.add(*found)
         raise
     _add_config_warnings(warnings, found, config.notes)
-    request, config, continued = continue_session(request, config)
     if hooks.review:
         _use_review_model(config, request)
-    # A resume reloads config with the session's settings as a layer: its own warnings too.
-    _add_config_warnings(warnings, config.warnings, config.notes)
     _check_git(request, config)
     output_schema = request.output_schema
     if request.output_schema_file is not None:
         output_schema = read_output_schema(request.output_schema_file)
     provider_id, provider = resolve_provider(config.settings)
+    harness = choose_harness(config.settings, provider_id, provider)
     warnings.notes.extend(
         no_effect_notes(
             config.settings,
             config.layers,
             config.ignored,
-            run_facts(config.settings, provider_id, provider),
+            _facts_for(harness, provider),
             strict=request.config.strict,
         )
     )
@@ -214,7 +224,7 @@ def prepare(request: ExecRequest, hooks: RunHooks, warnings: StartupWarnings) ->
     # Last: the backend holds resources the run closes, and nothing after it can fail.
     sandbox = RefusalTracker(get_sandbox(policy))
     try:
-        refuse_unenforceable(policy, sandbox.backend, _reading_tools(config.settings, provider))
+        refuse_unenforceable(policy, sandbox.backend, _reading_tools(harness))
     except ConfigError:
         sandbox.close()
         raise
@@ -222,6 +232,7 @@ def prepare(request: ExecRequest, hooks: RunHooks, warnings: StartupWarnings) ->
     return Prepared(
         request, hooks, config, provider_id, provider, api_key, images, output_schema, policy,
         sandbox, facts, started=started, continued=continued, changes=tuple(changes),
+        harness_choice=harness,
     )  # fmt: skip
 
 
@@ -235,32 +246,42 @@ def _use_review_model(config: LoadedConfig, request: ExecRequest) -> None:
     config.origins["model"] = f"review_model: {config.origins.get('review_model', '?')}"
 
 
-def _reading_tools(settings: Settings, provider: ProviderConfig) -> list[str]:
-    """The harness's tools that read files in the runner process (outside the sandbox)."""
-    from oiexec.harness.data import load_spec
+def choose_harness(
+    settings: Settings, provider_id: str, provider: ProviderConfig
+) -> str | ConfigError:
+    """The run's harness, chosen once from its settings; a harness that cannot be chosen
+    (unknown, or not for the provider's wire) is the error the run stops on where it always
+    has, when it builds the harness (`Prepared.harness_id`), so it is kept until then."""
     from oiexec.harness.select import choose_harness_id
 
     try:
-        harness_id = choose_harness_id(
-            settings.harness, settings.model, settings.model_provider, provider
-        )
-    except ConfigError:
+        return choose_harness_id(settings.harness, settings.model, provider_id, provider)
+    except ConfigError as exc:
+        return exc
+
+
+def _reading_tools(harness: str | ConfigError) -> list[str]:
+    """The harness's tools that read files in the runner process (outside the sandbox)."""
+    from oiexec.harness.data import load_spec
+
+    if isinstance(harness, ConfigError):
         return []  # the run stops on this where it always has
-    tools = load_spec(harness_id).tools
+    tools = load_spec(harness).tools
     return [tool.name for tool in tools if tool.impl in IN_PROCESS_READERS]
 
 
 def run_facts(settings: Settings, provider_id: str, provider: ProviderConfig) -> RunFacts:
     """What decides whether the run-dependent keys take effect (`web_search`)."""
-    from oiexec.harness.select import choose_harness_id
+    return _facts_for(choose_harness(settings, provider_id, provider), provider)
+
+
+def _facts_for(harness: str | ConfigError, provider: ProviderConfig) -> RunFacts:
     from oiexec.harness.web_search import web_search_supported
 
-    try:
-        harness_id = choose_harness_id(settings.harness, settings.model, provider_id, provider)
-    except ConfigError:
+    if isinstance(harness, ConfigError):
         # The run stops on this later, where it always has; nothing to report before that.
         return RunFacts(web_search_supported=True)
-    return RunFacts(web_search_supported=web_search_supported(harness_id, provider.wire_api))
+    return RunFacts(web_search_supported=web_search_supported(harness, provider.wire_api))
 
 
 def _sandbox_warnings(tracker: RefusalTracker, policy: SandboxPolicy) -> list[str]:

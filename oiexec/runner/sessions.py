@@ -17,7 +17,7 @@ from typing import Any
 
 from oiexec.config.loader import LoadedConfig
 from oiexec.config.settings import Settings
-from oiexec.core.errors import ConfigError, ExitCode, SessionError, UsageError
+from oiexec.core.errors import ConfigError, ExitCode, OiexecError, SessionError, UsageError
 from oiexec.core.events import ThreadEvent, Usage
 from oiexec.core.policy import SandboxPolicy
 from oiexec.core.protocols import SessionStore
@@ -78,37 +78,45 @@ def locate_session(request: ExecRequest, home: Path) -> LoadedSession | None:
     )
 
 
-def continue_session(
-    request: ExecRequest, config: LoadedConfig
+def resolve_run_config(
+    request: ExecRequest, warnings: list[str]
 ) -> tuple[ExecRequest, LoadedConfig, LoadedSession | None]:
-    """The request and config a resume or fork runs with, and the session it continues.
+    """The request and config a run executes with, and the session it continues (resume or
+    fork), if any: config is loaded once, with the session's settings as its layer between
+    the environment and the command line. Warnings go to `warnings` as they are found.
 
-    The home comes from the config: the config is loaded once to find the session, then
-    again with its settings as a layer.
+    The session is found in the home the environment names (where config is read from too),
+    before config is read; a session that cannot be found is reported after any error in
+    the config, as the first thing wrong with the command line.
     """
+    from oiexec.config.environment import default_home
     from oiexec.config.loader import load_config
 
-    if not (request.resume or request.fork_from):
-        return request, config, None
-    continued = locate_session(request, config.home)
-    if continued is None:
-        return request, config, None
-    request = restored_request(request, continued)
-    config = load_config(request.config)
-    reselect = without_session_harness(request, continued, config, _provider_id(config, request))
-    if reselect is not None:
-        request, config = reselect, load_config(reselect.config)
+    continued: LoadedSession | None = None
+    missing: OiexecError | None = None
+    if request.resume or request.fork_from:
+        try:
+            continued = locate_session(request, default_home())
+        except OiexecError as exc:
+            missing = exc
+    if continued is not None:
+        request = restored_request(request, continued)
+    config = load_config(request.config, warnings=warnings)
+    if missing is not None:
+        raise missing
+    if continued is not None:
+        _check_session_provider(config, request)
     return request, config, continued
 
 
-def _provider_id(config: LoadedConfig, request: ExecRequest) -> str:
-    """The provider the continued run uses. When it is the session's and is not configured
-    now (its first run defined it with `-c` flags), the error says which session wants it
-    and the two ways on."""
+def _check_session_provider(config: LoadedConfig, request: ExecRequest) -> None:
+    """A provider the continued session restores and that is not configured now (its first
+    run defined it with `-c` flags) stops the run here, saying which session wants it and
+    the two ways on; any other provider error is raised as it is."""
     from oiexec.config.providers import resolve_provider
 
     try:
-        return resolve_provider(config.settings)[0]
+        resolve_provider(config.settings)
     except ConfigError as exc:
         if config.origins.get("model_provider") != request.config.session_origin:
             raise
@@ -128,21 +136,6 @@ def restored_request(request: ExecRequest, loaded: LoadedSession) -> ExecRequest
     """`request` continued from `loaded`: its settings as a config layer under the command
     line, its directory unless `-C` was given, its output schema unless one is given now."""
     settings = loaded.settings
-    layer: dict[str, Any] = {}
-    if settings.model:
-        layer["model"] = settings.model
-    if settings.model_provider:
-        layer["model_provider"] = settings.model_provider
-    if settings.harness:
-        layer["harness"] = settings.harness
-    if settings.sandbox_mode:
-        layer["sandbox_mode"] = settings.sandbox_mode
-    if settings.writable_roots is not None:
-        layer["sandbox_workspace_write.writable_roots"] = list(settings.writable_roots)
-    if settings.network_access is not None:
-        layer["sandbox_workspace_write.network_access"] = settings.network_access
-    if settings.effort:
-        layer["model_reasoning_effort"] = settings.effort
     cwd = request.cwd
     if not request.cwd_explicit and settings.cwd and Path(settings.cwd).is_dir():
         cwd = Path(settings.cwd)
@@ -150,26 +143,13 @@ def restored_request(request: ExecRequest, loaded: LoadedSession) -> ExecRequest
     if request.output_schema_file is None and schema is None:
         schema = settings.output_schema
     config = dataclasses.replace(
-        request.config, cwd=cwd, session=layer, session_origin=f"session {loaded.thread_id}"
+        request.config,
+        cwd=cwd,
+        session=settings.config_keys(),
+        session_origin=f"session {loaded.thread_id}",
+        session_made_with=(settings.model, settings.model_provider),
     )
     return dataclasses.replace(request, cwd=cwd, output_schema=schema, config=config)
-
-
-def without_session_harness(
-    request: ExecRequest, loaded: LoadedSession, config: LoadedConfig, provider_id: str
-) -> ExecRequest | None:
-    """When the model or provider now differs from the session's (a flag, `-c`, a profile
-    given now), the session's harness was made for another model: the request without it,
-    so the harness is chosen again. None when the session's harness stands."""
-    recorded = loaded.settings
-    from_session = config.origins.get("harness") == request.config.session_origin
-    changed = (recorded.model is not None and config.settings.model != recorded.model) or (
-        recorded.model_provider is not None and provider_id != recorded.model_provider
-    )
-    if not (from_session and changed):
-        return None
-    session = {k: v for k, v in request.config.session.items() if k != "harness"}
-    return dataclasses.replace(request, config=dataclasses.replace(request.config, session=session))
 
 
 @dataclass(frozen=True)

@@ -40,6 +40,24 @@ class RunSettings:
     effort: str | None = None
     output_schema: dict[str, Any] | None = None
 
+    def config_keys(self) -> dict[str, Any]:
+        """What a resume or fork restores, as dotted config keys: the layer the continued
+        run's config gets between the environment and the command line."""
+        keys: dict[str, Any] = {
+            "model": self.model,
+            "model_provider": self.model_provider,
+            "harness": self.harness,
+            "sandbox_mode": self.sandbox_mode,
+            "model_reasoning_effort": self.effort,
+        }
+        # An empty string was never a setting (a rollout written by hand or damaged).
+        restored = {key: value for key, value in keys.items() if value}
+        if self.writable_roots is not None:
+            restored["sandbox_workspace_write.writable_roots"] = list(self.writable_roots)
+        if self.network_access is not None:
+            restored["sandbox_workspace_write.network_access"] = self.network_access
+        return restored
+
     def wire_dict(self) -> dict[str, Any]:
         """The documented `sessions show --json` shape."""
         return {
