@@ -372,9 +372,13 @@ class ManifestHarness:
         return HarnessStep(calls=tuple(calls))
 
     def _positional(self) -> dict[str, list[str]]:
+        # Only text-action harnesses get here: function-calling runs never load the models.
+        from oiexec.tools.options import EditorOptions
+
         names: dict[str, list[str]] = {}
         for entry in self.spec.tools:
-            names[entry.name] = list(entry.options.get("positional", []))
+            options = entry.tool_options()
+            names[entry.name] = options.positional if isinstance(options, EditorOptions) else []
         return names
 
     def _synthetic(self, name: str, arguments: dict[str, object]) -> ToolCall:
