@@ -17,6 +17,7 @@ from pydantic import ValidationError
 
 from oiexec.core.errors import ConfigError
 from oiexec.harness.spec import HarnessSpec, merge_manifests
+from oiexec.tools.table import TABLE, OptionsError
 
 #: The `oiexec` package's directory (this module's grandparent): named without importing the
 #: package root, which re-exports the API from the top of the layers.
@@ -75,9 +76,10 @@ def load_spec(harness_id: str) -> HarnessSpec:
     try:
         spec = HarnessSpec.model_validate(load_manifest(harness_id))
     except ValidationError as exc:
-        raise ConfigError(f"harness `{harness_id}` has an invalid manifest: {exc}") from exc
+        raise ConfigError(_invalid_manifest(harness_id, exc)) from exc
     if spec.id != harness_id:
         raise ConfigError(f"harness folder `{harness_id}` declares id `{spec.id}`")
+    _check_implementations(harness_id, spec)
     schemas = load_tool_schemas(harness_id)
     missing = [t.name for t in spec.tools if t.name not in schemas]
     if missing:
@@ -85,6 +87,34 @@ def load_spec(harness_id: str) -> HarnessSpec:
             f"harness `{harness_id}`: no schema in tools.json for {', '.join(missing)}"
         )
     return spec
+
+
+def _invalid_manifest(harness_id: str, exc: ValidationError) -> str:
+    """The message for a manifest that does not validate: a tool's options that do not fit
+    its implementation in the words of `oiexec.tools.table`, anything else as pydantic says."""
+    errors = exc.errors()
+    causes = [error.get("ctx", {}).get("error") for error in errors]
+    if errors and all(isinstance(cause, OptionsError) for cause in causes):
+        return f"harness `{harness_id}`: " + "; ".join(str(cause) for cause in causes)
+    return f"harness `{harness_id}` has an invalid manifest: {exc}"
+
+
+def _check_implementations(harness_id: str, spec: HarnessSpec) -> None:
+    """Every `impl` is in the tool table (or added with `register`): a misspelt one fails
+    at load, not at the run's first tool call."""
+    unknown = [entry for entry in spec.tools if entry.impl not in TABLE]
+    if unknown:
+        # Only now: the framework imports the command runner, which listing harnesses and
+        # the table check need not pay for.
+        from oiexec.tools.framework import IMPLS
+
+        unknown = [entry for entry in unknown if entry.impl not in IMPLS]
+    if unknown:
+        names = ", ".join(f"`{e.impl}` (tool `{e.name}`)" for e in unknown)
+        raise ConfigError(
+            f"harness `{harness_id}`: no tool implementation {names}",
+            hint=f"Implementations: {', '.join(sorted(TABLE))}.",
+        )
 
 
 def _own_or_parent(harness_id: str, name: str) -> Path:

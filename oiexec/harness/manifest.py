@@ -39,8 +39,7 @@ from oiexec.harness.history_rules import assistant_side, shape_calls, shape_reas
 from oiexec.harness.spec import HarnessSpec
 from oiexec.harness.styles import STYLES, style_for
 from oiexec.harness.styles.swe import swe_observation
-from oiexec.tools import exec_command, patch_tool, update_plan  # noqa: F401 (they register)
-from oiexec.tools.framework import IMPLS, ManifestTool, Runtime
+from oiexec.tools.framework import ManifestTool, Runtime
 from oiexec.tools.style import Style
 
 if TYPE_CHECKING:
@@ -134,7 +133,6 @@ class ManifestHarness:
     # --- construction --------------------------------------------------------------------
 
     def _build_tools(self) -> list[Tool]:
-        _register_implementations(self.spec)
         schemas = load_tool_schemas(self.id)
         own: list[Tool] = [
             ManifestTool(e, schemas[e.name], self.runtime, _entry_style(e.render))
@@ -370,9 +368,13 @@ class ManifestHarness:
         return HarnessStep(calls=tuple(calls))
 
     def _positional(self) -> dict[str, list[str]]:
+        # Only text-action harnesses get here: function-calling runs never load the models.
+        from oiexec.tools.options import EditorOptions
+
         names: dict[str, list[str]] = {}
         for entry in self.spec.tools:
-            names[entry.name] = list(entry.options.get("positional", []))
+            options = entry.tool_options()
+            names[entry.name] = options.positional if isinstance(options, EditorOptions) else []
         return names
 
     def _synthetic(self, name: str, arguments: dict[str, object]) -> ToolCall:
@@ -418,14 +420,6 @@ class ManifestHarness:
         if template == "swe":
             return swe_observation(output)
         return fill(template, {"output": output})
-
-
-def _register_implementations(spec: HarnessSpec) -> None:
-    """The Codex tools register when this module imports them; the other implementations
-    (file tools, shells, background tasks) cost about 100 ms to import, paid only by the
-    harnesses that use them."""
-    if any(entry.impl not in IMPLS for entry in spec.tools):
-        import oiexec.tools.adapters  # noqa: F401
 
 
 def _entry_style(render: str) -> Style:

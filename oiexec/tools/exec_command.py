@@ -23,7 +23,7 @@ from oiexec.tools.command import (
     setup_failed,
     start_command,
 )
-from oiexec.tools.framework import Invocation, register
+from oiexec.tools.framework import Invocation
 from oiexec.tools.patch_tool import run_patch
 from oiexec.tools.process import ProcessSession, StdinClosed
 from oiexec.tools.results import Result
@@ -46,7 +46,6 @@ _SANDBOX_REFUSED = (
 )
 
 
-@register("exec_command")
 def exec_command(inv: Invocation) -> Result:
     started = time.monotonic()
     cmd = inv.string("cmd") or ""
@@ -87,7 +86,6 @@ def exec_command(inv: Invocation) -> Result:
     return _collect(inv, run.session, run, started=started, yield_ms=yield_ms, limit=max_tokens)
 
 
-@register("write_stdin")
 def write_stdin(inv: Invocation) -> Result:
     started = time.monotonic()
     session_id = _number(inv, "session_id", 0)

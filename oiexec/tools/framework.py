@@ -3,20 +3,21 @@
 A `[[tools]]` entry of a harness manifest names an implementation (`impl`), renames the
 model's arguments onto the implementation's (`args`), picks the wording of its results
 (`render`) and sets limits and options; its schema comes from the harness's `tools.json`.
-Implementations register themselves with `@register`; `ManifestTool` checks a call against
-the schema before the implementation runs, hands it an `Invocation` and the per-run
-`Runtime`, and turns a raised `ToolInputError` into an error result worded by the harness's
-style. Tools with raw input (a freeform patch) receive the argument text unparsed.
+Implementations are listed in `oiexec.tools.table` (where each lives and its options model)
+and imported on first lookup in `IMPLS`; `ManifestTool` checks a call against the schema
+before the implementation runs, hands it an `Invocation` and the per-run `Runtime`, and turns
+a raised `ToolInputError` into an error result worded by the harness's style. Tools with raw
+input (a freeform patch) receive the argument text unparsed.
 """
 
 from __future__ import annotations
 
 import json
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from functools import cached_property
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, TypeVar
 
 from oiexec.core.context import ToolContext
 from oiexec.core.errors import ToolInputError
@@ -30,9 +31,13 @@ from oiexec.tools.refusals import policy_writer
 from oiexec.tools.results import Result
 from oiexec.tools.schema import ArgumentSchema
 from oiexec.tools.style import Style
+from oiexec.tools.table import TABLE, load_function
 
 if TYPE_CHECKING:
     from oiexec.tools.fs import FileStateTracker, TodoList
+    from oiexec.tools.options import ToolOptions
+
+    OptionsT = TypeVar("OptionsT", bound=ToolOptions)
 
 __all__ = ["IMPLS", "Invocation", "ManifestTool", "Runtime", "register"]
 
@@ -145,10 +150,13 @@ class Invocation:
     #: The call as the model sent it (raw tools read `call.arguments` themselves).
     call: ToolCall
 
-    def option(self, name: str, default: Any = None) -> Any:
-        if name in self.entry.limits:
-            return self.entry.limits[name]
-        return self.entry.options.get(name, default)
+    def opts(self, model: type[OptionsT]) -> OptionsT:
+        """The entry's options as its implementation's model (checked when the harness
+        loaded; `oiexec.tools.table` says which model an implementation has)."""
+        options = self.entry.tool_options()
+        if not isinstance(options, model):
+            raise TypeError(f"`{self.entry.impl}` options are {type(options).__name__}")
+        return options
 
     def path(self, name: str = "path", *, required: bool = True) -> Path:
         raw = self.args.get(name)
@@ -195,14 +203,47 @@ class _Registered:
     raw: bool
 
 
-IMPLS: dict[str, _Registered] = {}
+class _Implementations(Mapping[str, _Registered]):
+    """Implementation name -> function: the table's, imported on first lookup, and those
+    added with `register` (tests, code outside the package)."""
+
+    def __init__(self) -> None:
+        self._loaded: dict[str, _Registered] = {}
+        self._added: dict[str, _Registered] = {}
+
+    def add(self, name: str, registered: _Registered) -> None:
+        self._added[name] = registered
+
+    def __getitem__(self, name: str) -> _Registered:
+        found = self._loaded.get(name) or self._added.get(name)
+        if found is None:
+            found = self._loaded[name] = _Registered(load_function(name), TABLE[name].raw)
+        return found
+
+    def __contains__(self, name: object) -> bool:
+        return name in TABLE or name in self._added
+
+    # `register` refuses the table's names, so the two never overlap.
+    def __iter__(self) -> Iterator[str]:
+        yield from TABLE
+        yield from self._added
+
+    def __len__(self) -> int:
+        return len(TABLE) + len(self._added)
+
+
+IMPLS = _Implementations()
 
 
 def register(name: str, *, raw: bool = False) -> Callable[[Impl], Impl]:
-    """Register an implementation under `name` (what manifests put in `impl`)."""
+    """Add an implementation outside `oiexec.tools.table` (a test's, an embedder's) under
+    `name`; its entries' options stay untyped (`entry.options`). A name of the table is
+    refused: what runs for a shipped `impl` is what the table says."""
+    if name in TABLE:
+        raise ValueError(f"`{name}` is an implementation of oiexec.tools.table")
 
     def wrap(func: Impl) -> Impl:
-        IMPLS[name] = _Registered(func, raw)
+        IMPLS.add(name, _Registered(func, raw))
         return func
 
     return wrap

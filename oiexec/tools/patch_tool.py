@@ -20,7 +20,7 @@ from oiexec.tools.apply_patch import (
     parse_patch,
     plan_changes,
 )
-from oiexec.tools.framework import Invocation, register
+from oiexec.tools.framework import Invocation
 from oiexec.tools.refusals import policy_writer
 from oiexec.tools.results import Result
 
@@ -90,7 +90,6 @@ def _patch_text(inv: Invocation) -> str:
     return text
 
 
-@register("apply_patch", raw=True)
 def apply_patch(inv: Invocation) -> Result:
     """Codex's `apply_patch`: freeform (grammar-constrained raw text) or a function taking
     `{"input": <patch>}`, as the harness's schema declares."""

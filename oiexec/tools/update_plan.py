@@ -6,7 +6,7 @@ import json
 
 from oiexec.core.errors import ToolInputError
 from oiexec.core.events import TodoEntry
-from oiexec.tools.framework import Invocation, register
+from oiexec.tools.framework import Invocation
 from oiexec.tools.results import Result
 
 STATUSES = ("pending", "in_progress", "completed")
@@ -57,7 +57,6 @@ def parse_plan(arguments: str) -> list[tuple[str, str]]:
     return steps
 
 
-@register("update_plan", raw=True)
 def update_plan(inv: Invocation) -> Result:
     """Codex's `update_plan`: the first call of a turn starts a `todo_list` item, later calls
     update it, and the end of the turn completes it (`Runtime.finish`)."""

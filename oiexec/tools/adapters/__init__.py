@@ -1,10 +1,5 @@
 """The manifest adapters: file tools, shells, background tasks, todos and `execute`.
 
-Importing the package registers each implementation with `oiexec.tools.framework`.
+Nothing is imported here: `oiexec.tools.table` names each implementation's module, and a run
+imports only the modules of the tools it calls.
 """
-
-from __future__ import annotations
-
-from oiexec.tools.adapters import background, editor, execute, files, patch, shell, todo
-
-__all__ = ["background", "editor", "execute", "files", "patch", "shell", "todo"]

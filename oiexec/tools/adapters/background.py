@@ -23,7 +23,8 @@ from oiexec.core.context import ToolContext
 from oiexec.core.errors import ToolInputError
 from oiexec.core.redact import redact
 from oiexec.tools.command import NotStarted, RunningCommand, start_command
-from oiexec.tools.framework import Invocation, Runtime, register
+from oiexec.tools.framework import Invocation, Runtime
+from oiexec.tools.options import ShellOptions, TaskOutputOptions
 from oiexec.tools.process import ProcessRegistry, ProcessSession
 from oiexec.tools.results import Result, TaskReport, TaskStarted
 
@@ -202,15 +203,13 @@ def _pump(task: BackgroundTask) -> None:
 # --- the model-facing results -----------------------------------------------------------
 
 
-def start_background(inv: Invocation, command: str, cwd: Path) -> Result:
+def start_background(inv: Invocation, command: str, cwd: Path, opts: ShellOptions) -> Result:
     """Start `command` in the background and say how to follow it, in the tool's words."""
-    if inv.option("background_requires_description") and not inv.string("description"):
+    if opts.background_requires_description and not inv.string("description"):
         raise ToolInputError("`description` is required when running in the background.")
     tasks = tasks_of(inv.rt)
     tasks.reap()
-    started = tasks.start(
-        inv.ctx, inv.rt, command, cwd=cwd, prefix=str(inv.option("task_prefix", "bg_"))
-    )
+    started = tasks.start(inv.ctx, inv.rt, command, cwd=cwd, prefix=opts.task_prefix)
     if isinstance(started, str):
         return Result(inv.rt.style.error(started), True)
     view = TaskStarted(started.task_id, started.session.pid, started.output_path)
@@ -234,25 +233,23 @@ def _tail(text: str, limit: int) -> str:
     return f"[... {len(text) - limit} earlier characters omitted ...]\n{text[-limit:]}"
 
 
-@register("task_output")
 def task_output(inv: Invocation) -> Result:
     tasks, task = _task(inv)
-    unit = inv.option("timeout_unit", "ms")
-    raw = inv.integer("timeout", int(inv.option("default_timeout", 30_000)))
-    seconds = max(0.0, (raw or 0) / 1000 if unit == "ms" else float(raw or 0))
+    opts = inv.opts(TaskOutputOptions)
+    raw = inv.integer("timeout", opts.default_timeout)
+    seconds = max(0.0, (raw or 0) / 1000 if opts.timeout_unit == "ms" else float(raw or 0))
     remaining = inv.ctx.remaining()
     if remaining is not None:
         seconds = min(seconds, remaining)
     done = task.status != "running"
     if not done and inv.boolean("block", default=True):
-        done = tasks.wait(task, min(seconds, float(inv.option("max_wait_s", 600))))
+        done = tasks.wait(task, min(seconds, float(opts.max_wait_s)))
     tasks.reap()
-    output = _tail(task.output(), int(inv.option("max_output_chars", 30_000)))
+    output = _tail(task.output(), opts.max_output_chars)
     report = TaskReport(task.task_id, task.status, task.session.exit_code, output, done)
     return Result(inv.style.task_report(report))
 
 
-@register("task_stop")
 def task_stop(inv: Invocation) -> Result:
     if inv.boolean("all"):
         tasks = tasks_of(inv.rt)

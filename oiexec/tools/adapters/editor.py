@@ -9,7 +9,7 @@ from pathlib import Path
 from oiexec.core.errors import ToolInputError
 from oiexec.git import run_git_text
 from oiexec.tools.adapters.files import read_scope
-from oiexec.tools.framework import Invocation, register
+from oiexec.tools.framework import Invocation
 from oiexec.tools.fs import (
     Edit,
     insert_lines,
@@ -19,6 +19,7 @@ from oiexec.tools.fs import (
     write_file,
 )
 from oiexec.tools.fs._text import guard_write, load_text, remove_file, save_text
+from oiexec.tools.options import SubmitOptions
 from oiexec.tools.results import Result
 
 
@@ -32,7 +33,6 @@ def _remember(inv: Invocation, path: Path, before: str | None) -> None:
     inv.rt.undo.setdefault(path, []).append(before)
 
 
-@register("str_replace_editor")
 def str_replace_editor(inv: Invocation) -> Result:
     command = inv.string("command")
     path = inv.path()
@@ -135,10 +135,9 @@ def working_tree_diff(cwd: Path) -> str:
     return diff
 
 
-@register("submit")
 def submit(inv: Invocation) -> Result:
     diff = working_tree_diff(inv.ctx.cwd)
-    if inv.option("confirm_twice", False) and "submit_reviewed" not in inv.rt.flags:
+    if inv.opts(SubmitOptions).confirm_twice and "submit_reviewed" not in inv.rt.flags:
         inv.rt.flags.add("submit_reviewed")
         return Result(inv.style.submit_review(diff))
     return Result(inv.style.submission(diff), submission=diff)

@@ -6,8 +6,9 @@ from __future__ import annotations
 
 from oiexec.core.errors import ToolInputError
 from oiexec.tools.command import CommandItem
-from oiexec.tools.framework import Invocation, register
-from oiexec.tools.interpreters import DEFAULT_TIMEOUT, LANGUAGE_ALIASES, InterpreterPool
+from oiexec.tools.framework import Invocation
+from oiexec.tools.interpreters import LANGUAGE_ALIASES, InterpreterPool
+from oiexec.tools.options import ExecuteOptions
 from oiexec.tools.results import Result
 
 _POOL = "interpreters"
@@ -18,7 +19,6 @@ def displayed_command(language: str, code: str) -> str:
     return code if language == "shell" else f"{language}:\n{code}"
 
 
-@register("execute")
 def execute(inv: Invocation) -> Result:
     raw_language = inv.string("language") or ""
     code = inv.string("code")
@@ -34,7 +34,7 @@ def execute(inv: Invocation) -> Result:
         pool = InterpreterPool(inv.ctx)
         inv.rt.extras[_POOL] = pool
     item = CommandItem.start(inv.ctx.items, displayed_command(language, code))
-    result = pool.run(language, code, float(inv.option("timeout_s", DEFAULT_TIMEOUT)))
+    result = pool.run(language, code, inv.opts(ExecuteOptions).timeout_s)
     output = result.output.rstrip("\n")
     if result.error and result.error not in output:
         output = f"{output}\n[{result.error}]".strip()

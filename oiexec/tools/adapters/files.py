@@ -7,11 +7,11 @@ Canonical argument names (manifests rename onto them): `path`, `offset`, `limit`
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any
 
 from oiexec.core.errors import ToolInputError
 from oiexec.sandbox.reader import ReadScope
-from oiexec.tools.framework import Invocation, register
+from oiexec.tools.framework import Invocation
 from oiexec.tools.fs import (
     Edit,
     GrepQuery,
@@ -23,6 +23,14 @@ from oiexec.tools.fs import (
     read_window,
     replace_in_file,
     write_file,
+)
+from oiexec.tools.options import (
+    FsReadOptions,
+    FsReplaceOptions,
+    FsWriteOptions,
+    GlobOptions,
+    GrepOptions,
+    ListOptions,
 )
 from oiexec.tools.results import Result
 
@@ -36,12 +44,11 @@ def read_scope(inv: Invocation) -> ReadScope:
     return ReadScope.for_policy(inv.ctx.sandbox.policy, inv.ctx.cwd)
 
 
-@register("fs_read")
 def fs_read(inv: Invocation) -> Result:
     path = inv.path()
     offset = inv.integer("offset")
     limit = inv.integer("limit")
-    if inv.option("unchanged_note", False) and inv.rt.files.unchanged_since_read(
+    if inv.opts(FsReadOptions).unchanged_note and inv.rt.files.unchanged_since_read(
         path, offset=offset, limit=limit
     ):
         return Result(inv.style.read_unchanged(path, cwd=inv.ctx.cwd))
@@ -54,20 +61,19 @@ def fs_read(inv: Invocation) -> Result:
 
 
 def _read(inv: Invocation, path: Path, offset: int | None, limit: int | None) -> ReadResult:
-    base: Literal[0, 1] = 0 if inv.option("offset_base", 1) == 0 else 1
-    max_tail = inv.option("max_tail")
+    opts = inv.opts(FsReadOptions)
     return read_window(
         path,
         offset=offset,
         limit=limit,
-        base=base,
-        default_limit=int(inv.option("default_limit", 2000)),
-        max_lines=inv.option("max_lines"),
-        max_line_chars=inv.option("max_line_chars", 2000),
-        line_cut_suffix=str(inv.option("line_cut_suffix", "")),
-        max_bytes=inv.option("max_bytes"),
-        max_file_bytes=inv.option("max_file_bytes"),
-        max_tail=int(max_tail) if max_tail is not None else None,
+        base=opts.offset_base,
+        default_limit=opts.default_limit,
+        max_lines=opts.max_lines,
+        max_line_chars=opts.max_line_chars,
+        line_cut_suffix=opts.line_cut_suffix,
+        max_bytes=opts.max_bytes,
+        max_file_bytes=opts.max_file_bytes,
+        max_tail=opts.max_tail,
         scope=read_scope(inv),
     )
 
@@ -77,18 +83,18 @@ def _read(inv: Invocation, path: Path, offset: int | None, limit: int | None) ->
 
 def _gate(inv: Invocation, path: Path, *, overwrite: bool) -> Result | None:
     """The read-before-write refusal of harnesses that have one, else None."""
-    if not inv.option("require_read", False):
+    opts = inv.opts(FsWriteOptions)
+    if not opts.require_read:
         return None
     gate = inv.rt.files.check(path)
     message = inv.style.read_gate(gate, path, overwrite=overwrite)
     if message is None:
         return None
-    if inv.option("gate_is_error", True):
+    if opts.gate_is_error:
         raise ToolInputError(message, kind="not_read" if gate is ReadGate.NOT_READ else "stale")
     return Result(message)
 
 
-@register("fs_write")
 def fs_write(inv: Invocation) -> Result:
     path = inv.path()
     content = inv.string("content")
@@ -135,7 +141,6 @@ def _edits(inv: Invocation) -> list[Edit]:
     return edits
 
 
-@register("fs_replace")
 def fs_replace(inv: Invocation) -> Result:
     path = inv.path()
     edits = _edits(inv)
@@ -147,7 +152,7 @@ def fs_replace(inv: Invocation) -> Result:
             path,
             edits,
             can_write=inv.rt.can_write(inv.ctx),
-            create_if_empty_old=bool(inv.option("create_if_empty_old", False)),
+            create_if_empty_old=inv.opts(FsReplaceOptions).create_if_empty_old,
         )
     except ToolInputError as exc:
         message = inv.style.edit_failed(exc, old=edits[0].old)
@@ -160,22 +165,22 @@ def fs_replace(inv: Invocation) -> Result:
 # --- glob, grep, list --------------------------------------------------------------------
 
 
-@register("glob")
 def glob_tool(inv: Invocation) -> Result:
+    opts = inv.opts(GlobOptions)
     pattern = inv.string("pattern") or ""
-    if inv.option("substring", False) and pattern:
+    if opts.substring and pattern:
         pattern = f"**/*{pattern}*"
     root = inv.path("path", required=False)
-    limit = inv.integer("limit") or inv.option("max_results", 100)
+    limit = inv.integer("limit") or opts.max_results
     result = glob_files(
         root,
         pattern,
-        limit=int(limit) if limit else None,
-        sort=inv.option("sort", "mtime_desc"),
+        limit=limit or None,
+        sort=opts.sort,
         # Whether `*.py` matches in subfolders too (ripgrep's globs) or only at the root
         # (a path glob, as Qwen Code's).
-        basename_anywhere=bool(inv.option("basename_anywhere", True)),
-        include_dirs=inv.boolean("include_dirs", bool(inv.option("include_dirs", False))),
+        basename_anywhere=opts.basename_anywhere,
+        include_dirs=inv.boolean("include_dirs", opts.include_dirs),
         scope=read_scope(inv),
     )
     return Result(inv.style.globbed(result, pattern=pattern, root=root))
@@ -188,10 +193,9 @@ _MODES = {
 }
 
 
-@register("grep")
 def grep_tool(inv: Invocation) -> Result:
-    default_mode = str(inv.option("default_output_mode", "files_with_matches"))
-    mode = _MODES.get(str(inv.args.get("output_mode") or default_mode))
+    opts = inv.opts(GrepOptions)
+    mode = _MODES.get(str(inv.args.get("output_mode") or opts.default_output_mode))
     if mode is None:
         raise ToolInputError(f"Unknown output_mode {inv.args.get('output_mode')!r}.")
     include = inv.args.get("include")
@@ -203,13 +207,13 @@ def grep_tool(inv: Invocation) -> Result:
         output_mode=mode,  # type: ignore[arg-type]
         glob=inv.string("glob") or (include if isinstance(include, str) else None),
         file_type=inv.string("type"),
-        case_insensitive=inv.boolean("case_insensitive", bool(inv.option("ignore_case", False))),
+        case_insensitive=inv.boolean("case_insensitive", opts.ignore_case),
         before=inv.integer("before", 0) or 0,
         after=inv.integer("after", 0) or 0,
         context=inv.integer("context"),
         multiline=inv.boolean("multiline"),
         include_ignored=inv.boolean("include_ignored"),
-        head_limit=_head_limit(inv),
+        head_limit=_head_limit(inv, opts),
         offset=inv.integer("offset", 0) or 0,
         scope=read_scope(inv),
     )
@@ -217,15 +221,13 @@ def grep_tool(inv: Invocation) -> Result:
     return Result(inv.style.grepped(result, line_numbers=inv.boolean("line_numbers", True)))
 
 
-def _head_limit(inv: Invocation) -> int | None:
+def _head_limit(inv: Invocation, opts: GrepOptions) -> int | None:
     value = inv.integer("head_limit")
     if value is None:
-        default = inv.option("head_limit")
-        return int(default) if default else None
+        return opts.head_limit or None
     return None if value == 0 else value
 
 
-@register("list")
 def list_tool(inv: Invocation) -> Result:
     root = inv.path("path", required=False)
     ignore = inv.args.get("ignore") or []
@@ -233,7 +235,7 @@ def list_tool(inv: Invocation) -> Result:
         raise ToolInputError("ignore must be a list of glob patterns.")
     listing = list_directory(
         root,
-        depth=int(inv.option("depth", 1)),
+        depth=inv.opts(ListOptions).depth,
         ignore=[str(i) for i in ignore],
         limit=1000,
         scope=read_scope(inv),

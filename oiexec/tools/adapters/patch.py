@@ -4,13 +4,12 @@ from __future__ import annotations
 
 from oiexec.core.errors import ToolInputError
 from oiexec.tools.apply_patch import apply_unified_diff
-from oiexec.tools.framework import Invocation, register
+from oiexec.tools.framework import Invocation
 from oiexec.tools.fs import write_file
 from oiexec.tools.patch_tool import run_patch
 from oiexec.tools.results import Result
 
 
-@register("apply_patch_envelope")
 def apply_patch_envelope(inv: Invocation) -> Result:
     text = inv.string("patch")
     if not text:
@@ -22,7 +21,6 @@ def apply_patch_envelope(inv: Invocation) -> Result:
     return Result(outcome.output, not outcome.ok)
 
 
-@register("unified_diff")
 def unified_diff(inv: Invocation) -> Result:
     patch = inv.string("patch")
     changes_arg = inv.args.get("changes")

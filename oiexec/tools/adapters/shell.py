@@ -15,7 +15,8 @@ from oiexec.tools.adapters.background import reap, start_background
 from oiexec.tools.adapters.persistent import run_persistent
 from oiexec.tools.adapters.saved import save_output
 from oiexec.tools.command import NotStarted, deadline_bound, setup_failed, start_command
-from oiexec.tools.framework import Invocation, Runtime, register
+from oiexec.tools.framework import Invocation, Runtime
+from oiexec.tools.options import ShellOptions
 from oiexec.tools.results import CommandRun, Result
 
 __all__ = ["run_command"]
@@ -55,32 +56,28 @@ def run_command(
     )
 
 
-def _shell_path(inv: Invocation) -> str | None:
+def _shell_path(inv: Invocation, opts: ShellOptions) -> str | None:
     """The manifest's `shell` for this tool, as the emulated product starts it: the name as
     given (its error messages then say `bash: line 1: ...`), or with `shell_resolved` the
     full path PATH gives (opencode's `/usr/bin/bash: ...`)."""
-    name = inv.option("shell")
+    name = opts.shell
     if not name:
         return None
-    if inv.option("shell_resolved", False):
-        return shutil.which(str(name)) or inv.rt.shell
-    return str(name)
+    if opts.shell_resolved:
+        return shutil.which(name) or inv.rt.shell
+    return name
 
 
-def _timeout_seconds(inv: Invocation) -> float:
-    unit = inv.option("timeout_unit", "s")
-    default_s = float(inv.option("default_timeout_s", 120))
-    max_s = float(inv.option("max_timeout_s", 600))
+def _timeout_seconds(inv: Invocation, opts: ShellOptions) -> float:
     raw = inv.args.get("timeout")
     if raw is None or isinstance(raw, bool) or not isinstance(raw, int | float):
-        return default_s
-    seconds = raw / 1000 if unit == "ms" else float(raw)
+        return float(opts.default_timeout_s)
+    seconds = raw / 1000 if opts.timeout_unit == "ms" else float(raw)
     if seconds <= 0:
         raise ToolInputError("timeout must be positive.")
-    return min(seconds, max_s)
+    return min(seconds, float(opts.max_timeout_s))
 
 
-@register("shell")
 def shell(inv: Invocation) -> Result:
     command = inv.string("command")
     if not command or not command.strip():
@@ -90,25 +87,26 @@ def shell(inv: Invocation) -> Result:
     if not cwd.is_dir():
         raise ToolInputError(f"Directory does not exist: {cwd}")
     reap(inv.rt)
+    opts = inv.opts(ShellOptions)
     if inv.boolean("background"):
-        return start_background(inv, command, cwd)
-    timeout_s = _timeout_seconds(inv)
-    if inv.option("persistent"):
+        return start_background(inv, command, cwd, opts)
+    timeout_s = _timeout_seconds(inv, opts)
+    if opts.persistent:
         run = run_persistent(inv.ctx, inv.rt, command, timeout_s=timeout_s)
     else:
         run = run_command(
-            inv.ctx, inv.rt, command, cwd=cwd, timeout_s=timeout_s, shell=_shell_path(inv)
+            inv.ctx, inv.rt, command, cwd=cwd, timeout_s=timeout_s, shell=_shell_path(inv, opts)
         )
     if run.refused is not None:
         return Result(f"{run.refused}; the command was not run.", True)
-    limit = int(inv.option("max_output_chars", 30_000))
+    limit = opts.max_output_chars
     run = dataclasses.replace(run, command=command, directory=workdir)
-    max_lines = inv.option("max_output_lines")
-    too_long = len(run.text) > limit or (max_lines and run.text.count("\n") >= int(max_lines))
-    if too_long and inv.option("save_long_output", False):
+    max_lines = opts.max_output_lines
+    too_long = len(run.text) > limit or (max_lines and run.text.count("\n") >= max_lines)
+    if too_long and opts.save_long_output:
         run = dataclasses.replace(run, saved_to=save_output(inv.rt, run.text))
     result = inv.style.command_result(run, timeout_s=timeout_s, max_chars=limit)
-    marker = inv.option("submit_marker")
+    marker = opts.submit_marker
     if marker and run.exit_code == 0 and not run.timed_out:
         lines = run.output.lstrip().splitlines(keepends=True)
         if lines and lines[0].strip() == marker:

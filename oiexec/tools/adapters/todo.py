@@ -8,8 +8,9 @@ import json
 from typing import Any
 
 from oiexec.core.errors import ToolInputError
-from oiexec.tools.framework import Invocation, register
+from oiexec.tools.framework import Invocation
 from oiexec.tools.fs import TodoItem
+from oiexec.tools.options import TodoOptions, TodoWriteOptions
 from oiexec.tools.results import Result
 
 _STATUS_ALIASES = {"done": "completed", "complete": "completed", "cancelled": "cancelled"}
@@ -18,7 +19,7 @@ _STATUS_ALIASES = {"done": "completed", "complete": "completed", "cancelled": "c
 def _item(inv: Invocation, raw: Any) -> TodoItem:
     if not isinstance(raw, dict):
         raise ToolInputError("Each todo must be an object.")
-    field = str(inv.option("content_field", "content"))
+    field = inv.opts(TodoOptions).content_field
     content = raw.get(field)
     if not isinstance(content, str) or not content:
         raise ToolInputError(f"Each todo needs a non-empty `{field}`.")
@@ -37,11 +38,10 @@ def _item(inv: Invocation, raw: Any) -> TodoItem:
     )
 
 
-@register("todo_write")
 def todo_write(inv: Invocation) -> Result:
     raw = inv.args.get("todos")
     if raw is None:
-        if inv.option("omit_reads", False):
+        if inv.opts(TodoWriteOptions).omit_reads:
             return Result(inv.style.todos_current(inv.rt.todos.items))
         raise ToolInputError(f"`{inv.model_name('todos')}` is required.")
     if not isinstance(raw, list):
@@ -51,7 +51,6 @@ def todo_write(inv: Invocation) -> Result:
     return Result(inv.style.todos_updated(inv.rt.todos.items))
 
 
-@register("plan_write")
 def plan_write(inv: Invocation) -> Result:
     """`update_plan`-shaped lists: `plan[{step, status}]`."""
     raw = inv.args.get("plan")
@@ -68,7 +67,6 @@ def plan_write(inv: Invocation) -> Result:
     return Result("Plan updated")
 
 
-@register("task_create")
 def task_create(inv: Invocation) -> Result:
     subject = inv.string("subject")
     if not subject:
@@ -80,7 +78,6 @@ def task_create(inv: Invocation) -> Result:
     return Result(f"Task #{item.id} created successfully: {subject}")
 
 
-@register("task_update")
 def task_update(inv: Invocation) -> Result:
     task_id = inv.string("taskId") or ""
     changes: dict[str, Any] = {}
@@ -102,7 +99,6 @@ def task_update(inv: Invocation) -> Result:
     return Result(f"Updated task #{task_id} " + ", ".join(sorted(changes)))
 
 
-@register("task_list")
 def task_list(inv: Invocation) -> Result:
     items = inv.rt.todos.items
     if not items:
@@ -110,7 +106,6 @@ def task_list(inv: Invocation) -> Result:
     return Result("\n".join(f"#{i.id} [{i.status}] {i.content}" for i in items))
 
 
-@register("task_get")
 def task_get(inv: Invocation) -> Result:
     item = inv.rt.todos.get(inv.string("taskId") or "")
     lines = [f"Task #{item.id}: {item.content}", f"Status: {item.status}"]
@@ -119,7 +114,6 @@ def task_get(inv: Invocation) -> Result:
     return Result("\n".join(lines))
 
 
-@register("todo_read")
 def todo_read(inv: Invocation) -> Result:
     items = inv.rt.todos.items
     if not items:
