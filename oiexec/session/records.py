@@ -22,7 +22,7 @@ The same models serve both directions, in two modes:
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from typing import Annotated, Any, ClassVar, Literal, Self, TypeVar
 
 from pydantic import (
@@ -322,9 +322,15 @@ _EVENT_TYPES = frozenset(
 )
 
 
-def _event_tag(value: Any) -> str:
-    kind = value.get("type") if isinstance(value, dict) else getattr(value, "type", None)
-    return kind if isinstance(kind, str) and kind in _EVENT_TYPES else "other"
+def _tagger(known: frozenset[str], fallback: str) -> Callable[[Any], str]:
+    """The discriminator of a union on `type` (a dict when reading, a model when writing):
+    a type this build does not know goes to the `fallback` member, which readers skip."""
+
+    def tag(value: Any) -> str:
+        kind = value.get("type") if isinstance(value, dict) else getattr(value, "type", None)
+        return kind if isinstance(kind, str) and kind in known else fallback
+
+    return tag
 
 
 EventMsg = Annotated[
@@ -335,7 +341,7 @@ EventMsg = Annotated[
     | Annotated[FileReadState, Tag("file_read_state")]
     | Annotated[TurnAborted, Tag("turn_aborted")]
     | Annotated[OtherEvent, Tag("other")],
-    Discriminator(_event_tag),
+    Discriminator(_tagger(_EVENT_TYPES, "other")),
 ]
 
 
@@ -397,11 +403,6 @@ _RECORD_TYPES = frozenset(
 )
 
 
-def _record_tag(value: Any) -> str:
-    kind = value.get("type") if isinstance(value, dict) else getattr(value, "type", None)
-    return kind if isinstance(kind, str) and kind in _RECORD_TYPES else "unknown"
-
-
 RolloutRecord = Annotated[
     Annotated[SessionMetaRecord, Tag("session_meta")]
     | Annotated[TurnContextRecord, Tag("turn_context")]
@@ -409,7 +410,7 @@ RolloutRecord = Annotated[
     | Annotated[CompactedRecord, Tag("compacted")]
     | Annotated[EventMsgRecord, Tag("event_msg")]
     | Annotated[UnknownRecord, Tag("unknown")],
-    Discriminator(_record_tag),
+    Discriminator(_tagger(_RECORD_TYPES, "unknown")),
 ]
 
 _RECORD: TypeAdapter[RolloutRecord] = TypeAdapter(RolloutRecord)
