@@ -53,6 +53,7 @@ __all__ = [
     "Started",
     "WarningMessage",
     "checked",
+    "close_fds",
     "encode",
     "send",
 ]
@@ -334,18 +335,18 @@ class SocketReader:
             return []
         fds, self._fds = self._fds, []
         if not found:  # a blank line: nothing to hand its descriptors to
-            _close_all(fds)
+            close_fds(fds)
             return []
         (message,) = found
         problem = message if isinstance(message, ProtocolError) else self._fds_problem(message, fds)
         if problem is not None:
-            _close_all(fds)
+            close_fds(fds)
             return [(problem, [])]
         return [(message, fds)]
 
     def close(self) -> None:
         """Closes the descriptors received and not handed out."""
-        _close_all(self._fds)
+        close_fds(self._fds)
         self._fds = []
 
     def _fds_problem(self, message: dict[str, Any], fds: list[int]) -> ProtocolError | None:
@@ -370,7 +371,9 @@ def _fds_of(ancillary: list[tuple[int, int, bytes]]) -> list[int]:
     return fds
 
 
-def _close_all(fds: Sequence[int]) -> None:
+def close_fds(fds: Sequence[int]) -> None:
+    """Closes each of `fds` (descriptors a message brought, or the sender's copies of them
+    once sent), whichever are still open."""
     for fd in fds:
         with contextlib.suppress(OSError):
             os.close(fd)

@@ -33,7 +33,7 @@ import select
 import signal
 import socket
 import sys
-from collections.abc import Callable, Sequence
+from collections.abc import Callable
 from typing import Any
 
 from oiexec.runner.child_protocol import (
@@ -43,6 +43,7 @@ from oiexec.runner.child_protocol import (
     Refused,
     SocketReader,
     Started,
+    close_fds,
     send,
 )
 
@@ -159,12 +160,12 @@ class _Zygote:
             assert request_id is not None  # parse checked it
             pid = os.fork()
         except (ValueError, OSError) as exc:  # a bad request, or no process to be had
-            _close_all(fds)
+            close_fds(fds)
             self._reply(Refused(op="refused", id=request_id, error=str(exc)))
             return
         if pid == 0:
             self._child(request)  # never returns
-        _close_all(fds)
+        close_fds(fds)
         self._reply(Started(op="started", id=request_id, pid=pid))
 
     def _reap(self) -> None:
@@ -190,7 +191,7 @@ class _Zygote:
             signal.signal(signal.SIGINT, signal.default_int_handler)
             self._sock.close()
             self._reader.close()
-            _close_all(self._wake)
+            close_fds(self._wake)
             _become_run(request.env, request.cwd, self._pid)
             module, _, function = TARGETS[request.target].partition(":")
             target: Callable[[dict[str, Any], list[int]], int] = getattr(
@@ -258,12 +259,6 @@ def _become_run(env: dict[str, str], cwd: str, zygote: int) -> None:
     os.chdir(cwd)
     os.environ.clear()
     os.environ.update(env)
-
-
-def _close_all(fds: Sequence[int]) -> None:
-    for fd in fds:
-        with contextlib.suppress(OSError):
-            os.close(fd)
 
 
 if __name__ == "__main__":  # pragma: no cover - started by launch.py with its own bootstrap

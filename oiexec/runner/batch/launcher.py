@@ -21,7 +21,7 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from oiexec.runner.child_protocol import BatchTaskArgs
+from oiexec.runner.child_protocol import BatchTaskArgs, close_fds
 from oiexec.runner.launch import Child, LaunchError, spawn
 
 __all__ = ["Child", "LaunchError", "Launcher", "task_main"]
@@ -61,19 +61,13 @@ class Launcher:
                     os.dup(path) if isinstance(path, int) else os.open(path, flags, 0o644)
                 )
         except OSError as exc:
-            _close(opened)
+            close_fds(opened)
             raise LaunchError(f"cannot open the task's standard streams: {exc}") from None
         try:
             task = BatchTaskArgs(argv=list(args))
             return spawn("batch-task", task, env=env, cwd=os.getcwd(), fds=opened)
         finally:
-            _close(opened)  # the child has its own copies
-
-
-def _close(fds: Sequence[int]) -> None:
-    for fd in fds:
-        with contextlib.suppress(OSError):
-            os.close(fd)
+            close_fds(opened)  # the child has its own copies
 
 
 def task_main(args: dict[str, Any], fds: list[int]) -> int:
