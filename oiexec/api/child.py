@@ -24,9 +24,18 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
-from oiexec.api.channel import Channel, ChannelText, pipe_processor
+from oiexec.api.channel import ChannelText, pipe_processor
 from oiexec.core.errors import Interrupted, OiexecError
 from oiexec.core.redact import redact
+from oiexec.runner.child_protocol import (
+    ApiRunArgs,
+    Channel,
+    CrashMessage,
+    DoneMessage,
+    ErrorMessage,
+    InterruptedMessage,
+    WarningMessage,
+)
 from oiexec.runner.request import ExecRequest
 from oiexec.runner.result import RunResult
 from oiexec.runner.review import ReviewRequest
@@ -61,7 +70,7 @@ class ReviewJob:
 
         result = run_review(
             self.request,
-            lambda text: channel.send("warning", redact(text)),
+            lambda text: channel.send(WarningMessage(op="warning", text=redact(text))),
             processor=pipe_processor(channel),
         )
         return {
@@ -86,7 +95,7 @@ def _run_payload(result: RunResult) -> dict[str, Any]:
     }
 
 
-def run_main(args: dict[str, Any], fds: list[int]) -> int:
+def run_main(args: ApiRunArgs, fds: list[int]) -> int:
     """The child's whole life (the zygote's `api-run`): `args["job"]` is the encoded job,
     `fds` the write end of the message pipe. Returns the exit code; the zygote exits with it
     (`os._exit`, so nothing of the zygote's runs)."""
@@ -119,15 +128,21 @@ def _run(encoded: Any, channel: Channel) -> int:
             if not isinstance(job, ExecJob | ReviewJob):
                 raise ValueError(f"not a job: {type(job).__name__}")
             # Redacted as a whole, as the JSONL lines are: the review's texts included.
-            channel.send("done", redact(json.dumps(job.run(channel))))
+            channel.send(DoneMessage(op="done", result=redact(json.dumps(job.run(channel)))))
         except OiexecError as exc:
             # The class names up the tree: the caller raises the first it knows (core/errors).
-            names = tuple(cls.__name__ for cls in type(exc).__mro__)
-            channel.send("error", names, redact(exc.message), exc.hint)
+            names = [cls.__name__ for cls in type(exc).__mro__]
+            channel.send(
+                ErrorMessage(op="error", classes=names, message=redact(exc.message), hint=exc.hint)
+            )
         except Interrupted as exc:
-            channel.send("interrupted", exc.message, int(exc.exit_code))
+            channel.send(
+                InterruptedMessage(
+                    op="interrupted", message=exc.message, exit_code=int(exc.exit_code)
+                )
+            )
         except Exception:
-            channel.send("crash", redact(traceback.format_exc()))
+            channel.send(CrashMessage(op="crash", text=redact(traceback.format_exc())))
             return 1
     return 0
 

@@ -2,11 +2,12 @@
 the event loop), cancel it.
 
 Each run is a fork of the preloaded zygote (runner/zygote.py, reached only through a
-socketpair), in its own process group; its messages come back as JSON lines over a pipe
-(`wire.py`). Cancelling sends SIGTERM to that group, which the runner handles as the CLI does
-(the turn ends, every command the model started is killed, the session is written); a run
-still alive after `CANCEL_GRACE_S` gets SIGKILL. A zygote that dies under a run stops it, and
-closing the run then raises `LaunchError` saying so.
+socketpair), in its own process group; its messages come back as JSON lines over a pipe, the
+child protocol's `RunMessage`s (runner/child_protocol.py). Cancelling sends SIGTERM to that
+group, which the runner handles as the CLI does (the turn ends, every command the model
+started is killed, the session is written); a run still alive after `CANCEL_GRACE_S` gets
+SIGKILL. A zygote that dies under a run stops it, and closing the run then raises
+`LaunchError` saying so.
 """
 
 from __future__ import annotations
@@ -17,18 +18,23 @@ import os
 import signal
 import time
 from collections.abc import AsyncIterator, Iterator, Mapping
-from typing import Any
 
 from oiexec.api.child import ExecJob, ReviewJob
-from oiexec.api.wire import LineReader, encode_job
+from oiexec.api.wire import encode_job
+from oiexec.runner.child_protocol import (
+    ApiRunArgs,
+    CrashMessage,
+    LineReader,
+    ProtocolError,
+    RunMessage,
+    checked,
+)
 from oiexec.runner.launch import LaunchError, spawn
 
-__all__ = ["CANCEL_GRACE_S", "Message", "RunProcess"]
+__all__ = ["CANCEL_GRACE_S", "RunProcess"]
 
 #: How long a cancelled run may take to end cleanly before it is killed.
 CANCEL_GRACE_S = 10.0
-
-Message = tuple[Any, ...]
 
 _CHUNK = 1 << 16
 
@@ -40,7 +46,8 @@ class RunProcess:
         encoded = encode_job(job)
         reader, writer = os.pipe()
         try:
-            self._child = spawn("api-run", {"job": encoded}, env=env, cwd=cwd, fds=[writer])
+            args = ApiRunArgs(job=encoded)
+            self._child = spawn("api-run", args, env=env, cwd=cwd, fds=[writer])
         except BaseException:
             os.close(reader)
             raise
@@ -54,15 +61,15 @@ class RunProcess:
 
     # -- reading ----------------------------------------------------------------------------
 
-    def messages(self) -> Iterator[Message]:
+    def messages(self) -> Iterator[RunMessage]:
         """The child's messages until it closes the pipe (blocking)."""
         while data := self._read():
-            yield from self._lines.feed(data)
+            yield from self._messages(data)
 
-    async def amessages(self) -> AsyncIterator[Message]:
+    async def amessages(self) -> AsyncIterator[RunMessage]:
         """The same, read when the pipe is readable: the event loop is never blocked."""
         loop = asyncio.get_running_loop()
-        queue: asyncio.Queue[Message | None] = asyncio.Queue()
+        queue: asyncio.Queue[RunMessage | None] = asyncio.Queue()
         fd = self._fd
         os.set_blocking(fd, False)
 
@@ -77,7 +84,7 @@ class RunProcess:
                 loop.remove_reader(fd)
                 queue.put_nowait(None)
                 return
-            for message in self._lines.feed(data):
+            for message in self._messages(data):
                 queue.put_nowait(message)
 
         loop.add_reader(fd, readable)
@@ -86,6 +93,20 @@ class RunProcess:
                 yield message
         finally:
             loop.remove_reader(fd)
+
+    def _messages(self, data: bytes) -> list[RunMessage]:
+        """The messages `data` completes. The child's lines are parsed as data: one that is
+        not a message of the protocol is reported as a crash, never acted on."""
+        found: list[RunMessage] = []
+        for line in self._lines.feed(data):
+            try:
+                if isinstance(line, ProtocolError):
+                    raise line
+                found.append(checked(line, RunMessage))
+            except ProtocolError as exc:
+                text = f"unreadable message from the run's process: {exc}"
+                found.append(CrashMessage(op="crash", text=text))
+        return found
 
     def _read(self) -> bytes:
         try:
@@ -151,9 +172,4 @@ class RunProcess:
                 os.close(fd)
 
     def _signal(self, signum: int) -> None:
-        try:
-            os.killpg(self.pid, signum)
-        except ProcessLookupError:
-            # Not yet its own group leader (or already gone): signal the process itself.
-            with contextlib.suppress(ProcessLookupError):
-                os.kill(self.pid, signum)
+        self._child.signal(signum)

@@ -3,13 +3,13 @@
 from __future__ import annotations
 
 import json
-from collections.abc import AsyncGenerator, Callable, Generator
+from collections.abc import AsyncGenerator, Callable, Generator, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
 from pydantic import BaseModel
 
-from oiexec.api.process import Message, RunProcess
+from oiexec.api.process import RunProcess
 from oiexec.core import errors
 from oiexec.core.errors import ExitCode, OiexecError
 from oiexec.core.events import (
@@ -21,6 +21,7 @@ from oiexec.core.events import (
     parse_event,
 )
 from oiexec.review.model import ReviewFinding, ReviewOutput
+from oiexec.runner.child_protocol import RunMessage
 
 __all__ = ["Collector", "ReviewResult", "Turn", "adrive", "drive"]
 
@@ -112,28 +113,27 @@ class Collector:
         self.payload: dict[str, Any] | None = None
         self._on_warning = on_warning
 
-    def take(self, message: Message) -> ThreadEvent | None:
+    def take(self, message: RunMessage) -> ThreadEvent | None:
         """The event `message` carries, or None; raises for a run that did not start."""
-        kind = message[0]
-        if kind == "event":
-            event = parse_event(message[1])
+        if message["op"] == "event":
+            event = parse_event(message["line"])
             if isinstance(event, ThreadStarted):
                 self.thread_id = event.thread_id
             elif isinstance(event, ItemCompleted):
                 self.items.append(event.item)
             return event
-        if kind == "warning":
-            self.warnings.append(message[1])
+        if message["op"] == "warning":
+            self.warnings.append(message["text"])
             if self._on_warning is not None:
-                self._on_warning(message[1])
-        elif kind == "done":
-            self.payload = json.loads(message[1])
-        elif kind == "error":
-            raise _error(message[1], message[2], message[3])
-        elif kind == "interrupted":
-            self.payload = {"exit_code": message[2], "failure": message[1]}
-        elif kind == "crash":
-            raise OiexecError("internal error in the run's process", hint=message[1])
+                self._on_warning(message["text"])
+        elif message["op"] == "done":
+            self.payload = json.loads(message["result"])
+        elif message["op"] == "error":
+            raise _error(message["classes"], message["message"], message["hint"])
+        elif message["op"] == "interrupted":
+            self.payload = {"exit_code": message["exit_code"], "failure": message["message"]}
+        else:
+            raise OiexecError("internal error in the run's process", hint=message["text"])
         return None
 
     def finish(self, exitcode: int | None) -> dict[str, Any]:
@@ -230,7 +230,7 @@ def _error_for(code: ExitCode) -> type[OiexecError]:
     return OiexecError
 
 
-def _error(names: tuple[str, ...], message: str, hint: str | None) -> OiexecError:
+def _error(names: Sequence[str], message: str, hint: str | None) -> OiexecError:
     """The child's error as the same class, or the nearest one of `oiexec.core.errors` above
     it: the class the CLI maps to its exit code."""
     message, hint = _api_words(message), _api_words(hint) if hint else hint

@@ -137,11 +137,10 @@ class Thread:
         **options: Unpack[RunOptions],
     ) -> StreamedTurn:
         """Starts one turn; iterate the result for its events (the JSONL stream's, typed)."""
-        schema_model, turn, on_warning = _turn_options(input, options)
-        request = build_request(self._options, _prompt(input), turn, resume_id=self._id)
         box: list[Turn] = []
-        events = self._stream(request, schema_model, on_warning, box)
-        return StreamedTurn(events, box)
+        return StreamedTurn(
+            self._stream(_TurnPlan(self._options, self._id, input, options), box), box
+        )
 
     def cancel(self) -> None:
         """Cancels the running turn, from any thread: SIGTERM to its processes; the turn
@@ -150,28 +149,17 @@ class Thread:
         if running is not None:
             running.cancel()
 
-    def _stream(
-        self,
-        request: ExecRequest,
-        schema: type[BaseModel] | None,
-        on_warning: Callable[[str], None] | None,
-        box: list[Turn],
-    ) -> Generator[ThreadEvent, None, None]:
-        process = self._start(request)
-        collector = Collector(on_warning)
+    def _stream(self, plan: _TurnPlan, box: list[Turn]) -> Generator[ThreadEvent, None, None]:
+        process = self._start(plan.request)
         try:
             # Closed explicitly: leaving this loop early must stop the run at once.
-            with contextlib.closing(drive(process, collector)) as events:
+            with contextlib.closing(drive(process, plan.collector)) as events:
                 for event in events:
-                    self._id = self._id or collector.thread_id
+                    self._id = self._id or plan.collector.thread_id
                     yield event
         finally:
             self._running = None
-        box.append(
-            collector.turn(
-                process.exitcode, structured=request.output_schema is not None, schema=schema
-            )
-        )
+        box.append(plan.turn(process))
 
     def _start(self, request: ExecRequest) -> RunProcess:
         with self._lock:
@@ -215,30 +203,40 @@ class Thread:
     async def _astream(
         self, input: Input, options: RunOptions, box: list[Turn]
     ) -> AsyncGenerator[ThreadEvent, None]:
-        schema_model, turn, on_warning = _turn_options(input, options)
-        request = build_request(self._options, _prompt(input), turn, resume_id=self._id)
+        plan = _TurnPlan(self._options, self._id, input, options)
         # Starting may start the zygote (about a second, once): off the loop. A start
         # that is under way when the task is cancelled is finished, then stopped.
-        started = asyncio.get_running_loop().run_in_executor(None, self._start, request)
+        started = asyncio.get_running_loop().run_in_executor(None, self._start, plan.request)
         try:
             process = await asyncio.shield(started)
         except asyncio.CancelledError:
             await (await started).astop()
             self._running = None
             raise
-        collector = Collector(on_warning)
         try:
-            async with contextlib.aclosing(adrive(process, collector)) as events:
+            async with contextlib.aclosing(adrive(process, plan.collector)) as events:
                 async for event in events:
-                    self._id = self._id or collector.thread_id
+                    self._id = self._id or plan.collector.thread_id
                     yield event
         finally:
             self._running = None
-        box.append(
-            collector.turn(
-                process.exitcode, structured=request.output_schema is not None, schema=schema_model
-            )
-        )
+        box.append(plan.turn(process))
+
+
+class _TurnPlan:
+    """One turn as both ways of running it (`_stream`, `_astream`) start it: its request,
+    checked before anything runs, and the collector that makes its `Turn`."""
+
+    def __init__(
+        self, thread: ThreadOptions, thread_id: str | None, input: Input, options: RunOptions
+    ) -> None:
+        self.schema, turn, on_warning = _turn_options(input, options)
+        self.request = build_request(thread, _prompt(input), turn, resume_id=thread_id)
+        self.collector = Collector(on_warning)
+
+    def turn(self, process: RunProcess) -> Turn:
+        structured = self.request.output_schema is not None
+        return self.collector.turn(process.exitcode, structured=structured, schema=self.schema)
 
 
 def _turn_options(

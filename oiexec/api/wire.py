@@ -1,23 +1,18 @@
-"""What crosses between the Python API and a run's process, as JSON (never pickle).
-
-Caller -> child: the job (`ExecJob`/`ReviewJob` and the requests inside), encoded by
-`encode_job`: dataclasses by field, each tagged with its class name from `_CLASSES` (the only
-classes `decode_job` builds), paths and tuples tagged so they come back as they went.
-
-Child -> caller: one message per line, a JSON array whose first element names its kind (see
-`channel.py`). The caller parses these as data: a child that misbehaves can at worst send a
-malformed line, which `read_messages` reports as one.
+"""The job an API run's process is given (the `api-run` target's `ApiRunArgs`), as JSON
+(never pickle): `ExecJob`/`ReviewJob` and the requests inside, encoded by `encode_job`:
+dataclasses by field, each tagged with its class name from `_CLASSES` (the only classes
+`decode_job` builds), paths and tuples tagged so they come back as they went. The messages
+that come back are the child protocol's (`oiexec/runner/child_protocol.py`).
 """
 
 from __future__ import annotations
 
 import dataclasses
 import importlib
-import json
 from pathlib import Path
 from typing import Any
 
-__all__ = ["LineReader", "decode_job", "encode_job", "encode_message"]
+__all__ = ["decode_job", "encode_job"]
 
 #: The job's classes, by the name the encoding carries, and where each lives.
 _CLASSES = {
@@ -75,32 +70,3 @@ def decode_job(data: Any) -> Any:
         cls = getattr(importlib.import_module(_CLASSES[name]), name)
         return cls(**{k: decode_job(v) for k, v in fields.items()})
     raise ValueError("not an encoded job")
-
-
-def encode_message(message: tuple[Any, ...]) -> bytes:
-    """One message as its line (JSON escapes newlines, so a line is a message)."""
-    return json.dumps(list(message), separators=(",", ":")).encode("utf-8") + b"\n"
-
-
-class LineReader:
-    """Splits what is read from the pipe into messages."""
-
-    def __init__(self) -> None:
-        self._pending = b""
-
-    def feed(self, data: bytes) -> list[tuple[Any, ...]]:
-        self._pending += data
-        *lines, self._pending = self._pending.split(b"\n")
-        # What is left at the end of file is a line torn by a run killed mid-write: dropped,
-        # as the run's missing result says what happened.
-        return [_parse(line) for line in lines if line.strip()]
-
-
-def _parse(line: bytes) -> tuple[Any, ...]:
-    try:
-        message = json.loads(line)
-    except ValueError:
-        message = None
-    if not isinstance(message, list) or not message or not isinstance(message[0], str):
-        return ("crash", f"unreadable message from the run's process: {line[:200]!r}")
-    return tuple(message)

@@ -27,7 +27,14 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from oiexec.core.errors import OiexecError
-from oiexec.runner.zygote import recv_message, send_message
+from oiexec.runner.child_protocol import (
+    ProtocolError,
+    SocketReader,
+    SpawnRequest,
+    ZygoteReply,
+    checked,
+    send,
+)
 
 __all__ = ["Child", "LaunchError", "Zygote", "spawn"]
 
@@ -45,7 +52,8 @@ class LaunchError(OiexecError):
 
 class Child:
     """One run's process, forked by the zygote: its pid (also its process group id) and, once
-    it has ended, its exit status (negative: killed by that signal)."""
+    it has ended, its exit status (negative: killed by that signal). What batch, the Python
+    API and `mcp-server` hold of a run."""
 
     def __init__(self, zygote: Zygote, life: int) -> None:
         self._zygote = zygote
@@ -84,6 +92,23 @@ class Child:
             lost,
             hint="The run was stopped with it. Run it again; a new launcher is started.",
         )
+
+    def signal(self, signum: int) -> None:
+        """Sends `signum` to the run's process group: the run and everything it started.
+
+        The pid is known as soon as the zygote has forked, before the child has made its own
+        session (its first step): a signal sent then finds no such group, and was lost (a
+        batch interrupted while its tasks were being started left them running). Such a child
+        gets the signal itself; it has started nothing yet. Never once it has ended: its pid
+        may be another process's by then."""
+        try:
+            os.killpg(self.pid, signum)
+        except ProcessLookupError:
+            if self._status is None and self._lost is None:
+                with contextlib.suppress(ProcessLookupError, PermissionError):
+                    os.kill(self.pid, signum)
+        except PermissionError:
+            pass
 
     def close(self) -> None:
         """Lets go of the life pipe (done by `wait` once the end is known)."""
@@ -169,14 +194,15 @@ class Zygote:
         life_r, life_w = os.pipe()
         child = Child(self, life_r)
         request_id = next(self._ids)
-        message = {
-            "op": "spawn",
-            "id": request_id,
-            "target": target,
-            "args": dict(args),
-            "env": dict(env),
-            "cwd": cwd,
-        }
+        message = SpawnRequest(
+            op="spawn",
+            id=request_id,
+            target=target,
+            args=dict(args),
+            env=dict(env),
+            cwd=cwd,
+            fds=len(fds) + 1,
+        )
         try:
             with self.lock:
                 if self._dead is not None:
@@ -184,7 +210,7 @@ class Zygote:
                 self._pending[request_id] = child
             try:
                 with self._send_lock:
-                    send_message(self._sock, message, [*fds, life_w])
+                    send(self._sock, message, [*fds, life_w])
             except OSError as exc:
                 raise LaunchError(f"cannot reach the runner's process launcher: {exc}") from None
         except BaseException:
@@ -214,35 +240,38 @@ class Zygote:
             self._pending.pop(request_id, None)
 
     def _read(self) -> None:
+        reader = SocketReader(self._sock)
         try:
-            while True:
-                received = recv_message(self._sock)
-                if received is None:
-                    break
-                message, fds = received
-                for fd in fds:  # the zygote sends none; never keep one
-                    os.close(fd)
-                self._take(message)
+            while (received := reader.receive()) is not None:
+                for message, fds in received:
+                    for fd in fds:  # the zygote sends none; never keep one
+                        os.close(fd)
+                    if not isinstance(message, ProtocolError):
+                        self._take(message)
         except Exception:  # any failure to read ends this zygote for us
             pass
+        reader.close()
         self._died()
 
     def _take(self, message: dict[str, Any]) -> None:
-        op, request_id, pid = message.get("op"), message.get("id"), message.get("pid")
+        try:
+            reply: ZygoteReply = checked(message, ZygoteReply)
+        except ProtocolError:
+            return  # nothing of ours: the zygote writes only these
         with self.lock:
-            if op == "started" and type(request_id) is int and type(pid) is int:
-                child = self._pending.pop(request_id, None)
+            if reply["op"] == "started":
+                child = self._pending.pop(reply["id"], None)
                 if child is not None:
-                    self._running[pid] = child
-                    child._started(pid)
-            elif op == "refused" and type(request_id) is int:
-                child = self._pending.pop(request_id, None)
+                    self._running[reply["pid"]] = child
+                    child._started(reply["pid"])
+            elif reply["op"] == "refused":
+                child = None if reply["id"] is None else self._pending.pop(reply["id"], None)
                 if child is not None:
-                    child._fail(refused=f"the launcher refused the run: {message.get('error')}")
-            elif op == "exit" and type(pid) is int and type(message.get("status")) is int:
-                child = self._running.pop(pid, None)
+                    child._fail(refused=f"the launcher refused the run: {reply['error']}")
+            else:
+                child = self._running.pop(reply["pid"], None)
                 if child is not None:
-                    child._exited(message["status"])
+                    child._exited(reply["status"])
 
     def _died(self) -> None:
         with contextlib.suppress(OSError):

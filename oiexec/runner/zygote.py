@@ -11,36 +11,43 @@ the imported code's pages copy-on-write.
 The zygote is exec'd fresh by its caller (`launch.py`; never forked from the caller, whose
 threads would make a fork unsafe) and speaks to it over one end of a socketpair it inherits:
 no path, no abstract name, nothing listening, so no other process (a sandboxed command
-included) can reach it. Requests and replies are JSON (never pickle), each framed by its
-length; a request names its target from the fixed `TARGETS` and carries the child's file
-descriptors (its stdio, its message pipe) as SCM_RIGHTS. The zygote is single-threaded, so
-forking is safe; it is the runs' parent, so it reaps them and reports each exit status. It
-exits when the caller's end closes (the caller exited or was killed), and its children then
-get SIGTERM (their parent-death signal), which ends a run as a CI cancellation does.
+included) can reach it. Requests and replies are JSON lines of the one child protocol
+(`child_protocol.py`, never pickle); a request names its target from the fixed `TARGETS` and
+carries the child's file descriptors (its stdio, its message pipe) as SCM_RIGHTS. The zygote
+is single-threaded, so forking is safe; it is the runs' parent, so it reaps them and reports
+each exit status. It exits when the caller's end closes (the caller exited or was killed), and
+its children then get SIGTERM (their parent-death signal), which ends a run as a CI
+cancellation does.
 
-    caller -> zygote  {"op": "spawn", "id": N, "target": T, "args": {...}, "env": {...},
-                       "cwd": "/abs"}  + fds: the target's, then the child's life pipe
-    zygote -> caller  {"op": "started", "id": N, "pid": P} | {"op": "refused", "id": N,
-                       "error": "..."} | {"op": "exit", "pid": P, "status": S}
+    caller -> zygote  SpawnRequest   + fds: the target's, then the child's life pipe
+    zygote -> caller  Started | Refused | Exited
 """
 
 from __future__ import annotations
 
-import array
 import contextlib
 import ctypes
 import importlib
-import json
 import os
 import select
 import signal
 import socket
-import struct
 import sys
-from collections.abc import Callable, Sequence
+from collections.abc import Callable
 from typing import Any
 
-__all__ = ["PRELOAD", "TARGETS", "main", "recv_message", "send_message"]
+from oiexec.runner.child_protocol import (
+    TARGETS,
+    Exited,
+    ProtocolError,
+    Refused,
+    SocketReader,
+    Started,
+    close_fds,
+    send,
+)
+
+__all__ = ["PRELOAD", "TARGETS", "main"]
 
 #: What a run imports on its way to the first request: loaded once, in the zygote.
 PRELOAD = (
@@ -87,114 +94,6 @@ PRELOAD = (
     "junit_xml",
 )
 
-#: The only things a child can be made to run, by name: `module:function(args, fds) -> exit
-#: code`. Named, not imported (the API's module is a layer above this one).
-TARGETS = {
-    "batch-task": "oiexec.runner.batch.launcher:task_main",
-    "api-run": "oiexec.api.child:run_main",
-}
-
-#: A request's descriptors: the target's few, plus the life pipe.
-MAX_FDS = 8
-#: A frame longer than this is refused (and skipped): an API turn's prompt and options fit.
-MAX_FRAME = 64 << 20
-_HEADER = struct.Struct(">I")
-
-
-class ProtocolError(Exception):
-    """A frame that cannot be read as a message (the stream is still in step)."""
-
-
-# -- framing (both sides) ---------------------------------------------------------------------
-
-
-def send_message(sock: socket.socket, message: dict[str, Any], fds: Sequence[int] = ()) -> None:
-    """One frame: its length, then its JSON; `fds` ride with the first byte."""
-    body = json.dumps(message, separators=(",", ":")).encode("utf-8")
-    frame = _HEADER.pack(len(body)) + body
-    if fds:
-        ancillary = [(socket.SOL_SOCKET, socket.SCM_RIGHTS, array.array("i", fds).tobytes())]
-        # A stream socket may take part of a large frame (a signal mid-send); the rest
-        # follows without the descriptors, which went with the first byte.
-        sent = sock.sendmsg([frame], ancillary)
-        sock.sendall(frame[sent:])
-    else:
-        sock.sendall(frame)
-
-
-def recv_message(sock: socket.socket) -> tuple[dict[str, Any], list[int]] | None:
-    """The next message and the descriptors that came with it (close-on-exec); None at the
-    end of the stream. `ProtocolError` for a frame that is not a JSON object, whose
-    descriptors are closed and whose bytes are skipped, so the next frame reads."""
-    flags = getattr(socket, "MSG_CMSG_CLOEXEC", 0)
-    space = socket.CMSG_SPACE(MAX_FDS * array.array("i").itemsize)
-    data, ancillary, msg_flags, _ = sock.recvmsg(_HEADER.size, space, flags)
-    if not data:
-        return None
-    fds = _fds_of(ancillary)
-    try:
-        while len(data) < _HEADER.size:
-            more = sock.recv(_HEADER.size - len(data))
-            if not more:
-                return None
-            data += more
-        (size,) = _HEADER.unpack(data)
-        body = _read_exactly(sock, size) if size <= MAX_FRAME else None
-        if body is None:
-            _skip(sock, size)
-            raise ProtocolError(f"frame of {size} bytes (at most {MAX_FRAME})")
-        if msg_flags & socket.MSG_CTRUNC:
-            raise ProtocolError(f"more than {MAX_FDS} descriptors")
-        try:
-            message = json.loads(body)
-        except ValueError as exc:
-            raise ProtocolError(f"not JSON: {exc}") from None
-        if not isinstance(message, dict):
-            raise ProtocolError("not a JSON object")
-    except BaseException:
-        _close_all(fds)
-        raise
-    return message, fds
-
-
-def _fds_of(ancillary: list[tuple[int, int, bytes]]) -> list[int]:
-    fds: list[int] = []
-    for level, kind, data in ancillary:
-        if level == socket.SOL_SOCKET and kind == socket.SCM_RIGHTS:
-            numbers = array.array("i")
-            numbers.frombytes(data[: len(data) - len(data) % numbers.itemsize])
-            fds.extend(numbers)
-    for fd in fds:
-        # Where MSG_CMSG_CLOEXEC is missing: nothing received may leak into a run's commands.
-        os.set_inheritable(fd, False)
-    return fds
-
-
-def _read_exactly(sock: socket.socket, size: int) -> bytes:
-    chunks: list[bytes] = []
-    while size:
-        chunk = sock.recv(min(size, 1 << 20))
-        if not chunk:
-            raise ProtocolError("the stream ended inside a frame")
-        chunks.append(chunk)
-        size -= len(chunk)
-    return b"".join(chunks)
-
-
-def _skip(sock: socket.socket, size: int) -> None:
-    while size:
-        chunk = sock.recv(min(size, 1 << 20))
-        if not chunk:
-            return
-        size -= len(chunk)
-
-
-def _close_all(fds: Sequence[int]) -> None:
-    for fd in fds:
-        with contextlib.suppress(OSError):
-            os.close(fd)
-
-
 # -- the zygote -------------------------------------------------------------------------------
 
 
@@ -222,6 +121,7 @@ def main(fd: int) -> None:
 class _Zygote:
     def __init__(self, sock: socket.socket, wake: tuple[int, int]) -> None:
         self._sock = sock
+        self._reader = SocketReader(sock)
         self._wake = wake
         self._pid = os.getpid()
 
@@ -235,34 +135,38 @@ class _Zygote:
                 with contextlib.suppress(BlockingIOError, InterruptedError):
                     os.read(self._wake[0], 4096)
             self._reap()
-            if self._sock.fileno() in ready and not self._serve_one():
+            if self._sock.fileno() in ready and not self._serve_ready():
                 return
 
-    def _serve_one(self) -> bool:
-        """Handles one request; False when the caller is gone."""
+    def _serve_ready(self) -> bool:
+        """Handles the requests one read completes; False when the caller is gone."""
         try:
-            received = recv_message(self._sock)
-        except ProtocolError as exc:
-            self._reply({"op": "refused", "id": None, "error": f"malformed request: {exc}"})
-            return True
+            received = self._reader.receive()
         except OSError:
             return False
         if received is None:
             return False
-        message, fds = received
+        for message, fds in received:
+            self._serve_one(message, fds)
+        return True
+
+    def _serve_one(self, message: dict[str, Any] | ProtocolError, fds: list[int]) -> None:
+        if isinstance(message, ProtocolError):
+            self._reply(Refused(op="refused", id=None, error=f"malformed request: {message}"))
+            return
         request_id = message.get("id") if type(message.get("id")) is int else None
         try:
             request = _Request.parse(message, fds)
+            assert request_id is not None  # parse checked it
             pid = os.fork()
         except (ValueError, OSError) as exc:  # a bad request, or no process to be had
-            _close_all(fds)
-            self._reply({"op": "refused", "id": request_id, "error": str(exc)})
-            return True
+            close_fds(fds)
+            self._reply(Refused(op="refused", id=request_id, error=str(exc)))
+            return
         if pid == 0:
             self._child(request)  # never returns
-        _close_all(fds)
-        self._reply({"op": "started", "id": request_id, "pid": pid})
-        return True
+        close_fds(fds)
+        self._reply(Started(op="started", id=request_id, pid=pid))
 
     def _reap(self) -> None:
         while True:
@@ -272,12 +176,12 @@ class _Zygote:
                 return
             if pid == 0:
                 return
-            self._reply({"op": "exit", "pid": pid, "status": os.waitstatus_to_exitcode(status)})
+            self._reply(Exited(op="exit", pid=pid, status=os.waitstatus_to_exitcode(status)))
 
-    def _reply(self, message: dict[str, Any]) -> None:
+    def _reply(self, message: Started | Refused | Exited) -> None:
         # The caller gone: the next read sees the end of the stream and the zygote exits.
         with contextlib.suppress(OSError):
-            send_message(self._sock, message)
+            send(self._sock, message)
 
     def _child(self, request: _Request) -> None:
         code = 1
@@ -286,7 +190,8 @@ class _Zygote:
             signal.signal(signal.SIGCHLD, signal.SIG_DFL)
             signal.signal(signal.SIGINT, signal.default_int_handler)
             self._sock.close()
-            _close_all(self._wake)
+            self._reader.close()
+            close_fds(self._wake)
             _become_run(request.env, request.cwd, self._pid)
             module, _, function = TARGETS[request.target].partition(":")
             target: Callable[[dict[str, Any], list[int]], int] = getattr(
@@ -317,6 +222,8 @@ class _Request:
     def parse(cls, message: dict[str, Any], fds: list[int]) -> _Request:
         if message.get("op") != "spawn":
             raise ValueError(f"unknown request {message.get('op')!r}")
+        if type(message.get("id")) is not int:
+            raise ValueError("id must be a whole number")
         target = message.get("target")
         if not isinstance(target, str) or target not in TARGETS:
             raise ValueError(f"unknown target {target!r} (known: {', '.join(sorted(TARGETS))})")

@@ -9,13 +9,14 @@ import os
 import signal
 import subprocess
 import sys
+import threading
 import time
 from collections.abc import Callable
 from pathlib import Path
 
 import pytest
 
-from oiexec.runner.batch.launcher import TaskProcess
+from oiexec.runner.launch import Child
 from tests.batch.conftest import batch_args, write_tasks
 from tests.support.model_server import ModelServer, call, reply
 
@@ -122,19 +123,17 @@ def test_a_signal_reaches_a_task_that_has_not_made_its_process_group_yet() -> No
     `setsid()`, and `killpg` then finds no group and the signal was lost."""
     child = subprocess.Popen(["sleep", "30"])  # in this process's group, like a fresh fork
 
-    class _Child:
-        pid = child.pid
+    class _Zygote:  # what a Child needs of its zygote: the lock its state is kept under
+        lock = threading.Lock()
 
-        def wait(self, timeout: float) -> int | None:
-            try:
-                return child.wait(timeout)
-            except subprocess.TimeoutExpired:
-                return None
-
-    task = TaskProcess(_Child())  # type: ignore[arg-type]
+    task = Child(_Zygote(), -1)  # type: ignore[arg-type]
+    with task._cond:  # as the zygote's reader reports it, under the lock
+        task._started(child.pid)
     try:
         task.signal(signal.SIGTERM)
-        assert task.wait(10) == -signal.SIGTERM
+        assert child.wait(10) == -signal.SIGTERM
+        with task._cond:
+            task._exited(-signal.SIGTERM)
         task.signal(signal.SIGKILL)  # ended: its pid is no longer signalled (nor an error)
     finally:
         child.kill()

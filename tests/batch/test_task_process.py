@@ -13,7 +13,7 @@ from pathlib import Path
 from typing import Any
 
 from oiexec.runner import launch
-from oiexec.runner.batch.launcher import Launcher, LaunchError, TaskProcess
+from oiexec.runner.batch.launcher import Child, Launcher, LaunchError
 from oiexec.runner.batch.task_run import BatchContext, Children, run_child
 from tests.batch.conftest import run_batch, statuses, write_tasks
 from tests.support.model_server import Hang, ModelServer, reply
@@ -70,10 +70,10 @@ def test_a_child_outliving_its_timeout_is_killed_with_its_group(
 ) -> None:
     model_server.enqueue(Hang(60))  # the model never answers: the task would run on
     ctx = _context(tmp_path, kill_grace_s=0.3)
-    started_tasks: list[TaskProcess] = []
+    started_tasks: list[Child] = []
 
     class Recording(Launcher):
-        def start(self, *args: Any, **kwargs: Any) -> TaskProcess:
+        def start(self, *args: Any, **kwargs: Any) -> Child:
             started_tasks.append(super().start(*args, **kwargs))
             return started_tasks[-1]
 

@@ -1,4 +1,4 @@
-"""The zygote's protocol: a request it cannot take (unknown target, malformed frame, bad
+"""The zygote's protocol: a request it cannot take (unknown target, malformed line, bad
 fields) is refused without harm to the runs in flight, and nothing of it can be reached but
 through the socketpair its caller holds."""
 
@@ -8,15 +8,15 @@ import contextlib
 import json
 import os
 import socket
-import struct
 import time
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 
+from oiexec.runner.child_protocol import send
 from oiexec.runner.launch import LaunchError, Zygote
-from oiexec.runner.zygote import TARGETS, send_message
+from oiexec.runner.zygote import TARGETS
 
 
 @pytest.fixture
@@ -33,8 +33,8 @@ def _raw(zygote: Zygote, data: bytes) -> None:
         zygote._sock.sendall(data)
 
 
-def _frame(body: bytes) -> bytes:
-    return struct.pack(">I", len(body)) + body
+def _line(body: bytes) -> bytes:
+    return body + b"\n"
 
 
 def _sockets_of(pid: int) -> set[str]:
@@ -72,19 +72,27 @@ def test_bad_requests_are_refused_and_the_run_in_flight_goes_on(
         zygote.spawn("batch-task", {"argv": []}, env=env, cwd="relative")
     with pytest.raises(LaunchError, match="env must map"):
         zygote.spawn("batch-task", {"argv": []}, env={"A=B": "c"}, cwd="/")
-    # Frames no client of ours writes: not JSON, not an object, an unknown operation, a
-    # pickle (never unpickled), descriptors without a life pipe.
-    _raw(zygote, _frame(b"{not json"))
-    _raw(zygote, _frame(b"[1, 2]"))
-    _raw(zygote, _frame(json.dumps({"op": "exec", "id": 99}).encode()))
-    _raw(zygote, _frame(b"\x80\x04\x95cos\nsystem\n"))
+    # Lines no client of ours writes: not JSON, not an object, an unknown operation, a
+    # pickle (never unpickled), descriptors without a life pipe, descriptors said and not
+    # sent.
+    _raw(zygote, _line(b"{not json"))
+    _raw(zygote, _line(b"[1, 2]"))
+    _raw(zygote, _line(json.dumps({"op": "exec", "id": 99}).encode()))
+    _raw(zygote, _line(b"\x80\x04\x95cos\nsystem\n"))
     with zygote._send_lock:
-        send_message(zygote._sock, {"op": "spawn", "id": 98, "target": "batch-task",
-                                    "args": {}, "env": {}, "cwd": "/"})  # fmt: skip
+        send(zygote._sock, {"op": "spawn", "id": 98, "target": "batch-task",
+                            "args": {}, "env": {}, "cwd": "/"})  # fmt: skip
+    _raw(zygote, _line(json.dumps({"op": "spawn", "id": 97, "fds": 3}).encode()))
 
     assert zygote.alive
     assert running.poll() is None  # still reading its prompt
     # The zygote still starts runs.
+    probe = zygote.spawn(
+        "batch-task", {"argv": ["--version"]}, env=env, cwd=str(tmp_path), fds=_stdio(tmp_path)
+    )
+    assert probe.wait(60) == 0
+    # A line longer than any request is skipped, and the next one is read.
+    _raw(zygote, _line(b'{"op": "spawn", "pad": "' + b"x" * (65 << 20) + b'"}'))
     probe = zygote.spawn(
         "batch-task", {"argv": ["--version"]}, env=env, cwd=str(tmp_path), fds=_stdio(tmp_path)
     )

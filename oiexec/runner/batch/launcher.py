@@ -21,47 +21,10 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
+from oiexec.runner.child_protocol import BatchTaskArgs, close_fds
 from oiexec.runner.launch import Child, LaunchError, spawn
 
-__all__ = ["LaunchError", "Launcher", "TaskProcess", "task_main"]
-
-
-class TaskProcess:
-    """One started task: its pid (also its process group id) and its exit status."""
-
-    def __init__(self, child: Child) -> None:
-        self._child = child
-        self.pid: int = child.pid
-        self._ended = False
-
-    def wait(self, timeout: float) -> int | None:
-        """The exit status (negative: killed by that signal), or None if still running
-        after `timeout` seconds. `LaunchError` once the task has ended if the zygote died
-        while it ran (its status is unknown)."""
-        try:
-            code = self._child.wait(timeout)
-        except LaunchError:
-            self._ended = True
-            raise
-        self._ended = code is not None
-        return code
-
-    def signal(self, signum: int) -> None:
-        """Sends `signum` to the task's process group: the task and everything it started.
-
-        The pid is known as soon as the zygote has forked, before the child has made its own
-        session (its first step): a signal sent then finds no such group, and was lost, so a
-        batch interrupted while its tasks were being started left them running. Such a child
-        gets the signal itself; it has started nothing yet. Never once it has ended: its pid
-        may be another process's by then."""
-        try:
-            os.killpg(self.pid, signum)
-        except ProcessLookupError:
-            if not self._ended:
-                with contextlib.suppress(ProcessLookupError, PermissionError):
-                    os.kill(self.pid, signum)
-        except PermissionError:
-            pass
+__all__ = ["Child", "LaunchError", "Launcher", "task_main"]
 
 
 class Launcher:
@@ -76,12 +39,13 @@ class Launcher:
         stdout: Path | int,
         stderr: Path | int,
         append: bool,
-    ) -> TaskProcess:
+    ) -> Child:
         """Runs the CLI with `args`, in a new session, with `stdin` as its standard input and
         its output written to the files `stdout` and `stderr` (appended to with `append`; an
         int is a file the caller opened, for the child to write to).
         The working directory is the caller's; `env` is the whole environment. Raises
-        `LaunchError` when the task cannot be started."""
+        `LaunchError` when the task cannot be started. The task is signalled and waited
+        for through the `Child` (`launch.py`), as the API's runs are."""
         opened: list[int] = []
         try:
             with tempfile.TemporaryFile() as prompt:
@@ -97,19 +61,13 @@ class Launcher:
                     os.dup(path) if isinstance(path, int) else os.open(path, flags, 0o644)
                 )
         except OSError as exc:
-            _close(opened)
+            close_fds(opened)
             raise LaunchError(f"cannot open the task's standard streams: {exc}") from None
         try:
-            child = spawn("batch-task", {"argv": list(args)}, env=env, cwd=os.getcwd(), fds=opened)
+            task = BatchTaskArgs(argv=list(args))
+            return spawn("batch-task", task, env=env, cwd=os.getcwd(), fds=opened)
         finally:
-            _close(opened)  # the child has its own copies
-        return TaskProcess(child)
-
-
-def _close(fds: Sequence[int]) -> None:
-    for fd in fds:
-        with contextlib.suppress(OSError):
-            os.close(fd)
+            close_fds(opened)  # the child has its own copies
 
 
 def task_main(args: dict[str, Any], fds: list[int]) -> int:

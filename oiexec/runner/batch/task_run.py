@@ -24,7 +24,7 @@ from typing import Any
 from oiexec.core.errors import ExitCode
 from oiexec.git import GitError
 from oiexec.output.reportfile import ReportDir
-from oiexec.runner.batch.launcher import Launcher, LaunchError, TaskProcess
+from oiexec.runner.batch.launcher import Child, Launcher, LaunchError
 from oiexec.runner.batch.plan import Action
 from oiexec.runner.batch.record import (
     RECORD_FILE,
@@ -60,16 +60,16 @@ class Children:
 
     def __init__(self) -> None:
         self._lock = threading.Lock()
-        self._procs: set[TaskProcess] = set()
+        self._procs: set[Child] = set()
         self.stopping = threading.Event()
 
-    def add(self, proc: TaskProcess) -> None:
+    def add(self, proc: Child) -> None:
         with self._lock:
             self._procs.add(proc)
         if self.stopping.is_set():
-            _signal_group(proc, signal.SIGTERM)
+            proc.signal(signal.SIGTERM)
 
-    def discard(self, proc: TaskProcess) -> None:
+    def discard(self, proc: Child) -> None:
         with self._lock:
             self._procs.discard(proc)
 
@@ -77,7 +77,7 @@ class Children:
         with self._lock:
             procs = list(self._procs)
         for proc in procs:
-            _signal_group(proc, signum)
+            proc.signal(signum)
         return len(procs)
 
 
@@ -122,34 +122,13 @@ def run_task(
         paths={key: f"{task.id}/{name}" for key, name in PATHS.items() if key != "stderr"},
         input_hash=digest,
     )
-    try:
-        ctx.out_dir.makedirs(task.id)
-    except OSError as exc:  # e.g. another task left a link there: said in the summary
-        record.message = f"could not make its directory: {exc.strerror or exc}"
+    record.message = _make_task_dir(ctx, task.id)
+    if record.message is not None:
         return record
-    if (task_dir / WORKTREE_DIR).is_symlink():
-        # Never the batch's own (a worktree is a directory): planted by a task that reaches
-        # DIR, it would make this task's workspace wherever it points. Removed, not followed.
-        with contextlib.suppress(OSError):
-            ctx.out_dir.unlink(f"{task.id}/{WORKTREE_DIR}")
-        if (task_dir / WORKTREE_DIR).is_symlink():
-            record.message = "its worktree is a symbolic link that could not be removed"
-            return record
-    resume = action is Action.RESUME and previous is not None and previous.session_id is not None
-    if resume and not (task_dir / WORKTREE_DIR).is_dir():
-        note(f"{task.id}: its kept worktree is gone; running it again from the start")
-        resume = False
+    resumed = _resumed(task, action, previous, task_dir, note)
     started = time.monotonic()
     try:
-        if resume:
-            assert previous is not None
-            record.attempts = previous.attempts
-            base = _base_of(ctx.out, task_dir)
-            cwd = task_dir / WORKTREE_DIR / source.subdir
-        else:
-            _clear(ctx.out_dir, task.id)
-            cwd, base = prepare(source, task_dir)
-            ctx.out_dir.write(f"{task.id}/.base", base + "\n")
+        cwd, base = _workspace(task, source, resumed, ctx, record)
     except GitError as exc:
         if ctx.children.stopping.is_set():  # a terminal's Ctrl-C reaches git too: not a failure
             return _stopped_before_start(record)
@@ -162,20 +141,91 @@ def run_task(
         # reaches it as it starts, `Children.add`).
         return _stopped_before_start(record)
     record.attempts += 1
-    argv = _argv(task, ctx, cwd, task_dir, previous.session_id if resume and previous else None)
-    prompt = _retry_prompt(task, previous) if resume and previous else task.prompt
-    timeout = task.timeout if task.timeout is not None else ctx.timeout_s
-    lost = None
-    try:
-        code, killed = run_child(argv, prompt, ctx, task_dir, timeout=timeout, append=resume)
-    except LaunchError as exc:
-        # Not started, or its zygote died under it: said in the record, never a silent fail.
-        code, killed, lost = -1, None, exc.message
+    code, killed, lost = _run_once(task, ctx, cwd, task_dir, resumed)
     _read_events(ctx.out, task_dir / PATHS["events"], record)
-    earlier_turns = previous.turns if resume and previous else 0
-    _read_junit(ctx.out, task_dir / PATHS["junit"], record, earlier_turns)
-    earlier = previous.duration_s if resume and previous else 0.0
+    _read_junit(ctx.out, task_dir / PATHS["junit"], record, resumed.turns if resumed else 0)
+    earlier = resumed.duration_s if resumed else 0.0
     record.duration_s = round(earlier + time.monotonic() - started, 3)
+    _judge(record, code, killed, lost)
+    if record.status == "interrupted" or (
+        ctx.children.stopping.is_set() and code < 0 and lost is None
+    ):
+        record.status = "interrupted"
+        return record  # not finished: a rerun starts it again
+    _finish(task, source, ctx, record, base if resumed else None, note)
+    return record
+
+
+def _make_task_dir(ctx: BatchContext, task_id: str) -> str | None:
+    """Makes the task's directory; why it could not be used, or None."""
+    try:
+        ctx.out_dir.makedirs(task_id)
+    except OSError as exc:  # e.g. another task left a link there: said in the summary
+        return f"could not make its directory: {exc.strerror or exc}"
+    worktree = ctx.out / task_id / WORKTREE_DIR
+    if worktree.is_symlink():
+        # Never the batch's own (a worktree is a directory): planted by a task that reaches
+        # DIR, it would make this task's workspace wherever it points. Removed, not followed.
+        with contextlib.suppress(OSError):
+            ctx.out_dir.unlink(f"{task_id}/{WORKTREE_DIR}")
+        if worktree.is_symlink():
+            return "its worktree is a symbolic link that could not be removed"
+    return None
+
+
+def _resumed(
+    task: Task,
+    action: Action,
+    previous: TaskRecord | None,
+    task_dir: Path,
+    note: Callable[[str], None],
+) -> TaskRecord | None:
+    """The earlier run this one continues (its session, in its kept worktree), or None for a
+    fresh start."""
+    if action is not Action.RESUME or previous is None or previous.session_id is None:
+        return None
+    if not (task_dir / WORKTREE_DIR).is_dir():
+        note(f"{task.id}: its kept worktree is gone; running it again from the start")
+        return None
+    return previous
+
+
+def _workspace(
+    task: Task, source: Source, resumed: TaskRecord | None, ctx: BatchContext, record: TaskRecord
+) -> tuple[Path, str]:
+    """Where the task runs and its base commit: the kept worktree of the run it resumes, or
+    a fresh one (its earlier files cleared). `GitError` when it cannot be had."""
+    task_dir = ctx.out / task.id
+    if resumed is not None:
+        record.attempts = resumed.attempts
+        return task_dir / WORKTREE_DIR / source.subdir, _base_of(ctx.out, task_dir)
+    _clear(ctx.out_dir, task.id)
+    cwd, base = prepare(source, task_dir)
+    ctx.out_dir.write(f"{task.id}/.base", base + "\n")
+    return cwd, base
+
+
+def _run_once(
+    task: Task, ctx: BatchContext, cwd: Path, task_dir: Path, resumed: TaskRecord | None
+) -> tuple[int, str | None, str | None]:
+    """One task process to its end: (exit status, why it was killed from outside, why it was
+    lost: not started, or its zygote died under it)."""
+    argv = _argv(task, ctx, cwd, task_dir, resumed.session_id if resumed else None)
+    prompt = _retry_prompt(task, resumed) if resumed else task.prompt
+    timeout = task.timeout if task.timeout is not None else ctx.timeout_s
+    try:
+        code, killed = run_child(
+            argv, prompt, ctx, task_dir, timeout=timeout, append=resumed is not None
+        )
+    except LaunchError as exc:
+        # Said in the record, never a silent fail.
+        return -1, None, exc.message
+    return code, killed, None
+
+
+def _judge(record: TaskRecord, code: int, killed: str | None, lost: str | None) -> None:
+    """The record's exit code, status and message from how the process ended and what its
+    reports said."""
     if lost is not None:
         record.exit_code, record.status, record.message = None, "failed", lost
     elif killed is not None:
@@ -191,20 +241,27 @@ def run_task(
         record.message = refused_writes_warning(record.refused_writes)
     if record.status == "success":
         record.message = None
-    if record.status == "interrupted" or (
-        ctx.children.stopping.is_set() and code < 0 and lost is None
-    ):
-        record.status = "interrupted"
-        return record  # not finished: a rerun starts it again
-    worktree = task_dir / WORKTREE_DIR
-    if resume and worktree.is_dir():
+
+
+def _finish(
+    task: Task,
+    source: Source,
+    ctx: BatchContext,
+    record: TaskRecord,
+    resumed_base: str | None,
+    note: Callable[[str], None],
+) -> None:
+    """A finished task's files: the whole diff of a resumed run (from `resumed_base`), its
+    worktree released on success, and its record written."""
+    worktree = ctx.out / task.id / WORKTREE_DIR
+    if resumed_base is not None and worktree.is_dir():
         try:
-            ctx.out_dir.write(f"{task.id}/{PATHS['diff']}", full_diff(worktree, base))
+            ctx.out_dir.write(f"{task.id}/{PATHS['diff']}", full_diff(worktree, resumed_base))
         except (GitError, OSError) as exc:
             note(f"{task.id}: could not write diff.patch: {exc}")
     if record.status == "success":
         try:
-            release(source, task_dir)
+            release(source, ctx.out / task.id)
         except GitError as exc:
             note(f"{task.id}: could not remove its worktree: {exc}")
     if worktree.exists():
@@ -213,7 +270,6 @@ def run_task(
         write_record(ctx.out_dir, record)
     except OSError as exc:  # e.g. its directory swapped for a link: in the summary instead
         record.status, record.message = "failed", f"could not write its result: {exc.strerror}"
-    return record
 
 
 def _argv(
@@ -296,7 +352,7 @@ def run_child(
         killed = None
         while (code := proc.wait(0.2)) is None:
             if deadline is not None and time.monotonic() > deadline:
-                _signal_group(proc, signal.SIGKILL)
+                proc.signal(signal.SIGKILL)
                 while (code := proc.wait(1.0)) is None:
                     pass
                 killed = (
@@ -305,12 +361,8 @@ def run_child(
                 break
     finally:
         ctx.children.discard(proc)
-        _signal_group(proc, signal.SIGKILL)  # leftovers of the child's group
+        proc.signal(signal.SIGKILL)  # leftovers of the child's group
     return code, killed
-
-
-def _signal_group(proc: TaskProcess, signum: int) -> None:
-    proc.signal(signum)  # also a task so new its process group is not made yet
 
 
 def _stopped_before_start(record: TaskRecord) -> TaskRecord:
