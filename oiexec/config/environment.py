@@ -9,10 +9,10 @@ unset (CI systems expand missing variables to empty strings). An `OIEXEC_` varia
 names no key is passed on as an unknown key, to be reported like one in a file. The layer
 sits between the project's config file and `-c` overrides; `oiexec.config.loader` places it.
 
-Parsing is pydantic-settings' own environment source, pointed at one prefix and at the
-variables left after `NOT_CONFIG` is taken out. Its own conversion of text to the field's type
-is lax (`yes` would become `true`), so it is turned off and `oiexec.config.envtext` reads the
-text strictly instead.
+Parsing is pydantic-settings' own environment source (`oiexec.config.env_source`), pointed
+at one prefix and at the variables left after `NOT_CONFIG` is taken out, and imported only
+when there are some. Its own conversion of text to the field's type is lax (`yes` would
+become `true`), so it is left out and `oiexec.config.envtext` reads the text strictly instead.
 """
 
 from __future__ import annotations
@@ -20,10 +20,6 @@ from __future__ import annotations
 import os
 from collections.abc import Mapping
 from pathlib import Path
-from typing import Any
-
-from pydantic.fields import FieldInfo
-from pydantic_settings import EnvSettingsSource
 
 from oiexec.config.envtext import read_env_text
 from oiexec.config.layers import Layer, deep_merge
@@ -84,10 +80,14 @@ def environment_layers(environ: Mapping[str, str]) -> list[Layer]:
             for name, value in environ.items()
             if name.startswith(prefix) and name not in NOT_CONFIG and value != ""
         }
+        if not chosen:
+            continue
         for name, value in chosen.items():
             _refuse_undecodable(name, value)
         paths = {tuple(name[len(prefix) :].lower().split(_DELIMITER)): name for name in chosen}
-        data = read_env_text(Settings, _PrefixSource(prefix, chosen)(), paths)
+        from oiexec.config.env_source import read_prefix  # pydantic-settings: only when needed
+
+        data = read_env_text(Settings, read_prefix(prefix, chosen, _DELIMITER), paths)
         if prefix == OWN_PREFIX:
             # `OIEXEC_` is this program's alone, so a name that is no key is a typo: it goes
             # into the layer, where the loader reports it like an unknown key in a file.
@@ -111,51 +111,4 @@ def _refuse_undecodable(name: str, value: str) -> None:
             raise ConfigError(
                 f"environment variable {shown} is not valid UTF-8",
                 hint="Export it again as UTF-8 text, or unset it.",
-            ) from None
-
-
-class _PrefixSource(EnvSettingsSource):
-    """pydantic-settings' environment source for one prefix, over chosen variables only."""
-
-    def __init__(self, prefix: str, variables: Mapping[str, str]) -> None:
-        self._variables = variables
-        super().__init__(
-            Settings,
-            case_sensitive=False,
-            env_prefix=prefix,
-            env_nested_delimiter=_DELIMITER,
-        )
-
-    def _load_env_vars(self) -> Mapping[str, str | None]:
-        # The base class reads all of os.environ; this layer reads what it was given.
-        return {name.lower(): value for name, value in self._variables.items()}
-
-    def _coerce_env_val_strict(self, field: FieldInfo | None, value: Any) -> Any:
-        # pydantic-settings converts text for strict models with lax rules (`yes` -> True);
-        # the text stays text here and `read_env_text` reads it strictly.
-        return value
-
-    def prepare_field_value(
-        self, field_name: str, field: FieldInfo, value: Any, value_is_complex: bool
-    ) -> Any:
-        try:
-            return super().prepare_field_value(field_name, field, value, value_is_complex)
-        except (ValueError, RecursionError) as error:
-            # A table or list that is not valid JSON (or JSON nested past the interpreter's
-            # stack); say which variable, as for a file line.
-            exc = "nested too deeply" if isinstance(error, RecursionError) else error
-            own = f"{self.env_prefix}{field_name}".lower()
-            names = sorted(
-                name
-                for name in self._variables
-                if name.lower() == own or name.lower().startswith(own + _DELIMITER)
-            )
-            key = field_name
-            if len(names) == 1:
-                key = ".".join(names[0][len(self.env_prefix) :].lower().split(_DELIMITER))
-            raise ConfigError(
-                f"invalid configuration: `{key}` in environment variable "
-                f"{' or '.join(names)}: not valid JSON ({exc})",
-                hint="Give a table or a list as JSON, e.g. "
-                f"{self.env_prefix}SANDBOX_WORKSPACE_WRITE__WRITABLE_ROOTS='[\"/data\"]'.",
             ) from None

@@ -5,6 +5,11 @@ a valid effective config looks like. Validation is strict: a value of the wrong 
 error, never converted (`network_access = "yes"` must not open the sandbox's network, and
 `project_doc_max_bytes = "100"` is a typo to report, not a number). The one conversion left
 is pydantic's int-to-float, since TOML writes `check_timeout = 60` for a float field.
+
+`Settings` is a plain pydantic model, not a pydantic-settings `BaseSettings`: the loader merges
+every layer itself (deep merge, with the origin of each key), so the model only validates the
+merged mapping. pydantic-settings reads the environment layer alone
+(`oiexec.config.env_source`), and is imported only when a config variable is set.
 """
 
 from __future__ import annotations
@@ -12,7 +17,6 @@ from __future__ import annotations
 from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator
-from pydantic_settings import BaseSettings, PydanticBaseSettingsSource, SettingsConfigDict
 
 from oiexec.config.headers import EnvHeaderMap, HeaderMap, sendable
 from oiexec.config.hook_table import HooksConfig
@@ -136,10 +140,10 @@ class ProjectConfig(_Table):
     trust_level: Literal["trusted", "untrusted"] | None = None
 
 
-class Settings(BaseSettings):
+class Settings(BaseModel):
     """The effective configuration of one run."""
 
-    model_config = SettingsConfigDict(extra="forbid", validate_default=True, strict=True)
+    model_config = ConfigDict(extra="forbid", validate_default=True, strict=True)
 
     model: str = "gpt-5.5"
     model_provider: str = "openai"
@@ -239,17 +243,3 @@ class Settings(BaseSettings):
         if value is not None and not value.strip():
             raise ValueError("must be a shell command such as `pytest -q`, not blank")
         return value
-
-    @classmethod
-    def settings_customise_sources(
-        cls,
-        settings_cls: type[BaseSettings],
-        init_settings: PydanticBaseSettingsSource,
-        env_settings: PydanticBaseSettingsSource,
-        dotenv_settings: PydanticBaseSettingsSource,
-        file_secret_settings: PydanticBaseSettingsSource,
-    ) -> tuple[PydanticBaseSettingsSource, ...]:
-        # The loader merges every layer itself (deep merge, with the origin of each key): the
-        # environment is read by its own layer (`oiexec.config.environment`, pydantic-settings'
-        # env source per prefix), so here the only source is the merged mapping passed in.
-        return (init_settings,)

@@ -32,26 +32,45 @@ def test_questions_about_the_cli_import_nothing_a_run_needs(argv: list[str]) -> 
 
 #: What a plain exec run (no MCP server configured, no batch progress bar) has no use for:
 #: the rich/pygments tree arrives through httpx's own command-line client and through
-#: structlog's console renderer unless the runner keeps it out. (`-X importtime` also lists an
-#: import refused by a None in sys.modules, so the names are modules loaded only by a real one.)
-NOT_FOR_A_RUN = ("rich.console", "rich.pretty", "pygments", "mcp")
+#: structlog's console renderer unless the runner keeps it out; pydantic-settings (with
+#: asyncio, dotenv and its cloud sources) is needed only to read a config variable. (`-X
+#: importtime` also lists an import refused by a None in sys.modules, so the names are modules
+#: loaded only by a real one.)
+NOT_FOR_A_RUN = ("rich.console", "rich.pretty", "pygments", "mcp", "pydantic_settings")
 
 
-def test_an_exec_run_imports_no_terminal_renderer_and_no_mcp(
-    model_server: ModelServer, repo: Path
-) -> None:
+def _run_imports(model_server: ModelServer, repo: Path, env: dict[str, str]) -> set[str]:
+    """The modules one scripted exec run imports (it runs one command, then answers)."""
     model_server.enqueue(
         reply(tool_calls=[call("exec_command", {"cmd": "echo hi"})]), reply("done")
     )
     done = run_cli(
-        exec_args(model_server, "say hi"), cwd=repo, env={"PYTHONPROFILEIMPORTTIME": "1"}
+        exec_args(model_server, "say hi"),
+        cwd=repo,
+        env={"PYTHONPROFILEIMPORTTIME": "1", **env},
     )
     assert done.returncode == 0, done.stderr[-2000:]
     assert [json.loads(line)["type"] for line in done.stdout.splitlines()][-1] == "turn.completed"
-    imported = {
+    return {
         line.rsplit("|", 1)[-1].strip()
         for line in done.stderr.splitlines()
         if line.startswith("import time:")
     }
+
+
+def test_an_exec_run_imports_no_terminal_renderer_no_mcp_and_no_settings_sources(
+    model_server: ModelServer, repo: Path
+) -> None:
+    imported = _run_imports(model_server, repo, {})
     assert "structlog" in imported  # the run log was written, through structlog
     assert not imported & set(NOT_FOR_A_RUN), sorted(imported & set(NOT_FOR_A_RUN))
+
+
+def test_a_config_variable_is_read_through_pydantic_settings(
+    model_server: ModelServer, repo: Path
+) -> None:
+    # The environment layer still reads it (the scripted server answers whatever model is
+    # named, so the run's success says nothing; the request it received does).
+    imported = _run_imports(model_server, repo, {"OIEXEC_MODEL": "model-from-env"})
+    assert "pydantic_settings" in imported
+    assert model_server.bodies[0]["model"] == "model-from-env"
