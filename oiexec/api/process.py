@@ -56,7 +56,6 @@ class RunProcess:
         self._fd = reader
         self._lines = LineReader()
         self.pid: int = self._child.pid
-        self.cancelled = False
         self._exitcode: int | None = None
 
     # -- reading ----------------------------------------------------------------------------
@@ -126,7 +125,6 @@ class RunProcess:
 
     def cancel(self) -> None:
         """SIGTERM to the run's process group (no wait)."""
-        self.cancelled = True
         self._signal(signal.SIGTERM)
 
     def close(self) -> None:

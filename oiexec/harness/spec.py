@@ -77,8 +77,6 @@ class CompletionSpec(_Table):
     confirm_twice: bool = False
     max_format_retries: int = 3
     format_error: str = ""
-    #: Text-mode: when the reply has no action, end the run (classic) instead of an error.
-    text_fallback_only: bool = False
 
 
 class ThinkingSpec(_Table):

@@ -83,7 +83,6 @@ class ResolvedTarget:
     user_message: str
     #: A short human label, e.g. for `EnteredReviewMode.user_facing_hint` or report titles.
     user_facing_hint: str
-    merge_base: str | None = None
     #: Full SHA of the reviewed commit (`--commit` only).
     commit_sha: str | None = None
 
@@ -106,9 +105,7 @@ def resolve_target(repo: Path, target: ReviewTarget) -> ResolvedTarget:
             f"run `git diff {sha}` to see exactly what this branch changes (including any "
             "uncommitted edits), and review only those changes."
         )
-        return ResolvedTarget(
-            target, root, message, f"changes against '{target.branch}'", merge_base=sha
-        )
+        return ResolvedTarget(target, root, message, f"changes against '{target.branch}'")
     if isinstance(target, CommitTarget):
         sha = _commit_sha(root, target.sha)
         titled = f' ("{target.title}")' if target.title else ""
