@@ -37,7 +37,7 @@ from oiexec.harness.context import fill
 from oiexec.harness.data import load_tool_schemas, read_harness_file
 from oiexec.harness.history_rules import assistant_side, shape_calls, shape_reasoning
 from oiexec.harness.spec import HarnessSpec
-from oiexec.harness.styles import STYLES, style_for
+from oiexec.harness.styles import style_for
 from oiexec.harness.styles.swe import swe_observation
 from oiexec.tools.framework import ManifestTool, Runtime
 from oiexec.tools.style import Style
@@ -425,4 +425,4 @@ class ManifestHarness:
 def _entry_style(render: str) -> Style:
     """A tool entry's `render`, validated when the manifest loaded: `default` (an entry that
     names none) is the plain wording."""
-    return Style() if render == "default" else STYLES[render]()
+    return Style() if render == "default" else style_for(render)

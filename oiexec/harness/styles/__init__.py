@@ -3,22 +3,13 @@
 A manifest names a style (`style = "claude"` for the harness, `render = "qwen"` per tool);
 `StyleName` validates the name when the manifest loads, so a typo is an error, not a silent
 fall back to the plain wording. Adding a product means adding its module, its name to
-`StyleName` and its class to `STYLES`; no tool changes.
+`StyleName` and where its class lives to `STYLES`; no tool changes.
 """
 
 from __future__ import annotations
 
 from typing import Literal, get_args
 
-from oiexec.harness.styles.claude import ClaudeStyle
-from oiexec.harness.styles.claude_bare import ClaudeBareStyle
-from oiexec.harness.styles.deepseek import DeepseekStyle
-from oiexec.harness.styles.kimi_cli import KimiCliStyle
-from oiexec.harness.styles.kimi_code import KimiCodeStyle
-from oiexec.harness.styles.mini import MiniStyle, MiniTextStyle
-from oiexec.harness.styles.opencode import OpencodeStyle
-from oiexec.harness.styles.qwen import QwenStyle
-from oiexec.harness.styles.swe import SweStyle
 from oiexec.tools.style import Style
 
 StyleName = Literal[
@@ -35,23 +26,31 @@ StyleName = Literal[
     "swe",
 ]
 
-STYLES: dict[str, type[Style]] = {
-    "plain": Style,
-    "claude": ClaudeStyle,
-    "claude-bare": ClaudeBareStyle,
-    "kimi-cli": KimiCliStyle,
-    "kimi-code": KimiCodeStyle,
-    "qwen": QwenStyle,
-    "opencode": OpencodeStyle,
-    "deepseek": DeepseekStyle,
-    "mini": MiniStyle,
-    "mini-text": MiniTextStyle,
-    "swe": SweStyle,
+#: Where each style's class lives (module in this package, class name). A run imports only
+#: the styles its harness names, not every product's wording.
+STYLES: dict[str, tuple[str, str]] = {
+    "plain": ("", "Style"),
+    "claude": ("claude", "ClaudeStyle"),
+    "claude-bare": ("claude_bare", "ClaudeBareStyle"),
+    "kimi-cli": ("kimi_cli", "KimiCliStyle"),
+    "kimi-code": ("kimi_code", "KimiCodeStyle"),
+    "qwen": ("qwen", "QwenStyle"),
+    "opencode": ("opencode", "OpencodeStyle"),
+    "deepseek": ("deepseek", "DeepseekStyle"),
+    "mini": ("mini", "MiniStyle"),
+    "mini-text": ("mini", "MiniTextStyle"),
+    "swe": ("swe", "SweStyle"),
 }
 
 assert set(get_args(StyleName)) == set(STYLES), "StyleName and STYLES disagree"
 
 
-def style_for(name: StyleName) -> Style:
-    """The `Style` named `name`."""
-    return STYLES[name]()
+def style_for(name: str) -> Style:
+    """The `Style` named `name` (a `StyleName`, checked when its manifest loaded)."""
+    module, attr = STYLES[name]
+    if not module:
+        return Style()
+    # __import__ rather than importlib, so `-X importtime` reports the module like any other.
+    package = __import__(f"{__name__}.{module}", fromlist=[attr])
+    style: type[Style] = getattr(package, attr)
+    return style()
