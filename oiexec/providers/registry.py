@@ -9,18 +9,16 @@ import httpx
 from oiexec.config.settings import ProviderConfig
 from oiexec.core.errors import ConfigError
 from oiexec.core.protocols import ModelClient
-from oiexec.providers.chat import ChatClient
 from oiexec.providers.http import RetryTiming, WaitObserver
-from oiexec.providers.messages import MessagesClient
-from oiexec.providers.responses import ResponsesClient
 
 __all__ = ["create_client"]
 
-#: The client for each `wire_api`; they all take the same arguments.
-_CLIENT_TYPES: dict[str, Callable[..., ModelClient]] = {
-    "responses": ResponsesClient,
-    "chat": ChatClient,
-    "messages": MessagesClient,
+#: Where the client for each `wire_api` lives (module in this package, class); they all take
+#: the same arguments. A run imports only its provider's wire.
+_CLIENT_TYPES: dict[str, tuple[str, str]] = {
+    "responses": ("responses", "ResponsesClient"),
+    "chat": ("chat", "ChatClient"),
+    "messages": ("messages", "MessagesClient"),
 }
 
 
@@ -44,13 +42,18 @@ def create_client(
             f"Model provider `{provider_id}` has no base_url",
             hint=f"Set model_providers.{provider_id}.base_url in config.toml.",
         )
-    client_type = _CLIENT_TYPES.get(provider.wire_api)
-    if client_type is None:
+    where = _CLIENT_TYPES.get(provider.wire_api)
+    if where is None:
         raise ConfigError(
             f'Model provider `{provider_id}` uses `wire_api = "{provider.wire_api}"`, which is '
             "not supported",
             hint='Use wire_api = "responses", "chat" or "messages".',
         )
+    module, attr = where
+    # __import__ rather than importlib, so `-X importtime` reports the wire like any module.
+    client_type: Callable[..., ModelClient] = getattr(
+        __import__(f"oiexec.providers.{module}", fromlist=[attr]), attr
+    )
     return client_type(
         provider,
         api_key,
