@@ -31,8 +31,10 @@ from oiexec.sandbox.profile_paths import ProfilePaths, pin_mounts, profile_mount
 
 SETUP_FAILURE_EXIT_CODE = 125
 
-# $0 is bwrap; the status fd number is substituted. Only shell builtins after bwrap exits.
+# $0 is bwrap; the status fd number and the limits' steps are substituted. Only shell
+# builtins before bwrap starts and after it exits.
 _WRAPPER = (
+    "{steps}"
     '"$0" "$@"; rc=$?; ok=; '
     "while read -r line; do case $line in *exit-code*) ok=1;; esac; done </proc/self/fd/{fd}; "
     '[ -n "$ok" ] || exit {setup}; exit $rc'
@@ -157,8 +159,13 @@ def masked_sockets(private: Sequence[Path] = ()) -> list[str]:
     system bus (and through them the host); with it off the seccomp filter closes them too.
     """
     found: list[str] = []
-    for pattern in profiles.policy_data().get("masked_sockets", []):
-        for match in sorted(glob.glob(str(pattern))):
+    for pattern in map(str, profiles.policy_data().get("masked_sockets", [])):
+        # What glob does for a plain path, without its machinery (most entries are plain).
+        if glob.has_magic(pattern):
+            matches = sorted(glob.glob(pattern))
+        else:
+            matches = [pattern] if os.path.lexists(pattern) else []
+        for match in matches:
             real = os.path.realpath(match)
             if real in found or any(Path(real).is_relative_to(p) for p in private):
                 continue  # a private root hides the host's socket already
@@ -208,8 +215,11 @@ def bwrap_args(
     return args, mounts.created
 
 
-def wrap(bwrap_path: str, args: list[str], status_fd: int) -> list[str]:
-    script = _WRAPPER.format(fd=status_fd, setup=SETUP_FAILURE_EXIT_CODE)
+def wrap(bwrap_path: str, args: list[str], status_fd: int, steps: str = "") -> list[str]:
+    """The wrapper command line; `steps` (shell builtins, `limits.shell_steps`) run first,
+    and when one fails bwrap never starts and the wrapper exits with the setup failure."""
+    first = f"{steps} || exit {SETUP_FAILURE_EXIT_CODE}; " if steps else ""
+    script = _WRAPPER.format(steps=first, fd=status_fd, setup=SETUP_FAILURE_EXIT_CODE)
     return ["/bin/sh", "-c", script, bwrap_path, *args]
 
 
@@ -279,10 +289,13 @@ class BwrapSandbox:
         # (A process limit it cannot enforce is in the report already: diagnosis.py.)
         self._limiter = Limiter(policy.limits, nproc_overhead=3, cgroup_overhead=3)
         self._profile_paths = ProfilePaths(policy)
-        # Redundant with the network off (a network namespace of its own has its own abstract
-        # sockets) but applied whenever the kernel can: one syscall per command.
+        # Not with the network off in a network namespace of the command's own, which has
+        # its own abstract sockets, and a /proc of its own (the domain also keeps ptrace
+        # from host processes, which only the host's /proc would show): there it closes
+        # nothing more, and applying it takes a `preexec_fn`, i.e. a fork of the runner.
         self._scope: landlock.AbstractSocketScope | None = None
-        if abstract_scope_gap(features.path, landlock_abi) is None:
+        isolated = policy.network_disabled and features.netns and features.proc
+        if not isolated and abstract_scope_gap(features.path, landlock_abi) is None:
             self._scope = landlock.AbstractSocketScope(landlock_abi)
 
     @property
@@ -309,6 +322,10 @@ class BwrapSandbox:
         real_cwd = os.path.realpath(cwd)
         args += ["--chdir", real_cwd, "--", *argv]
         limits = self._limiter.prepare()
+        # The limits go to the wrapper as shell builtins where they can, so that nothing has
+        # to run in the child before exec and the runner can vfork; else `preexec_fn`.
+        steps = limits.shell_steps() if self._scope is None else None
+        preexec = None if steps is not None else _chain(limits.apply, self._scope)
 
         def after() -> list[str]:
             for fd in (status_fd, seccomp_fd):
@@ -319,12 +336,12 @@ class BwrapSandbox:
             return [*limits.release(kill=False), *restore_links(mounts.links)]
 
         return PreparedCommand(
-            argv=wrap(self._features.path, args, status_fd),
+            argv=wrap(self._features.path, args, status_fd, steps or ""),
             env=sandbox_env(self._policy, env),
             cwd=cwd,
             pass_fds=(status_fd, seccomp_fd),
             # The scope last: limits join a cgroup through a file opened in the parent.
-            preexec_fn=_chain(limits.apply, self._scope),
+            preexec_fn=preexec,
             after=after,
             setup_failure_exit_code=SETUP_FAILURE_EXIT_CODE,
         )

@@ -1,7 +1,9 @@
 """Resource limits of sandboxed commands (`SandboxPolicy.limits`): processes, file size, CPU.
 
-Set in the child before exec, so the command and everything it starts inherit them (for bwrap,
-on the wrapper process, so bwrap inherits them as well).
+Set in the child before exec, so the command and everything it starts inherit them. For bwrap
+they go on the wrapper shell, so bwrap inherits them as well, and where shell builtins can say
+them (`CommandLimits.shell_steps`) the wrapper sets them itself: then nothing runs in the child
+before exec and the runner can vfork instead of forking the whole interpreter.
 
 * File size (RLIMIT_FSIZE) and CPU seconds (RLIMIT_CPU) work the same for every user.
 * Processes: RLIMIT_NPROC counts every task of the user, not those of the command, and the
@@ -30,6 +32,7 @@ import contextlib
 import itertools
 import os
 import resource
+import shlex
 import signal
 import threading
 import time
@@ -40,6 +43,8 @@ from oiexec.core import rundirs
 from oiexec.core.policy import SandboxLimits
 
 _CGROUP_PREFIX = "oiexec-"
+#: `ulimit` flags every POSIX sh agrees on (dash, bash, busybox ash).
+_ULIMIT_FLAGS = {resource.RLIMIT_FSIZE: "f", resource.RLIMIT_CPU: "t"}
 _counter = itertools.count()
 
 
@@ -133,13 +138,15 @@ class CommandLimits:
     def __init__(
         self,
         rlimits: list[tuple[int, int, int]],
-        cgroup: tuple[Path, int] | None = None,
+        cgroup: tuple[Path, Path, int] | None = None,
         notes: list[str] | None = None,
         defer: Callable[[Path], None] | None = None,
     ) -> None:
         self._rlimits = rlimits
         self._cgroup: Path | None = cgroup[0] if cgroup else None
-        self._procs_fd: int | None = cgroup[1] if cgroup else None
+        #: The file that moves a process into the cgroup (v1 `tasks`, v2 `cgroup.procs`).
+        self._join: Path | None = cgroup[1] if cgroup else None
+        self._procs_fd: int | None = cgroup[2] if cgroup else None
         self._notes = notes or []
         self._defer = defer
 
@@ -149,6 +156,29 @@ class CommandLimits:
             resource.setrlimit(res, (soft, hard))
         if self._procs_fd is not None:
             os.write(self._procs_fd, b"0")  # "0" is the writing process itself
+
+    def shell_steps(self) -> str | None:
+        """The same steps as POSIX shell builtins, `&&`-joined, for a wrapper shell that runs
+        them before anything else (bwrap's). The runner can then start the wrapper without a
+        Python `preexec_fn`, which would make it fork the whole interpreter instead of
+        vfork. None when the builtins cannot say it portably: RLIMIT_NPROC is `ulimit -p`
+        in dash and `-u` in bash."""
+        steps: list[str] = []
+        for res, soft, hard in self._rlimits:
+            flag = _ULIMIT_FLAGS.get(res)
+            if flag is None:
+                return None
+            # `ulimit -f` counts 512-byte blocks in every POSIX sh (bash too, as `sh`):
+            # rounding down keeps the limit at or below what was asked for. Soft first: it
+            # is within the current hard limit, and the new hard limit is not below it.
+            unit = 512 if res == resource.RLIMIT_FSIZE else 1
+            steps += [f"ulimit -S -{flag} {soft // unit}", f"ulimit -H -{flag} {hard // unit}"]
+        if self._join is not None:
+            # "0" is the writing process, the shell itself (single-threaded). Opened by path
+            # (dash cannot name a descriptor above 9), by the wrapper, which runs as the
+            # runner and unconfined, before anything else; cgroupfs is the runner's alone.
+            steps.append(f"echo 0 > {shlex.quote(str(self._join))}")
+        return " && ".join(steps)
 
     def is_empty(self) -> bool | None:
         """Whether no process of the command is left (None: no cgroup, nobody can tell)."""
@@ -260,6 +290,8 @@ class Limiter:
         # complete list of a command's processes (Landlock without signal scoping).
         wanted = limits.max_processes is not None or reap
         self._cgroup_parent = find_pids_cgroup() if self._root and wanted else None
+        self._join_name: str | None = None
+        self._owner: tuple[int, str] | None = None
         #: Command cgroups that were still busy when their command ended (commands end on
         #: several threads, hence the lock).
         self._pending: list[Path] = []
@@ -301,7 +333,7 @@ class Limiter:
             cpu = limits.max_cpu_seconds
             # One second between SIGXCPU and SIGKILL, for a process that ignores SIGXCPU.
             rlimits.append(_rlimit(resource.RLIMIT_CPU, cpu, cpu + 1))
-        cgroup: tuple[Path, int] | None = None
+        cgroup: tuple[Path, Path, int] | None = None
         notes: list[str] = []
         if limits.max_processes is not None and not self._root:
             allowed = own_tasks() + self._nproc_overhead + limits.max_processes
@@ -315,19 +347,36 @@ class Limiter:
                 )
         return CommandLimits(rlimits, cgroup, notes, self._defer)
 
-    def _make_cgroup(self, parent: Path, max_processes: int | None) -> tuple[Path, int] | None:
+    def _stamp(self) -> str:
+        """`rundirs.owner_stamp()`, read from /proc once per process (a forked child of the
+        runner is another owner)."""
+        pid = os.getpid()
+        if self._owner is None or self._owner[0] != pid:
+            self._owner = (pid, rundirs.owner_stamp())
+        return self._owner[1]
+
+    def _make_cgroup(
+        self, parent: Path, max_processes: int | None
+    ) -> tuple[Path, Path, int] | None:
         """A new cgroup with its `pids.max`, and the file joining it opened for the child."""
-        path = parent / f"{_CGROUP_PREFIX}{rundirs.owner_stamp()}-{next(_counter)}"
+        path = parent / f"{_CGROUP_PREFIX}{self._stamp()}-{next(_counter)}"
         try:
-            path.mkdir()
+            os.mkdir(path)
         except FileExistsError:
             pass  # named after this very process: only it could have made it
         except OSError:
             return None
         try:
             limit = "max" if max_processes is None else str(max_processes + self._cgroup_overhead)
-            (path / "pids.max").write_text(limit)
-            return path, os.open(path / _join_file(path), os.O_WRONLY | os.O_CLOEXEC)
+            fd = os.open(path / "pids.max", os.O_WRONLY | os.O_CLOEXEC)
+            try:
+                os.write(fd, limit.encode())
+            finally:
+                os.close(fd)
+            if self._join_name is None:  # the same in every cgroup of the hierarchy
+                self._join_name = _join_file(path)
+            join = path / self._join_name
+            return path, join, os.open(join, os.O_WRONLY | os.O_CLOEXEC)
         except OSError:
             with contextlib.suppress(OSError):
                 path.rmdir()

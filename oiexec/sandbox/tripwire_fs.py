@@ -134,28 +134,28 @@ class Scanner:
         """Record `rel` itself; an ancestor that is not a directory (a planted symlink, say)
         is recorded instead, since it is what git would follow."""
         parts = rel.split("/")
-        current = os.dup(self.base_fd)
+        # The base fd is the caller's (never closed here); each step below it is ours.
+        current = self.base_fd
         try:
-            for index, name in enumerate(parts):
-                sub = "/".join(parts[: index + 1])
-                if index == len(parts) - 1:
-                    return self._record(current, name, sub)
+            for index, name in enumerate(parts[:-1]):
                 try:
                     info = os.stat(name, dir_fd=current, follow_symlinks=False)
                 except OSError:
                     return None
                 if not stat.S_ISDIR(info.st_mode):
-                    self._record(current, name, sub)
+                    self._record(current, name, "/".join(parts[: index + 1]))
                     return None
                 try:
                     nxt = os.open(name, _DIR_PATH | os.O_NOFOLLOW, dir_fd=current)
                 except OSError:
                     return None
-                os.close(current)
+                if current != self.base_fd:
+                    os.close(current)
                 current = nxt
-            return None
+            return self._record(current, parts[-1], rel)
         finally:
-            os.close(current)
+            if current != self.base_fd:
+                os.close(current)
 
     def tree(self, rel: str) -> None:
         """Record `rel` and, when it is a real directory, everything below it."""
