@@ -19,7 +19,17 @@ def _lean() -> None:
     sys.modules.setdefault("httpx._main", None)  # type: ignore[arg-type]
 
 
+#: `interpreter --version` as click's version option prints it, answered before click and
+#: the command tree are imported (a version check in a CI step should cost nothing).
+_VERSION_FLAGS = (["--version"], ["-V"])
+
+
 def main() -> None:
+    if sys.argv[1:] in _VERSION_FLAGS:
+        from oiexec.core.version import __version__
+
+        sys.stdout.write(f"interpreter, version {__version__}\n")
+        return
     _lean()
     try:
         from oiexec.cli import main as cli_main

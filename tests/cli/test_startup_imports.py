@@ -74,3 +74,24 @@ def test_a_config_variable_is_read_through_pydantic_settings(
     imported = _run_imports(model_server, repo, {"OIEXEC_MODEL": "model-from-env"})
     assert "pydantic_settings" in imported
     assert model_server.bodies[0]["model"] == "model-from-env"
+
+
+@pytest.mark.parametrize("flag", ["--version", "-V"])
+def test_the_version_is_answered_before_the_command_line_is_built(flag: str) -> None:
+    from oiexec.core.version import __version__
+
+    done = subprocess.run(
+        [sys.executable, "-X", "importtime", "-m", "oiexec", flag],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=True,
+    )
+    assert done.stdout == f"interpreter, version {__version__}\n"
+    imported = {line.rsplit("|", 1)[-1].strip() for line in done.stderr.splitlines()}
+    assert "click" not in imported
+    # The same words as click's own version option, which answers when other flags come too.
+    both = subprocess.run(
+        [sys.executable, "-m", "oiexec", flag, "exec"], capture_output=True, text=True, timeout=60
+    )
+    assert both.stdout == done.stdout
