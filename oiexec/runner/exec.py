@@ -46,6 +46,7 @@ from oiexec.runner.changes import (
 )
 from oiexec.runner.check import check_header, checked_policy
 from oiexec.runner.extras import check_hook_files
+from oiexec.runner.loop_setup import open_runlog
 from oiexec.runner.policy import command_env
 from oiexec.runner.prepare import Prepared, RunHooks, StartupWarnings, prepare
 from oiexec.runner.reports import (
@@ -60,9 +61,6 @@ from oiexec.runner.result import RunResult
 from oiexec.runner.sessions import (
     OpenedSession,
     SessionSink,
-    SettingChange,
-    environment_differs,
-    killed_note,
     open_session,
     outcome_status,
     turn_context,
@@ -74,7 +72,6 @@ if TYPE_CHECKING:
     from oiexec.core.context import ToolContext
     from oiexec.output.ci import CiReporter
     from oiexec.output.diff import Baseline
-    from oiexec.output.runlog import RunLogSink
     from oiexec.runner.extras import Extras
 
 __all__ = ["RunHooks", "run_exec"]
@@ -161,7 +158,7 @@ class _Run:
         self.stack = stack
         self.collector = CommandCollector()
         sinks: list[EventSink] = [processor, self.collector, SessionSink(self.store)]
-        self.runlog = _open_runlog(prepared, self.warn)
+        self.runlog = open_runlog(prepared, self.warn)
         if self.runlog is not None:
             sinks.append(self.runlog)
         self.dispatcher = Dispatcher(sinks)
@@ -367,11 +364,11 @@ class _Run:
         )
 
     def _build(self) -> tuple[AgentLoop, list[HistoryItem]]:
-        from oiexec.agent.loop import AgentLoop, LoopLimits, ModelOptions
         from oiexec.core.context import ToolContext
         from oiexec.harness.registry import HarnessInputs, build_harness
         from oiexec.providers.registry import create_client
         from oiexec.runner.extras import open_extras
+        from oiexec.runner.loop_setup import continued_context, new_loop
         from oiexec.runner.mcp import start_mcp_servers
         from oiexec.session.index import FILE_STATE
 
@@ -436,7 +433,7 @@ class _Run:
                 history.append(item)
                 self.store.append("response_item", item.model_dump())
         else:
-            history.extend(self._continue_context(harness))
+            history.extend(continued_context(self.p, harness, self.store, self.warn, self.changes))
         self.store.append(
             "turn_context",
             turn_context(
@@ -467,81 +464,21 @@ class _Run:
                 self.result,
             )
         )
-        loop = AgentLoop(
+        loop = new_loop(
+            p,
             client=client,
             harness=harness,
             ctx=ctx,
             emit=self.dispatcher.emit,
-            record=lambda item: self.store.append("response_item", item.model_dump()),
-            options=ModelOptions(
-                model=settings.model,
-                reasoning_effort=settings.model_reasoning_effort,
-                reasoning_summary=settings.model_reasoning_summary,
-                output_schema=p.output_schema,
-                prompt_cache_key=thread_id,
-            ),
-            limits=LoopLimits(
-                max_turns=request.max_turns,
-                deadline=self.deadline,
-                max_tokens=request.max_tokens,
-                max_cost=request.max_cost,
-                price=p.facts.price,
-                context_window=p.facts.context_window,
-                auto_compact_tokens=settings.model_auto_compact_token_limit,
-            ),
-            on_compacted=lambda payload: self.store.append("compacted", payload),
+            store=self.store,
             on_step=self.processor.step,
             final=final,
-            instructions=p.hooks.instructions,
             gate=extras.gate,
+            deadline=self.deadline,
         )
         return loop, history
-
-    def _continue_context(self, harness: Harness) -> list[HistoryItem]:
-        """On a resumed or forked history: announce a re-selected harness, and tell the model
-        the environment enforced now when it is not the one the history describes."""
-        continued = self.p.continued
-        if continued is None:
-            return []
-        recorded = continued.settings
-        verb = "fork" if self.request.fork_from else "resume"
-        note = killed_note(continued, verb)
-        if note is not None:
-            self.processor.warning(note)
-            if not self.request.fork_from:
-                aborted = {"type": "turn_aborted", "reason": "killed"}
-                self.store.append("event_msg", {**aborted, "closed_calls": continued.closed_calls})
-        if recorded.harness and recorded.harness != harness.id:
-            origin = self.p.config.origins.get("harness")
-            source = "the model given now" if origin is None else origin
-            change = SettingChange("harness", recorded.harness, harness.id, source)
-            self.changes.append(change)
-            self.processor.warning(change.line(verb))
-        if not environment_differs(recorded, self.request.cwd, self.p.policy):
-            return []
-        item = harness.environment_context(self.request.cwd, self.p.policy)
-        if item is None:
-            return []
-        self.store.append("response_item", item.model_dump())
-        return [item]
 
     def _record_usage(self, usage: Usage) -> None:
         self.store.append(
             "event_msg", {"type": "token_count", "total_token_usage": usage.model_dump()}
         )
-
-
-def _open_runlog(prepared: Prepared, warn: Callable[[str], None]) -> RunLogSink | None:
-    from oiexec.output.runlog import RunLogSink
-
-    try:
-        return RunLogSink(
-            prepared.config.home,
-            model=prepared.config.settings.model,
-            provider=prepared.provider_id,
-            sandbox=prepared.policy.mode,
-            cwd=str(prepared.request.cwd),
-        )
-    except OSError as exc:  # an unwritable home must not stop the task
-        warn(f"no run log: {exc.strerror or exc}")
-        return None
