@@ -8,17 +8,18 @@ import httpx
 
 from oiexec.config.settings import ProviderConfig
 from oiexec.core.errors import ConfigError
+from oiexec.core.lazy import load
 from oiexec.core.protocols import ModelClient
 from oiexec.providers.http import RetryTiming, WaitObserver
 
 __all__ = ["create_client"]
 
-#: Where the client for each `wire_api` lives (module in this package, class); they all take
-#: the same arguments. A run imports only its provider's wire.
-_CLIENT_TYPES: dict[str, tuple[str, str]] = {
-    "responses": ("responses", "ResponsesClient"),
-    "chat": ("chat", "ChatClient"),
-    "messages": ("messages", "MessagesClient"),
+#: Where the client for each `wire_api` lives (`module:class`); they all take the same
+#: arguments. A run imports only its provider's wire.
+_CLIENT_TYPES: dict[str, str] = {
+    "responses": "oiexec.providers.responses:ResponsesClient",
+    "chat": "oiexec.providers.chat:ChatClient",
+    "messages": "oiexec.providers.messages:MessagesClient",
 }
 
 
@@ -49,11 +50,7 @@ def create_client(
             "not supported",
             hint='Use wire_api = "responses", "chat" or "messages".',
         )
-    module, attr = where
-    # __import__ rather than importlib, so `-X importtime` reports the wire like any module.
-    client_type: Callable[..., ModelClient] = getattr(
-        __import__(f"oiexec.providers.{module}", fromlist=[attr]), attr
-    )
+    client_type: Callable[..., ModelClient] = load(where)
     return client_type(
         provider,
         api_key,

@@ -9,10 +9,11 @@ calls them), and a manifest can be checked against it without running anything.
 
 from __future__ import annotations
 
-import sys
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
+
+from oiexec.core.lazy import load
 
 if TYPE_CHECKING:
     from oiexec.tools.options import ToolOptions
@@ -74,11 +75,7 @@ class OptionsError(ValueError):
 
 def load_function(name: str) -> Callable[..., Any]:
     """The implementation `name` of the table, importing its module."""
-    module, _, function = TABLE[name].target.partition(":")
-    # `__import__`, not `importlib.import_module`: only the former goes through the import
-    # statement's machinery, which `-X importtime` (the start-up tests' probe) records.
-    __import__(module)
-    loaded: Callable[..., Any] = getattr(sys.modules[module], function)
+    loaded: Callable[..., Any] = load(TABLE[name].target)
     return loaded
 
 

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from typing import Literal, get_args
 
+from oiexec.core.lazy import load
 from oiexec.tools.style import Style
 
 StyleName = Literal[
@@ -26,20 +27,20 @@ StyleName = Literal[
     "swe",
 ]
 
-#: Where each style's class lives (module in this package, class name). A run imports only
+#: Where each style's class lives (`module:class`; "" is the plain `Style`). A run imports only
 #: the styles its harness names, not every product's wording.
-STYLES: dict[str, tuple[str, str]] = {
-    "plain": ("", "Style"),
-    "claude": ("claude", "ClaudeStyle"),
-    "claude-bare": ("claude_bare", "ClaudeBareStyle"),
-    "kimi-cli": ("kimi_cli", "KimiCliStyle"),
-    "kimi-code": ("kimi_code", "KimiCodeStyle"),
-    "qwen": ("qwen", "QwenStyle"),
-    "opencode": ("opencode", "OpencodeStyle"),
-    "deepseek": ("deepseek", "DeepseekStyle"),
-    "mini": ("mini", "MiniStyle"),
-    "mini-text": ("mini", "MiniTextStyle"),
-    "swe": ("swe", "SweStyle"),
+STYLES: dict[str, str] = {
+    "plain": "",
+    "claude": f"{__name__}.claude:ClaudeStyle",
+    "claude-bare": f"{__name__}.claude_bare:ClaudeBareStyle",
+    "kimi-cli": f"{__name__}.kimi_cli:KimiCliStyle",
+    "kimi-code": f"{__name__}.kimi_code:KimiCodeStyle",
+    "qwen": f"{__name__}.qwen:QwenStyle",
+    "opencode": f"{__name__}.opencode:OpencodeStyle",
+    "deepseek": f"{__name__}.deepseek:DeepseekStyle",
+    "mini": f"{__name__}.mini:MiniStyle",
+    "mini-text": f"{__name__}.mini:MiniTextStyle",
+    "swe": f"{__name__}.swe:SweStyle",
 }
 
 assert set(get_args(StyleName)) == set(STYLES), "StyleName and STYLES disagree"
@@ -47,10 +48,6 @@ assert set(get_args(StyleName)) == set(STYLES), "StyleName and STYLES disagree"
 
 def style_for(name: str) -> Style:
     """The `Style` named `name` (a `StyleName`, checked when its manifest loaded)."""
-    module, attr = STYLES[name]
-    if not module:
-        return Style()
-    # __import__ rather than importlib, so `-X importtime` reports the module like any other.
-    package = __import__(f"{__name__}.{module}", fromlist=[attr])
-    style: type[Style] = getattr(package, attr)
+    target = STYLES[name]
+    style: type[Style] = load(target) if target else Style
     return style()
