@@ -1,10 +1,12 @@
 """Per-command overhead of each sandbox backend against a plain spawn.
 
-    python bench/sandbox_overhead.py [--runs 200]
+    python bench/sandbox_overhead.py [--runs 200] [--breakdown]
 
 Median wall time of running `/bin/true` (workspace-write, network off), over a plain spawn
 of it; plain and sandboxed spawns alternate, so both see the same load. Targets (issue 25):
-bwrap <= +9 ms, Landlock <= +4 ms.
+bwrap <= +9 ms, Landlock <= +4 ms. `--breakdown` adds where a backend's time goes: a spawn
+with any Python `preexec_fn` (a fork of the runner, where a plain spawn can vfork), and the
+backend's prepare, spawn and after steps.
 """
 
 from __future__ import annotations
@@ -63,10 +65,40 @@ def _paired(
     return statistics.median(timed), statistics.median(base)
 
 
+def _median_ms(runs: int, step: Callable[[], object]) -> float:
+    times = []
+    for _ in range(runs):
+        start = time.perf_counter()
+        step()
+        times.append((time.perf_counter() - start) * 1000)
+    return statistics.median(times)
+
+
+def _steps(runs: int, make: Callable[[], PreparedCommand]) -> str:
+    """Medians of one backend's three steps: prepare, the spawn itself, after."""
+    prepared: list[PreparedCommand] = []
+    prepare = _median_ms(runs, lambda: prepared.append(make()))
+    pending = list(prepared)
+
+    def spawn() -> None:
+        one = pending.pop()
+        subprocess.run(
+            one.argv, cwd=one.cwd, env=one.env, pass_fds=one.pass_fds,
+            preexec_fn=one.preexec_fn, check=True,
+        )  # fmt: skip
+
+    spawned = _median_ms(runs, spawn)
+    after = _median_ms(runs, lambda: prepared.pop().after())
+    return f"prepare {prepare:.2f} ms, spawn {spawned:.2f} ms, after {after:.2f} ms"
+
+
 def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--runs", type=int, default=200)
-    runs = parser.parse_args().runs
+    parser.add_argument("--breakdown", action="store_true", help="where the time goes")
+    args = parser.parse_args()
+    runs = args.runs
+    notes: list[str] = []
     with tempfile.TemporaryDirectory() as ws:
         subprocess.run(["git", "init", "-q", ws], check=True)
         policy = SandboxPolicy(mode="workspace-write", cwd=Path(ws))
@@ -88,6 +120,9 @@ def main() -> None:
                     functools.partial(sandbox.prepare, ["/bin/true"], cwd=Path(ws), env=env),
                     functools.partial(PreparedCommand, ["/bin/true"], env, Path(ws)),
                 )
+                if args.breakdown:
+                    make = functools.partial(sandbox.prepare, ["/bin/true"], cwd=Path(ws), env=env)
+                    notes.append(f"  {backend}: {_steps(runs, make)}")
             finally:
                 sandbox.close()  # removes the sandbox's private /tmp
             plains.append(plain)
@@ -97,8 +132,15 @@ def main() -> None:
             )
         if plains:
             rows.insert(0, ("plain spawn", statistics.median(plains), ""))
+        if args.breakdown:
+            fork = _median_ms(
+                runs, lambda: subprocess.run(["/bin/true"], preexec_fn=lambda: None, check=True)
+            )
+            notes.insert(0, f"  a spawn with a no-op preexec_fn (a fork): {fork:.2f} ms")
     for name, value, note in rows:
         print(f"{name:12} median {value:6.2f} ms  {note}")
+    for line in notes:
+        print(line)
 
 
 if __name__ == "__main__":
