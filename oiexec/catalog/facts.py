@@ -2,14 +2,18 @@
 
 Config wins (`model_context_window`, `[model_pricing]`); else the model catalog answers
 (`catalog_data`: the models.dev snapshot and genai-prices, both shipped offline in their
-wheels); else None. The catalogs are loaded only when config leaves a fact open, and their
-answer is remembered on disk (`catalog_cache`).
+wheels); else None. The catalogs are loaded only when config leaves a fact open, in a process
+of their own while the run gets ready (`catalog/probe.py`), and their answer is remembered on
+disk (`catalog/cache.py`).
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import asdict, dataclass
 
+from oiexec.catalog.cache import remember, remembered
+from oiexec.catalog.data import CatalogEntry
+from oiexec.catalog.probe import Probe
 from oiexec.config.environment import default_home
 from oiexec.config.providers import BUILTIN_PROVIDERS, LOCAL_PROVIDERS
 from oiexec.config.settings import Settings
@@ -31,16 +35,65 @@ class ModelFacts:
 
 def model_facts(settings: Settings, provider_id: str) -> ModelFacts:
     """The window and price of `settings.model` at `provider_id`; None where nothing says."""
+    return start_model_facts(settings, provider_id, probe=False).result()
+
+
+def start_model_facts(settings: Settings, provider_id: str, *, probe: bool = True) -> PendingFacts:
+    """`model_facts`, its catalog part under way while the run gets ready: a memo miss is
+    looked up in a process of its own (`catalog/probe.py`) when `probe`, so the runner does
+    not load the catalogs itself. `result()` gives the answer."""
+    pending = PendingFacts(settings, provider_id)
+    if settings.model_context_window is not None and settings.model_pricing is not None:
+        return pending
+    base_url = _base_url(settings, provider_id)
+    pending.entry = remembered(default_home(), provider_id, base_url, settings.model)
+    if pending.entry is None and probe:
+        pending.probe = Probe.start(provider_id, base_url, settings.model)
+    return pending
+
+
+@dataclass
+class PendingFacts:
+    settings: Settings
+    provider_id: str
+    entry: CatalogEntry | None = None
+    probe: Probe | None = None
+    _result: ModelFacts | None = None
+
+    def result(self) -> ModelFacts:
+        if self._result is None:
+            self._result = _facts(self.settings, self.provider_id, self._entry())
+        return self._result
+
+    def cancel(self) -> None:
+        """Ends a look-up still under way (a run that stops before it needs the answer)."""
+        if self.probe is not None:
+            self.probe.cancel()
+
+    def _entry(self) -> CatalogEntry:
+        settings = self.settings
+        if settings.model_context_window is not None and settings.model_pricing is not None:
+            return CatalogEntry()
+        if self.entry is not None:
+            return self.entry
+        args = (default_home(), self.provider_id, _base_url(settings, self.provider_id))
+        entry = None if self.probe is None else self.probe.entry()
+        if entry is None:
+            # No probe, or it had no answer: looked up here, as it always could be.
+            from oiexec.catalog.data import lookup
+
+            entry = lookup(args[1], args[2], settings.model)
+        remember(*args, settings.model, entry)
+        self.entry = entry
+        return entry
+
+
+def _facts(settings: Settings, provider_id: str, entry: CatalogEntry) -> ModelFacts:
     window = settings.model_context_window
     price = None
     if settings.model_pricing is not None:
         price = ModelPrice(**settings.model_pricing.model_dump())
-    if window is not None and price is not None:
-        return ModelFacts(window, price)
-    from oiexec.catalog.cache import cached_lookup
-
     model = settings.model
-    entry = cached_lookup(default_home(), provider_id, _base_url(settings, provider_id), model)
     if window is None:
         window = entry.context_window
     notes: list[str] = []
@@ -53,7 +106,7 @@ def model_facts(settings: Settings, provider_id: str) -> ModelFacts:
             "-c model_pricing.output_per_mtok=N"
         )
     elif price is None and entry.price is not None:
-        price = entry.price
+        price = ModelPrice(**asdict(entry.price))
         rates = f"${price.input_per_mtok:g} in, ${price.output_per_mtok:g} out per Mtok"
         if entry.borrowed_from is not None:
             notes.append(

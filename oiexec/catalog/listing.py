@@ -11,13 +11,13 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from oiexec.catalog.data import (
+    CatalogPrice,
     catalog_id,
     from_genai_prices,
     genai_provider,
     md_catalog,
     md_price,
 )
-from oiexec.catalog.facts import FREE
 from oiexec.config.providers import BUILTIN_PROVIDERS, LOCAL_PROVIDERS
 from oiexec.core.errors import UsageError
 
@@ -89,7 +89,7 @@ def _rows(provider: str, include_all: bool) -> list[ListedModel]:
         if price is None:
             price, _ = md_price(model)
         if provider in LOCAL_PROVIDERS:
-            price = FREE
+            price = CatalogPrice(input_per_mtok=0, output_per_mtok=0)  # a local server
         rows.append(
             ListedModel(
                 provider=provider,

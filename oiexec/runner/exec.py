@@ -105,6 +105,8 @@ def run_exec(
             prepared = prepare(request, hooks or RunHooks(), warnings)
             # First in, last out: the backend closes after every command has ended.
             stack.callback(prepared.sandbox.close)
+            # A run that ends before it needs the catalog's answer does not leave it running.
+            stack.callback(prepared.pending_facts.cancel)
             if request.require_change:  # the policy is known only now (config, session)
                 check_require_change(prepared.policy)
             # A broken hooks.json is a config error like any other: before the thread starts.

@@ -16,7 +16,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from oiexec.agent.final import FinalAnswerPolicy
-from oiexec.catalog.facts import ModelFacts, model_facts
+from oiexec.catalog.facts import ModelFacts, PendingFacts, start_model_facts
 from oiexec.config.effects import RunFacts, no_effect_notes
 from oiexec.config.loader import LoadedConfig
 from oiexec.config.oss import check_local_server
@@ -108,8 +108,9 @@ class Prepared:
     policy: SandboxPolicy
     #: The sandbox backend for `policy`, probed now so an unusable one is reported up front.
     sandbox: RefusalTracker
-    #: The model's context window and price (config, else the catalog).
-    facts: ModelFacts
+    #: The model's context window and price (config, else the catalog), perhaps still being
+    #: looked up (`facts`).
+    pending_facts: PendingFacts
     #: When the run started (`--timeout` counts from here): before config was read, so the
     #: limit covers the whole run, a slow stdin included.
     started: float = 0.0
@@ -128,6 +129,11 @@ class Prepared:
         if isinstance(self.harness_choice, ConfigError):
             raise self.harness_choice
         return self.harness_choice
+
+    @property
+    def facts(self) -> ModelFacts:
+        """The model's context window and price; waits for a look-up still under way."""
+        return self.pending_facts.result()
 
     @property
     def deadline(self) -> float | None:
@@ -211,14 +217,18 @@ def prepare(request: ExecRequest, hooks: RunHooks, warnings: StartupWarnings) ->
             output_schema=output_schema,
             forced_mode=hooks.sandbox_mode is not None,
         )
-    facts = model_facts(config.settings, provider_id)
-    if request.max_cost is not None and facts.price is None:
-        raise ConfigError(
-            f"--max-cost needs a price for model `{config.settings.model}`, and none is known",
-            hint="give one: -c model_pricing.input_per_mtok=N -c model_pricing.output_per_mtok=N",
-        )
-    if request.max_cost is not None:  # where a price is spent, say if it is borrowed or a base rate
-        warnings.add(*facts.price_notes)
+    # Under way on another core while the run gets ready (a cold catalog costs ~0.2 s).
+    facts = start_model_facts(config.settings, provider_id)
+    if request.max_cost is not None:
+        known = facts.result()
+        if known.price is None:
+            raise ConfigError(
+                f"--max-cost needs a price for model `{config.settings.model}`, and none is known",
+                hint="give one: -c model_pricing.input_per_mtok=N "
+                "-c model_pricing.output_per_mtok=N",
+            )
+        # Where a price is spent, say if it is borrowed or a base rate.
+        warnings.add(*known.price_notes)
     from oiexec.sandbox import get_sandbox
 
     # Last: the backend holds resources the run closes, and nothing after it can fail.
@@ -227,6 +237,7 @@ def prepare(request: ExecRequest, hooks: RunHooks, warnings: StartupWarnings) ->
         refuse_unenforceable(policy, sandbox.backend, _reading_tools(harness))
     except ConfigError:
         sandbox.close()
+        facts.cancel()
         raise
     warnings.add(*_sandbox_warnings(sandbox, policy))
     return Prepared(

