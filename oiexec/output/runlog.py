@@ -3,17 +3,20 @@
 It is for operators after the fact (why did last night's job fail, how often does the
 provider retry), so it records decisions and outcomes, never prompts or command output, and
 every value passes through `redact`.
+
+Written here, a dict and `json.dumps` per line, not through a logging library: structlog (used
+until issue 25) imports its console renderer, asyncio and pickle with its package, about 50
+modules on every run, for what is four lines of code here.
 """
 
 from __future__ import annotations
 
 import contextlib
+import json
 import logging
-import sys
-from collections.abc import Callable, Mapping, MutableMapping
+from collections.abc import Callable
 from datetime import UTC, datetime
 from pathlib import Path
-from types import ModuleType
 from typing import IO, Any
 
 from oiexec.core.events import (
@@ -28,74 +31,49 @@ from oiexec.core.events import (
 from oiexec.core.redact import redact
 
 
-def _structlog() -> ModuleType:
-    """structlog, imported without rich. Its package always imports its console renderer and
-    tracebacks modules, which import rich (a large tree) when it is installed, for coloured
-    tracebacks on a terminal; the run log renders JSON to a file and never uses them. Hidden
-    only while structlog is first imported, and only when rich is not already loaded."""
-    if "structlog" in sys.modules:
-        return sys.modules["structlog"]
-    hide = "rich" not in sys.modules
-    if hide:
-        sys.modules["rich"] = None  # type: ignore[assignment]
-    try:
-        import structlog
-    finally:
-        if hide:
-            del sys.modules["rich"]
-    return structlog
-
-
-def _redact_values(
-    _logger: object, _name: str, event: MutableMapping[str, Any]
-) -> Mapping[str, Any]:
-    return {key: redact(value) if isinstance(value, str) else value for key, value in event.items()}
-
-
 class RunLogSink:
     """An EventSink that writes a few events to the day's log file."""
 
     def __init__(self, home: Path, **context: Any) -> None:
-        structlog = _structlog()
         directory = home / "logs"
         directory.mkdir(parents=True, exist_ok=True)
         day = datetime.now(UTC).strftime("%Y-%m-%d")
         self._file: IO[str] = (directory / f"oiexec-{day}.log").open("a", encoding="utf-8")
-        self._log = structlog.wrap_logger(
-            structlog.WriteLogger(self._file),
-            processors=[
-                structlog.processors.TimeStamper(fmt="iso", utc=True),
-                _redact_values,
-                structlog.processors.JSONRenderer(sort_keys=True),
-            ],
-        ).bind(**context)
+        #: Fields every line carries (the run's model, provider, sandbox; then its thread).
+        self._context: dict[str, Any] = dict(context)
         self._relay = _ProviderRelay(self.note)
         self._relay.install()
 
     def note(self, event: str, **fields: Any) -> None:
-        self._log.info(event, **fields)
+        """One line: the run's fields, these, the event's name and a UTC timestamp, keys
+        sorted, every string redacted; flushed, so a run that is killed keeps what it wrote."""
+        stamp = datetime.now(UTC).isoformat().replace("+00:00", "Z")
+        line = {**self._context, **fields, "event": event, "timestamp": stamp}
+        line = {k: redact(v) if isinstance(v, str) else v for k, v in line.items()}
+        self._file.write(json.dumps(line, sort_keys=True, default=repr) + "\n")
+        self._file.flush()
 
     def exception(self, event: str, exc: BaseException) -> None:
         import traceback
 
-        self._log.error(event, traceback="".join(traceback.format_exception(exc)))
+        self.note(event, traceback="".join(traceback.format_exception(exc)))
 
     def emit(self, event: ThreadEvent) -> None:
         match event:
             case ThreadStarted(thread_id=thread_id):
-                self._log = self._log.bind(thread_id=thread_id)
-                self._log.info("run.started")
+                self._context["thread_id"] = thread_id
+                self.note("run.started")
             case StreamError(message=message):
-                self._log.warning("provider.retry", message=message)
+                self.note("provider.retry", message=message)
             case ItemCompleted(item=CommandExecutionItem() as item):
-                self._log.info(
+                self.note(
                     "command.finished", command=item.command, exit_code=item.exit_code,
                     status=item.status,
                 )  # fmt: skip
             case TurnCompleted(usage=usage):
-                self._log.info("run.completed", **usage.model_dump())
+                self.note("run.completed", **usage.model_dump())
             case TurnFailed(error=error):
-                self._log.error("run.failed", message=error.message)
+                self.note("run.failed", message=error.message)
             case _:
                 pass
 

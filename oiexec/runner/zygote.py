@@ -89,7 +89,6 @@ PRELOAD = (
     "httpx",
     "httpcore",
     "pydantic",
-    "structlog",
     "junit_xml",
 )
 
