@@ -15,6 +15,7 @@ corrected upwards by the input tokens the provider last reported when those are 
 
 from __future__ import annotations
 
+import functools
 import json
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
@@ -122,9 +123,10 @@ class Compactor:
     (shaped by the harness, usage charged to the run); `context` gives the harness's initial
     context as it would be made now."""
 
-    window: int
-    #: Compact when the next request is estimated at this many tokens or more.
-    trigger: int
+    #: The window to assume and the size at which to compact (`thresholds`), asked for when
+    #: first needed: after the model's first answer, since nothing can be compacted before
+    #: it (the catalog's answer may still be on its way while the first request is made).
+    sizes: Callable[[], tuple[int, int]]
     #: The request asking for the summary, and the heading put above it in the history.
     instruction: str
     summary_heading: str
@@ -136,6 +138,19 @@ class Compactor:
     _reported: tuple[int, int] = (0, 0)
     #: Where what came after the last compaction begins in the history.
     _fresh_from: int = 0
+
+    @functools.cached_property
+    def _sizes(self) -> tuple[int, int]:
+        return self.sizes()
+
+    @property
+    def window(self) -> int:
+        return self._sizes[0]
+
+    @property
+    def trigger(self) -> int:
+        """Compact when the next request is estimated at this many tokens or more."""
+        return self._sizes[1]
 
     # --- when ----------------------------------------------------------------------------
 

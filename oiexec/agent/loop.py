@@ -57,8 +57,9 @@ class LoopLimits:
     #: `--max-cost` in USD, priced with `price` (the runner refuses a budget without a price).
     max_cost: float | None = None
     price: ModelPrice | None = None
-    #: The model's context window in tokens (config, else the model catalog), for compaction.
-    context_window: int | None = None
+    #: The model's context window in tokens (config, else the model catalog), for compaction;
+    #: or what gives it when first needed (a catalog look-up still under way).
+    context_window: int | Callable[[], int | None] | None = None
     #: `model_auto_compact_token_limit`: compact at this request size (else 90% of the window).
     auto_compact_tokens: int | None = None
 
@@ -114,10 +115,8 @@ class AgentLoop:
         compactor = None
         prompts = self.harness.compaction_prompts()
         if prompts is not None:
-            window, trigger = thresholds(limits.context_window, limits.auto_compact_tokens)
             compactor = Compactor(
-                window=window,
-                trigger=trigger,
+                sizes=lambda: thresholds(_known(limits.context_window), limits.auto_compact_tokens),
                 instruction=prompts[0],
                 summary_heading=prompts[1],
                 context=lambda: self.harness.initial_context(self.ctx.cwd, self.ctx.sandbox.policy),
@@ -244,3 +243,7 @@ class AgentLoop:
     def _check_deadline(self) -> None:
         if self.limits.deadline is not None and time.monotonic() >= self.limits.deadline:
             raise RunTimedOut("time limit reached: the run exceeded --timeout")
+
+
+def _known(window: int | Callable[[], int | None] | None) -> int | None:
+    return window() if callable(window) else window

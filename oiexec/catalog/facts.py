@@ -9,6 +9,7 @@ disk (`catalog/cache.py`).
 
 from __future__ import annotations
 
+import contextlib
 from dataclasses import asdict, dataclass
 
 from oiexec.catalog.cache import remember, remembered
@@ -64,6 +65,15 @@ class PendingFacts:
         if self._result is None:
             self._result = _facts(self.settings, self.provider_id, self._entry())
         return self._result
+
+    def settle(self, error: type[BaseException] | None, *_: object) -> None:
+        """At the end of a run (an exit callback): the answer is taken, and remembered, when
+        the run ended normally; a run ended by an error or a signal does not wait for it."""
+        if error is None:
+            with contextlib.suppress(Exception):  # nothing needed it: only the memo is at stake
+                self.result()
+        else:
+            self.cancel()
 
     def cancel(self) -> None:
         """Ends a look-up still under way (a run that stops before it needs the answer)."""

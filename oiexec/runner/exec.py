@@ -105,8 +105,9 @@ def run_exec(
             prepared = prepare(request, hooks or RunHooks(), warnings)
             # First in, last out: the backend closes after every command has ended.
             stack.callback(prepared.sandbox.close)
-            # A run that ends before it needs the catalog's answer does not leave it running.
-            stack.callback(prepared.pending_facts.cancel)
+            # The catalog's answer is taken at the end if nothing needed it (so the memo has it
+            # for the next run); a run cut short does not wait for it.
+            stack.push(prepared.pending_facts.settle)
             if request.require_change:  # the policy is known only now (config, session)
                 check_require_change(prepared.policy)
             # A broken hooks.json is a config error like any other: before the thread starts.

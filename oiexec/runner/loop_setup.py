@@ -61,8 +61,11 @@ def new_loop(
             deadline=deadline,
             max_tokens=request.max_tokens,
             max_cost=request.max_cost,
-            price=p.facts.price,
-            context_window=p.facts.context_window,
+            # Only --max-cost spends a price here (prepare has it by then); the catalog's
+            # look-up is not waited for otherwise.
+            price=p.facts.price if request.max_cost is not None else None,
+            # Asked after the model's first answer: the catalog's look-up goes on meanwhile.
+            context_window=lambda: p.facts.context_window,
             auto_compact_tokens=settings.model_auto_compact_token_limit,
         ),
         on_compacted=lambda payload: store.append("compacted", payload),
