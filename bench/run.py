@@ -11,7 +11,8 @@ printed for `codex exec`, in the same run.
 
 Targets (2-core machine): `--version` and `exec --help` <= 40 ms; one exec run imports <= 480
 modules; the 6-turn fix: peak RSS <= 50 MiB, and beside codex wall <= 0.85x and runner CPU
-<= 0.20x codex's. A figure over its target prints OVER TARGET.
+<= 0.20x codex's (runner CPU: the process tree's user + sys time less the commands' own, as
+measured running them directly). A figure over its target prints OVER TARGET.
 """
 
 from __future__ import annotations
@@ -65,6 +66,16 @@ class Measure:
     code: int
 
 
+def bench_env(**extra: str) -> dict[str, str]:
+    """The environment of a measured run: this one's, except PYTHONDONTWRITEBYTECODE (a test
+    shell often sets it): an installed package has its bytecode, and without it every module
+    edited since the last write is compiled again on every run, which is not what a user
+    pays (`main` below writes it once, with a warm-up run)."""
+    env = {k: v for k, v in os.environ.items() if k != "PYTHONDONTWRITEBYTECODE"}
+    env.update(extra)
+    return env
+
+
 def run_measured(argv: list[str], *, cwd: Path, env: dict[str, str]) -> Measure:
     """Runs argv as a child: wall time, user+sys CPU and peak RSS of the child tree.
 
@@ -114,12 +125,18 @@ def script(server: ModelServer) -> None:
     )
 
 
-def commands_time(repo: Path) -> float:
-    """What the model's commands cost when run directly (the floor for any runner)."""
+def commands_time(repo: Path) -> tuple[float, float]:
+    """What the model's commands cost when run directly (the floor for any runner): wall
+    time and CPU time (user + sys of the commands)."""
+    import resource
+
+    before = resource.getrusage(resource.RUSAGE_CHILDREN)
     started = time.perf_counter()
     for cmd in COMMANDS:
         subprocess.run(["/bin/bash", "-c", cmd], cwd=repo, capture_output=True)
-    return time.perf_counter() - started
+    wall = time.perf_counter() - started
+    after = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return wall, (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
 
 
 def interpreter_bin() -> list[str]:
@@ -146,7 +163,7 @@ def bench_fix(argv_for: list[str], runs: int, sandbox: str, codex: bool = False)
             base = Path(tmp)
             repo = make_repo(base)
             script(server)
-            env = dict(os.environ)
+            env = bench_env()
             if codex:
                 home = base / "codex-home"
                 home.mkdir()
@@ -187,7 +204,7 @@ def report(name: str, measures: list[Measure], floor: float) -> None:
 
 
 def bench_version(argv: list[str], runs: int, *args: str) -> list[Measure]:
-    env = dict(os.environ)
+    env = bench_env()
     flags = list(args) or ["--version"]
     return [run_measured([*argv, *flags], cwd=ROOT, env=env) for _ in range(runs)]
 
@@ -203,7 +220,7 @@ def modules_imported(argv_for: list[str]) -> int:
         base = Path(tmp)
         repo = make_repo(base)
         script(server)
-        env = dict(os.environ, OPENINTERPRETER_HOME=str(base / "oi-home"))
+        env = bench_env(OPENINTERPRETER_HOME=str(base / "oi-home"))
         env["PYTHONPROFILEIMPORTTIME"] = "1"
         argv = [*argv_for, "exec", "--json", *server.config_args(), "fix it"]
         done = subprocess.run(argv, cwd=repo, env=env, capture_output=True, text=True)
@@ -231,6 +248,7 @@ def main() -> None:
     oi = [args.interpreter] if args.interpreter else interpreter_bin()
     print(f"machine: {os.cpu_count()} cores, Python {sys.version.split()[0]}, runs={args.runs}")
     print(f"measuring: {' '.join(oi)}")
+    bench_fix(oi, 1, args.sandbox)  # warm-up: bytecode written, page cache filled
     version = bench_version(oi, max(10, args.runs * 4))
     for label, measures in (
         ("interpreter --version", version),
@@ -248,8 +266,12 @@ def main() -> None:
     for _ in range(3):
         with tempfile.TemporaryDirectory() as tmp:
             floors.append(commands_time(make_repo(Path(tmp))))
-    floor = statistics.median(floors)
-    print(f"{'commands run directly (floor)':<38} wall {floor * 1000:7.0f} ms")
+    floor = statistics.median(f[0] for f in floors)
+    floor_cpu = statistics.median(f[1] for f in floors)
+    print(
+        f"{'commands run directly (floor)':<38} wall {floor * 1000:7.0f} ms   "
+        f"cpu {floor_cpu * 1000:6.0f} ms"
+    )
     ours = bench_fix(oi, args.runs, args.sandbox)
     report(f"interpreter exec, 6 turns ({args.sandbox})", ours, floor)
     rss = max(m.rss_mib for m in ours)
@@ -268,9 +290,11 @@ def main() -> None:
         )
         theirs = bench_fix([codex], args.runs, args.sandbox, codex=True)
         report(f"codex exec, 6 turns ({args.sandbox})", theirs, floor)
+        # Runner CPU: the tree's CPU less what the commands cost when run directly (the
+        # same for any runner), so the runner's own work is compared.
         for what, key, target in (
             ("wall", lambda m: m.wall, 0.85),
-            ("runner CPU", lambda m: m.cpu, 0.20),
+            ("runner CPU", lambda m: max(0.0, m.cpu - floor_cpu), 0.20),
         ):
             ratio = statistics.median(map(key, ours)) / statistics.median(map(key, theirs))
             shown = f"{ratio:.2f}x codex's (target <= {target:.2f}x)"

@@ -12,8 +12,8 @@ from __future__ import annotations
 import os
 from collections.abc import Sequence
 from datetime import datetime
+from html import escape as _html_escape
 from pathlib import Path
-from xml.sax.saxutils import escape
 
 from oiexec.config.settings import plain_filename
 from oiexec.core.policy import SandboxPolicy
@@ -36,6 +36,12 @@ OVERRIDE_FILENAME = "AGENTS.override.md"
 DEFAULT_FILENAME = "AGENTS.md"
 DEFAULT_MAX_BYTES = 32 * 1024
 PROJECT_DOC_SEPARATOR = "\n\n--- project-doc ---\n\n"
+
+
+def escape(text: str) -> str:
+    """`&`, `<` and `>` as XML entities (quotes are left: the values sit between tags), as
+    `xml.sax.saxutils.escape` does, without the xml package's six modules on every run."""
+    return _html_escape(text, quote=False)
 
 
 #: The global doc is not counted against `project_doc_max_bytes`; it is still read bounded.
