@@ -264,6 +264,11 @@ def parse_event(line: str | bytes) -> ThreadEvent:
     return _EVENT_ADAPTER.validate_json(line)
 
 
+def check_event(data: object) -> ThreadEvent:
+    """`data` (a decoded JSON object) as the event it is; raises pydantic's ValidationError."""
+    return _EVENT_ADAPTER.validate_python(data)
+
+
 def json_schema() -> dict[str, Any]:
     schema = _EVENT_ADAPTER.json_schema()
     schema["title"] = "oiexec JSONL event"

@@ -41,7 +41,7 @@ from pydantic import (
     model_validator,
 )
 
-from oiexec.core.events import ThreadEvent, Usage
+from oiexec.core.events import Usage, check_event
 from oiexec.core.types import HistoryItem
 
 __all__ = [
@@ -259,9 +259,6 @@ class TokenCount(_Model):
     total_token_usage: Usage | None = None
 
 
-_THREAD_EVENT: TypeAdapter[ThreadEvent] = TypeAdapter(ThreadEvent)
-
-
 class ThreadEventMsg(_Model):
     """A public event mirrored into the rollout, kept as printed (`sessions show` lists the
     `item.completed` items verbatim)."""
@@ -273,7 +270,7 @@ class ThreadEventMsg(_Model):
 
     def _check_written(self) -> None:
         super()._check_written()
-        _THREAD_EVENT.validate_python(self.event)
+        check_event(self.event)  # the events' own adapter: its schema is built once
 
 
 class FileStamp(_Model):
