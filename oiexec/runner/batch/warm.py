@@ -55,7 +55,7 @@ def _look_up_aside(config: LoadedConfig) -> int | None:
             if pid == 0:  # pragma: no cover - the child (measured through the memo it writes)
                 code = 1
                 try:
-                    for signum in (signal.SIGINT, signal.SIGTERM):
+                    for signum in (signal.SIGINT, signal.SIGTERM, signal.SIGALRM):
                         signal.signal(signum, signal.SIG_DFL)
                     signal.alarm(LOOKUP_LIMIT_S)
                     _look_up(config)
