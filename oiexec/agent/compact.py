@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import functools
 import json
+import weakref
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
@@ -69,13 +70,32 @@ def estimate_request(request: ModelRequest) -> int:
     return approx_tokens(request.instructions) + approx_tokens(tools) + _tokens(request.history)
 
 
+#: Sizes already measured, by the item's id: the whole history is estimated before every
+#: request, and serialising each item again made every turn cost as much as the history is long.
+#: Items are immutable; an entry goes when its item does (the weak reference's callback), and
+#: is used only while the reference still gives the very item (never a later one with its id).
+_SIZES: dict[int, tuple[weakref.ref[HistoryItem], int]] = {}
+
+
 def _item_tokens(item: HistoryItem) -> int:
     """An item's size as its JSON: escapes and field names count, as on every wire, which
     keeps the estimate above what a wire sends for it."""
+    key = id(item)
+    known = _SIZES.get(key)
+    if known is not None and known[0]() is item:
+        return known[1]
     if isinstance(item, Message) and item.images:
         bare = item.model_copy(update={"images": ()})
-        return approx_tokens(bare.model_dump_json()) + IMAGE_TOKENS * len(item.images)
-    return approx_tokens(item.model_dump_json())
+        size = approx_tokens(bare.model_dump_json()) + IMAGE_TOKENS * len(item.images)
+    else:
+        size = approx_tokens(item.model_dump_json())
+
+    def forget(ref: weakref.ref[HistoryItem]) -> None:
+        if _SIZES.get(key, (None, 0))[0] is ref:
+            del _SIZES[key]
+
+    _SIZES[key] = (weakref.ref(item, forget), size)
+    return size
 
 
 def _tokens(items: Sequence[HistoryItem]) -> int:

@@ -146,6 +146,7 @@ def _run(
     from oiexec.runner.batch.ceiling import Ceiling
     from oiexec.runner.batch.plan import ShardChoice, parse_shard, shard_from_env
     from oiexec.runner.batch.pool import BatchOptions, run_batch
+    from oiexec.runner.batch.warm import warm_up
 
     given = [key for key in _PER_TASK if _given(ctx, key)]
     if given:
@@ -158,17 +159,19 @@ def _run(
     ceiling = Ceiling(build_request(params, ""))
     # The flag wins over the CI's variables (which a job may set for other reasons).
     choice = ShardChoice(parse_shard(shard), "--shard") if shard is not None else shard_from_env()
+    jobs = jobs or os.cpu_count() or 1
     options = BatchOptions(
         tasks_file=tasks_path,
         out=Path(out_dir),
         name=name or tasks_path.stem,
-        jobs=jobs or os.cpu_count() or 1,
+        jobs=jobs,
         shard=choice.shard,
         shard_source=choice.source,
         retry_failed=retry_failed,
         exec_options=_exec_argv(ctx),
         timeout_s=params.get("timeout_s"),
         limit=ceiling.problems,
+        warm_up=lambda tasks: warm_up(ceiling.config, jobs=jobs, tasks=tasks),
     )
     return run_batch(options, events=events)
 

@@ -341,6 +341,12 @@ def spawn(
     return _zygote().spawn(target, args, env=env, cwd=cwd, fds=fds)
 
 
+def prestart() -> None:
+    """Starts this process's zygote now, if none is alive, so that its imports overlap what
+    the caller does before its first run (`LaunchError` if it cannot be started)."""
+    _zygote()
+
+
 def _zygote() -> Zygote:
     global _shared
     with _shared_lock:

@@ -27,6 +27,7 @@ from __future__ import annotations
 
 import contextlib
 import ctypes
+import gc
 import importlib
 import os
 import select
@@ -83,6 +84,20 @@ PRELOAD = (
     "oiexec.output.junit",
     "oiexec.output.diff",
     "oiexec.output.runlog",
+    "oiexec.runner.ci_report",
+    "oiexec.runner.mcp",
+    "oiexec.cli.failure_line",
+    "oiexec.extensions.hooks",
+    "oiexec.extensions.hook_events",
+    "oiexec.extensions.outside",
+    "oiexec.extensions.notify",
+    "oiexec.harness.web_search",
+    # What the standard library loads on a run's way: the JUnit report's pretty-printer, the
+    # diff's, the HTTP client's host names, the hooks' thread pool.
+    "xml.dom.expatbuilder",
+    "difflib",
+    "encodings.idna",
+    "concurrent.futures.thread",
     # Not the model catalogs: a task's first look-up runs in a probe of its own
     # (oiexec/catalog/probe.py), so a task never carries them.
     "oiexec.catalog.facts",
@@ -95,14 +110,25 @@ PRELOAD = (
 # -- the zygote -------------------------------------------------------------------------------
 
 
+def preload() -> None:
+    """What every run would otherwise load for itself, loaded once here and shared by its
+    forks."""
+    for name in PRELOAD:
+        with contextlib.suppress(ImportError):
+            importlib.import_module(name)
+    # What is loaded now lives as long as the zygote: out of the collector's sight, a fork's
+    # garbage collections never write to these objects' headers, so their pages stay shared
+    # with the zygote instead of being copied into every task (gc.freeze's purpose).
+    gc.collect()
+    gc.freeze()
+
+
 def main(fd: int) -> None:
     """The zygote's whole life: preload, then serve the caller on `fd` until it goes."""
     # A terminal's Ctrl-C is the caller's to handle; the zygote ends when the caller does.
     signal.signal(signal.SIGINT, signal.SIG_IGN)
     sock = socket.socket(fileno=fd)
-    for name in PRELOAD:
-        with contextlib.suppress(ImportError):
-            importlib.import_module(name)
+    preload()
     wake_r, wake_w = os.pipe()
     os.set_blocking(wake_r, False)
     os.set_blocking(wake_w, False)

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -372,3 +373,32 @@ def test_usage_is_kept_when_a_budget_ends_the_run(
         loop.run([Message(role="user", text=TASK)], Usage(input_tokens=5_000))
     # The thread's usage includes the earlier runs; the budget counted only this one.
     assert loop.usage.input_tokens == 5_000 + 900
+
+
+def test_an_item_is_measured_once_for_as_long_as_it_lives(monkeypatch: pytest.MonkeyPatch) -> None:
+    import gc
+
+    from oiexec.agent import compact
+
+    dumped: list[str] = []
+    real = ToolOutput.model_dump_json
+
+    def counting(self: ToolOutput, **kwargs: Any) -> str:
+        dumped.append(self.call_id)
+        return real(self, **kwargs)
+
+    monkeypatch.setattr(ToolOutput, "model_dump_json", counting)
+    first = ToolOutput(call_id="a", output="x" * 400)
+    size = compact._item_tokens(first)
+    assert compact._item_tokens(first) == size
+    assert dumped == ["a"]
+    # Equal content in another item is that item's own measurement, and the same size.
+    twin = ToolOutput(call_id="a", output="x" * 400)
+    assert compact._item_tokens(twin) == size
+    assert dumped == ["a", "a"]
+    # An item gone takes its entry with it: the memo holds only live items.
+    keys = {id(first), id(twin)}
+    del first, twin
+    gc.collect()
+    assert all(ref() is not None for ref, _ in compact._SIZES.values())
+    assert not keys & compact._SIZES.keys()

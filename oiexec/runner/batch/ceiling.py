@@ -47,7 +47,9 @@ class Ceiling:
 
     def __post_init__(self) -> None:
         # A command line the config cannot resolve is the operator's error, raised as is.
-        self._top = self._resolve(self.request)
+        #: The config the command line resolves to (what a task without keys of its own runs).
+        self.config = load_config(self.request.config, warnings=[])
+        self._top = self._resolve(self.request, self.config)
 
     @property
     def policy(self) -> SandboxPolicy:
@@ -95,8 +97,9 @@ class Ceiling:
         self._cache[(sandbox, profile)] = resolved
         return resolved
 
-    def _resolve(self, request: ExecRequest) -> _Resolved:
-        config = load_config(request.config, warnings=[])
+    def _resolve(self, request: ExecRequest, config: LoadedConfig | None = None) -> _Resolved:
+        if config is None:
+            config = load_config(request.config, warnings=[])
         settings = config.settings
         # Untrusted, as every task's fresh worktree is.
         policy = run_policy(config, request, trusted=False)

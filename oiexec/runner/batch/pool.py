@@ -69,6 +69,9 @@ class BatchOptions:
     stop_grace_s: float = STOP_GRACE_S
     #: Where `shard` came from (`--shard`, `CI_NODE_INDEX/CI_NODE_TOTAL`, ...), said on stderr.
     shard_source: str | None = None
+    #: Called with the number of tasks to run just before the first one starts, when there
+    #: is one (`warm.warm_up`: the launcher started, the model catalog looked up once).
+    warm_up: Callable[[int], None] | None = None
 
 
 class _StoppedEarly(BaseException):
@@ -185,10 +188,12 @@ def _run(
     try:
         write_first(held, SHARD_FILE, _shard_file(options, tasks, every))
         plan = _plan(options, tasks, sources)
+        todo = [entry for entry in plan if entry[1] is not Action.SKIP]
+        if todo and options.warm_up is not None:
+            options.warm_up(len(todo))
     except BaseException:
         held.close()
         raise
-    todo = [entry for entry in plan if entry[1] is not Action.SKIP]
     lock = threading.Lock()
     begun: set[str] = set()
     under_way: set[str] = set()
