@@ -9,7 +9,7 @@ by the time it asks (the runner, the config loader, the providers), then times
 
 - cold: an empty memo, so the models.dev snapshot and genai-prices are imported and read;
 - warm: the memo in $OPENINTERPRETER_HOME/cache already has the answer (every run after the
-  first with that model, package versions and day);
+  first with that model, installed catalog data and day);
 - config: `model_context_window` and `[model_pricing]` given, so the catalog is not asked;
 - `models list`: the whole command as a user runs it (wall time of the process).
 

