@@ -112,7 +112,24 @@ def _numbers(*values: object, optional: bool = False) -> None:
             raise ValueError(f"not a number: {value!r}")
 
 
+def _without_price_updates() -> None:
+    """genai-prices imports its price updater (an HTTP client and asyncio, ~50 modules) with
+    its package; the probe reads only the snapshot shipped in the wheel, so the updater's
+    names are stand-ins here. Should a release need more of that module, importing the package
+    fails, the probe exits 1, and the runner looks up itself."""
+    import types
+
+    def unavailable(*_args: object, **_kwargs: object) -> None:
+        raise RuntimeError("price updates are not used by oiexec")
+
+    stub = types.ModuleType("genai_prices.update_prices")
+    for name in ("UpdatePrices", "wait_prices_updated_async", "wait_prices_updated_sync"):
+        setattr(stub, name, unavailable)
+    sys.modules.setdefault("genai_prices.update_prices", stub)
+
+
 def main(argv: list[str]) -> int:
+    _without_price_updates()
     from oiexec.catalog.data import lookup
 
     try:
