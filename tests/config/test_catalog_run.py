@@ -147,7 +147,7 @@ def test_the_runner_never_loads_the_catalogs_and_a_second_run_uses_the_memo(
     assert not [n for n in imported if n.startswith(_CATALOGS)]
     memo_path = oi_home / CACHE_FILE
     memo = json.loads(memo_path.read_text())
-    (key,) = memo
+    (key,) = [k for k in memo if json.loads(k)[1] == "openai" and json.loads(k)[3] == "gpt-5"]
     # The second run takes the memo's answer (made unmistakable here) without asking again.
     memo[key]["price"]["input_per_mtok"] = 123456.0
     memo_path.write_text(json.dumps(memo))
