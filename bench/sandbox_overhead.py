@@ -8,7 +8,8 @@ started as the runner starts commands: tied to the runner (`oiexec.tools.spawn.t
 plain one is a bare spawn. Targets (issue 25): bwrap <= +9 ms, Landlock <= +4 ms.
 `--breakdown` adds where a backend's time goes: a spawn with any Python `preexec_fn` (a fork
 of the runner, where a plain spawn can vfork), a plain spawn tied to the runner (what an
-unsandboxed command costs), and the backend's prepare, spawn and after steps. `--rss` first
+unsandboxed command costs), the backend's prepare, spawn and after steps, and the CPU time
+of a command (runner and children; steadier than wall time on a shared machine). `--rss` first
 grows this process to about that resident size, as a runner's: a fork copies its page
 tables, a vfork does not.
 """
@@ -19,6 +20,7 @@ import argparse
 import dataclasses
 import functools
 import os
+import resource
 import statistics
 import subprocess
 import sys
@@ -33,7 +35,19 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 from oiexec.core.policy import PreparedCommand, SandboxPolicy
 from oiexec.sandbox import get_sandbox
 from oiexec.sandbox.preflight import clear_cache
-from oiexec.tools.spawn import tie
+from oiexec.tools import spawn
+
+if hasattr(spawn, "tie"):
+    tie = spawn.tie
+else:  # code from before the tie (A/B runs): the parent-death signal in a preexec_fn
+
+    def tie(
+        argv: list[str], preexec: Callable[[], object] | None, **_: object
+    ) -> tuple[list[str], Callable[[], object] | None]:
+        return argv, spawn.tied_to_runner(preexec)
+
+
+RUSAGE_KIDS = resource.RUSAGE_CHILDREN
 
 
 def _run(prepared: PreparedCommand, *, tied: bool = True) -> None:
@@ -94,6 +108,20 @@ def _median_ms(runs: int, step: Callable[[], object]) -> float:
     return statistics.median(times)
 
 
+def _cpu_ms(runs: int, make: Callable[[], PreparedCommand], *, tied: bool = True) -> float:
+    """Mean CPU time per command of this process and its children (prepare, spawn, after):
+    on a shared machine steadier than wall time, which mostly measures waiting for a core."""
+
+    def used() -> float:
+        me, kids = resource.getrusage(resource.RUSAGE_SELF), resource.getrusage(RUSAGE_KIDS)
+        return me.ru_utime + me.ru_stime + kids.ru_utime + kids.ru_stime
+
+    start = used()
+    for _ in range(runs):
+        _spawn(make(), tied=tied)
+    return (used() - start) * 1000 / runs
+
+
 def _steps(runs: int, make: Callable[[], PreparedCommand]) -> str:
     """Medians of one backend's three steps: prepare, the spawn itself, after."""
     prepared: list[PreparedCommand] = []
@@ -102,7 +130,9 @@ def _steps(runs: int, make: Callable[[], PreparedCommand]) -> str:
 
     spawned = _median_ms(runs, lambda: _run(pending.pop()))
     after = _median_ms(runs, lambda: prepared.pop().after())
-    return f"prepare {prepare:.2f} ms, spawn {spawned:.2f} ms, after {after:.2f} ms"
+    cpu = _cpu_ms(runs, make)
+    steps = f"prepare {prepare:.2f} ms, spawn {spawned:.2f} ms, after {after:.2f} ms"
+    return f"{steps}, cpu {cpu:.2f} ms"
 
 
 def main() -> None:
@@ -151,12 +181,14 @@ def main() -> None:
             fork = _median_ms(
                 runs, lambda: subprocess.run(["/bin/true"], preexec_fn=lambda: None, check=True)
             )
-            tied = _median_ms(
-                runs, lambda: _run(PreparedCommand(["/bin/true"], dict(os.environ), Path(ws)))
-            )
+            make_plain = functools.partial(PreparedCommand, ["/bin/true"], env, Path(ws))
+            tied = _median_ms(runs, lambda: _run(make_plain()))
+            plain_cpu = _cpu_ms(runs, make_plain, tied=False)
+            tied_cpu = _cpu_ms(runs, make_plain)
             notes[:0] = [
                 f"  a spawn with a no-op preexec_fn (a fork): {fork:.2f} ms",
                 f"  a plain spawn tied to the runner: {tied:.2f} ms",
+                f"  cpu per command: plain {plain_cpu:.2f} ms, tied {tied_cpu:.2f} ms",
             ]
     for name, value, note in rows:
         print(f"{name:12} median {value:6.2f} ms  {note}")
