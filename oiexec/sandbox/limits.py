@@ -180,16 +180,23 @@ class CommandLimits:
             steps.append(f"echo 0 > {shlex.quote(str(self._join))}")
         return " && ".join(steps)
 
+    @property
+    def has_cgroup(self) -> bool:
+        """Whether the command gets a cgroup of its own, which lists every process of it."""
+        return self._cgroup is not None
+
     def is_empty(self) -> bool | None:
         """Whether no process of the command is left (None: no cgroup, nobody can tell)."""
         if self._cgroup is None:
             return None
         return not _cgroup_pids(self._cgroup)
 
-    def release(self, *, kill: bool) -> list[str]:
+    def release(self, *, kill: bool, report: bool = True) -> list[str]:
         """Remove the command's cgroup (idempotent). With `kill`, whatever is still in it is
-        killed first and reported; without (bwrap, whose PID namespace is being torn down
-        as the wrapper exits), a busy cgroup is left to `Limiter.sweep`."""
+        killed first and reported (unless not `report`: the cgroup is then the command's
+        reaper, which kills leftovers as a matter of course); without (bwrap, whose PID
+        namespace is being torn down as the wrapper exits), a busy cgroup is left to
+        `Limiter.sweep`."""
         if self._procs_fd is not None:
             os.close(self._procs_fd)
             self._procs_fd = None
@@ -203,7 +210,7 @@ class CommandLimits:
         except OSError:
             if self._defer is not None:
                 self._defer(cgroup)
-        if survivors:
+        if survivors and report:
             notes.append(
                 f"sandbox: {survivors} process(es) of the command were still running after it "
                 "ended and have been killed"
@@ -346,6 +353,13 @@ class Limiter:
                     f"could be made under {self._cgroup_parent})"
                 )
         return CommandLimits(rlimits, cgroup, notes, self._defer)
+
+    def run_cgroups(self) -> tuple[Path, str] | None:
+        """Where this runner's command cgroups are made and the prefix of their names (None:
+        commands get no cgroup)."""
+        if self._cgroup_parent is None:
+            return None
+        return self._cgroup_parent, f"{_CGROUP_PREFIX}{self._stamp()}-"
 
     def _stamp(self) -> str:
         """`rundirs.owner_stamp()`, read from /proc once per process (a forked child of the

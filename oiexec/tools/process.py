@@ -28,7 +28,7 @@ from collections.abc import Callable
 from oiexec.core.interrupts import uninterruptible
 from oiexec.core.policy import PreparedCommand
 from oiexec.core.redact import longest_form, redact
-from oiexec.tools.spawn import spawner, tied_to_runner
+from oiexec.tools.spawn import spawner, tie, tied_to_runner
 
 #: After SIGTERM, how long the group gets before SIGKILL.
 KILL_GRACE = 1.0
@@ -329,8 +329,9 @@ def _spawn_pipes(prepared: PreparedCommand) -> tuple[subprocess.Popen[bytes], in
 
 
 def _popen_pipes(prepared: PreparedCommand) -> subprocess.Popen[bytes]:
+    argv, preexec = tie(prepared.argv, prepared.preexec_fn, env=prepared.env, cwd=prepared.cwd)
     return subprocess.Popen(
-        prepared.argv,
+        argv,
         env=prepared.env,
         cwd=prepared.cwd,
         stdin=subprocess.PIPE,
@@ -339,7 +340,7 @@ def _popen_pipes(prepared: PreparedCommand) -> subprocess.Popen[bytes]:
         bufsize=0,
         start_new_session=True,
         pass_fds=prepared.pass_fds,
-        preexec_fn=tied_to_runner(prepared.preexec_fn),
+        preexec_fn=preexec,
     )
 
 

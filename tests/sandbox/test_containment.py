@@ -17,6 +17,7 @@ from pathlib import Path
 import pytest
 
 from oiexec.core.policy import PreparedCommand, SandboxPolicy
+from oiexec.sandbox import limits
 from oiexec.sandbox.landlock_sandbox import LandlockSandbox
 from oiexec.sandbox.limits import find_pids_cgroup
 from tests.sandbox.conftest import (
@@ -203,7 +204,11 @@ def test_without_signal_scoping(tmp_path: Path) -> None:
         sandbox.close()
 
 
-def test_a_vanished_sentinel_falls_back_to_the_group(tmp_path: Path) -> None:
+def test_a_vanished_sentinel_falls_back_to_the_group(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # No pids cgroup, so a root runner too has a sentinel per command (not the run's watcher).
+    monkeypatch.setattr(limits, "find_pids_cgroup", lambda: None)
     sandbox = _landlock(tmp_path, 7)
     prepared, out = _spawn(sandbox, tmp_path, "sleep 30 & echo $!")
     child = int(out)
@@ -220,6 +225,37 @@ def test_a_vanished_sentinel_falls_back_to_the_group(tmp_path: Path) -> None:
         assert wait_dead(child, 2)
     finally:
         sandbox.close()
+
+
+@pytest.mark.skipif(
+    os.geteuid() != 0 or find_pids_cgroup() is None, reason="a root runner with a pids cgroup"
+)
+def test_a_root_runner_with_cgroups_has_one_watcher_instead_of_sentinels(tmp_path: Path) -> None:
+    """Each command's cgroup lists everything it started, whatever session it moved to: it is
+    emptied when the command ends; the run's one watcher empties what is left when the run
+    ends or the runner dies (here: the end of the run, with a command still going)."""
+    sandbox = _landlock(tmp_path, 7)
+    tag = f"31.{uuid.uuid4().int % 10**6:06d}"
+    script = f"setsid -f sleep {tag}; setsid -f sleep {tag}; echo $$"
+    try:
+        ended, _ = _spawn(sandbox, tmp_path, script)
+        running, _ = _spawn(sandbox, tmp_path, script)
+        ours = [p for p in _pids() if _cwd(p) == tmp_path]
+        assert not [p for p in ours if b"oiexec-sentinel" in _cmdline(p)]
+        assert [p for p in _pids() if b"oiexec-watcher" in _cmdline(p)]
+        deadline = time.monotonic() + 5
+        while len(_sleeping(tag)) != 4:
+            assert time.monotonic() < deadline, "the setsid children never started"
+            time.sleep(0.01)
+        assert ended.after() == []  # killed as a matter of course, as a sentinel would
+        assert len(_sleeping(tag)) == 2
+    finally:
+        sandbox.close()  # `running` never ended: the watcher kills what it left
+    deadline = time.monotonic() + 3
+    while _sleeping(tag):
+        assert time.monotonic() < deadline, "the watcher left the run's processes running"
+        time.sleep(0.01)
+    running.after()
 
 
 def _pids() -> list[int]:
