@@ -38,14 +38,48 @@ _SCRUBBED_PREFIXES = (
 )
 
 
+#: The files whose tests take longest (several CLI runs each, sandboxes, MCP servers, slow
+#: streams), from `pytest --durations`. They run first, so that no worker is left finishing a
+#: long test while the others are idle; a file missing here only runs later.
+SLOW_FIRST = (
+    "tests/providers/test_faults.py",
+    "tests/sandbox/test_runner_programs.py",
+    "tests/harness/test_e2e.py",
+    "tests/harness/test_mcp_harnesses.py",
+    "tests/sandbox/test_no_listeners.py",
+    "tests/sandbox/test_bwrap_hardening.py",
+    "tests/mcp/test_calls.py",
+    "tests/sandbox/test_runner_reads.py",
+    "tests/sdk/test_sdk.py",
+    "tests/sandbox/test_abstract_sockets.py",
+    "tests/extensions/test_hooks.py",
+    "tests/mcp/test_approval.py",
+    "tests/examples/test_batch_examples.py",
+    "tests/cli/test_compaction.py",
+    "tests/cli/test_config_means_what_it_says.py",
+    "tests/cli/test_exec_exit_codes.py",
+)
+
+
 @pytest.hookimpl(tryfirst=True)
 def pytest_cmdline_main(config: pytest.Config) -> None:
     """Parallel (`-n auto`) when pytest-xdist is installed, plain sequential pytest when it is
-    not (so `addopts` cannot name its options); an explicit `-n` wins."""
+    not (so `addopts` cannot name its options); an explicit `-n` or `--dist` wins. Work
+    stealing: an idle worker takes queued tests from a busy one, so the run ends when the
+    work does rather than when the unluckiest worker's share does."""
     if not config.pluginmanager.hasplugin("xdist") or hasattr(config, "workerinput"):
         return
     if getattr(config.option, "numprocesses", None) is None:
         config.option.numprocesses = "auto"
+    if getattr(config.option, "dist", "no") == "no":
+        config.option.dist = "worksteal"
+
+
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    """The files of `SLOW_FIRST` first, in its order; the rest keep their order. Every
+    worker sorts the same collection the same way, as xdist requires."""
+    rank = {path: index for index, path in enumerate(SLOW_FIRST)}
+    items.sort(key=lambda item: rank.get(item.nodeid.split("::", 1)[0], len(rank)))
 
 
 @pytest.fixture(autouse=True)

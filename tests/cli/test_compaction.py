@@ -1,7 +1,8 @@
-"""Long runs through the real CLI: a 200-turn session with a small context window finishes on
-every wire, each request staying under the window and the process's memory flat, because the
-conversation is compacted; the compaction is recorded so `resume` continues from it; a
-provider that still refuses a compacted request fails the run clearly."""
+"""Long runs through the real CLI: a long session with a small context window (200 turns on
+one wire, 80 on the others) finishes on every wire, each request staying under the window and
+the process's memory flat, because the conversation is compacted; the compaction is recorded
+so `resume` continues from it; a provider that still refuses a compacted request fails the
+run clearly."""
 
 from __future__ import annotations
 
@@ -19,6 +20,10 @@ from tests.support.model_server import ModelServer, Reply, Step, call, fault, re
 
 WINDOW = 16_000
 TURNS = 200
+#: Turns on each wire: the full long run on one (memory staying flat over it is the process's
+#: doing, not the wire's), on the others enough for several compactions of each wire's own
+#: request shape, at a fraction of the suite's time.
+WIRE_TURNS = {"responses": TURNS, "chat": 80, "messages": 80}
 #: Each command prints about 2 KB (some 500 tokens), so the window fills every ~20 turns.
 COMMAND = "seq -w 1 400"
 #: The wire, the harness that speaks it, and its shell tool's call.
@@ -83,11 +88,12 @@ class LongSession:
 
 
 @pytest.mark.parametrize("wire", sorted(WIRES))
-def test_a_200_turn_session_fits_a_small_window_on_every_wire(
+def test_a_long_session_fits_a_small_window_on_every_wire(
     model_server: ModelServer, repo: Path, wire: str
 ) -> None:
     harness, make_call = WIRES[wire]
-    session = LongSession(make_call)
+    turns = WIRE_TURNS[wire]
+    session = LongSession(make_call, turns)
     model_server.enqueue(*session.steps())
     result = run_cli(
         [
@@ -103,19 +109,22 @@ def test_a_200_turn_session_fits_a_small_window_on_every_wire(
     )
     assert result.returncode == 0, result.stderr[-3000:]
     assert result.events[-1]["type"] == "turn.completed"
-    assert session.done == TURNS
-    assert len(result.items("command_execution")) == TURNS
-    # Compacted more than once, each time said on the stream (a warning item, as the SDKs
-    # parse it) and each time by a summary the model wrote.
+    assert session.done == turns
+    assert len(result.items("command_execution")) == turns
+    # Compacted more than once (the window fills about every 20 turns), each time said on
+    # the stream (a warning item, as the SDKs parse it) and each time by a summary the model
+    # wrote.
     notices = [i["message"] for i in result.items("error") if "context compacted" in i["message"]]
-    assert len(notices) == session.summaries >= 5
+    assert len(notices) == session.summaries >= turns // 40
     # Every request stayed under the window, summary requests included.
     sizes = [_tokens(body) for body in model_server.bodies]
     assert max(sizes) < WINDOW, f"largest request about {max(sizes)} tokens"
-    # The history stays bounded, so memory does: no more items at turn 200 than a window's
-    # worth, and the process grew by less than 20 MiB from turn 50 to turn 200.
-    assert session.items_at[TURNS] < 80
-    assert session.rss[TURNS] - session.rss[50] < 20 * 1024, session.rss
+    # The history stays bounded, so memory does: no more items at the last turn than a
+    # window's worth, and over the 200-turn run the process grew by less than 20 MiB from
+    # turn 50 to turn 200.
+    assert session.items_at[turns] < 80
+    if turns == TURNS:
+        assert session.rss[TURNS] - session.rss[50] < 20 * 1024, session.rss
     # The answer came from a conversation that still holds the task and the latest summary.
     last = user_texts(model_server.bodies[-1])
     assert any("run the command again and again" in text for text in last)

@@ -38,6 +38,8 @@ _NOT_HEX = st.binary(max_size=9).filter(lambda b: not set(b) & set(b"0123456789a
 
 
 def _leaked(secret: str, text: str) -> bool:
+    # The mask is no leak: the secret `EDAC00` shares `EDAC` with `[REDACTED]`.
+    text = text.replace(MASK, " ")
     return any(secret[i : i + _FRAGMENT] in text for i in range(len(secret) - _FRAGMENT + 1))
 
 

@@ -4,16 +4,19 @@ thread, the provider settings that point at it, and the `model_server` pytest fi
 from __future__ import annotations
 
 import json
+import os
 import sys
 import threading
 from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
 from http.server import ThreadingHTTPServer
+from pathlib import Path
 from typing import Any
 
 import pytest
 
-from oiexec.config.settings import ProviderConfig
+from oiexec.catalog.cache import cached_lookup
+from oiexec.config.settings import ProviderConfig, Settings
 from tests.support.model_server.handler import Handler
 from tests.support.model_server.scripted import RecordedRequest, ScriptedModel
 from tests.support.model_server.steps import Step
@@ -161,8 +164,26 @@ def running_model_server(*steps: Step) -> Iterator[ModelServer]:
         yield server
 
 
+#: The model a run asks for unless a test names another (`Settings.model`'s default).
+DEFAULT_MODEL = Settings.model_fields["model"].default
+
+
+def remember_catalog_answer(server: ModelServer, home: Path, model: str = DEFAULT_MODEL) -> None:
+    """Writes the model catalog's answer for `model` at this server into the on-disk memo
+    under `home`, as a user's earlier run that day would have (oiexec.catalog.cache): every
+    test has a fresh home and the server a fresh port, so without it each CLI run loaded
+    the whole catalog (about a fifth of a short run's CPU). The answer is the catalog's
+    own, computed in this process, whose in-memory catalog is loaded once per worker. The
+    first-run path, catalog loading itself, is what tests/config/test_catalog*.py test."""
+    cached_lookup(home, "scripted", server.base_url, model)
+
+
 @pytest.fixture
 def model_server() -> Iterator[ModelServer]:
-    """pytest fixture: a running `ModelServer` with an empty script."""
+    """pytest fixture: a running `ModelServer` with an empty script (and the catalog's
+    answer for it already remembered in the test's home)."""
     with running_model_server() as server:
+        home = os.environ.get("OPENINTERPRETER_HOME")
+        if home:
+            remember_catalog_answer(server, Path(home))
         yield server
