@@ -193,7 +193,8 @@ def test_a_killed_runner_takes_its_commands_along(
         return  # no private /tmp: this run left no temp dir (the test of the sweep is bwrap's)
     # Its private /tmp stays behind: nothing of the dead runner could remove it.
     assert any(p.name.startswith("oiexec-tmp-") for p in left_by_killed), left_by_killed
-    assert all(p.exists() for p in left_by_killed)
+    # (Not checked that it still exists here: any oiexec run starting on the machine, another
+    # test's on a parallel worker included, may already have swept it.)
 
     # A run still going keeps its dirs while another run starts and cleans up.
     going = _start(box, model_server, backend, live)
