@@ -38,6 +38,7 @@ __all__ = [
     "Compaction",
     "Compactor",
     "estimate_request",
+    "floor_before_lookup",
     "has_turns",
     "thresholds",
 ]
@@ -54,6 +55,19 @@ USER_MESSAGES_MAX_TOKENS = 20_000
 IMAGE_TOKENS = 1_000
 #: Attempts at the summarisation request, each dropping older turns when the last was too long.
 SUMMARY_ATTEMPTS = 3
+
+
+#: The smallest context window assumed before the real one is known (a catalog look-up is
+#: put off while the history is far below it): a model with less cannot hold an agent's
+#: instructions and tools. Should one have less, the provider refuses the long request and
+#: the conversation is compacted then (agent/window.py).
+SMALLEST_WINDOW = 8_192
+
+
+def floor_before_lookup(trigger: int | None) -> int:
+    """The request size below which nothing can be due, whatever the window turns out to be."""
+    smallest = int(SMALLEST_WINDOW * AUTO_COMPACT_SHARE)
+    return min(trigger, smallest) if trigger else smallest
 
 
 def thresholds(window: int | None, trigger: int | None) -> tuple[int, int]:
@@ -154,6 +168,12 @@ class Compactor:
     send: Callable[[Sequence[HistoryItem]], ModelResponse]
     #: Our estimate of the request the loop would make from a history.
     measure: Callable[[Sequence[HistoryItem]], int]
+    #: Below this estimate nothing is due whatever the window (the smallest trigger any real
+    #: window gives), so `sizes` is not asked; 0 when the sizes are known anyway.
+    floor: int = 0
+    #: Called once the history reaches half of `floor`: `sizes` may soon be asked, so what
+    #: gives them (the catalog's look-up) starts now and is ready by then.
+    soon: Callable[[], None] = lambda: None
     #: Input tokens the provider counted for the last request, and the history length then.
     _reported: tuple[int, int] = (0, 0)
     #: Where what came after the last compaction begins in the history.
@@ -192,6 +212,12 @@ class Compactor:
         summarising them helps (what must be kept, a large AGENTS.md, can hold a history over the
         trigger: that must not cost a summary every turn)."""
         starts = _turn_starts(history)
+        if self.floor:
+            size = self.estimate(history)
+            if size < self.floor:
+                if size >= self.floor // 2:
+                    self.soon()
+                return False
         if not starts:
             return False  # nothing the model said yet: nothing to summarise
         estimate = self.estimate(history)

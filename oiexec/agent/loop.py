@@ -20,7 +20,7 @@ from typing import Any
 
 from oiexec.agent.budget import Budget
 from oiexec.agent.calls import ToolRunner
-from oiexec.agent.compact import Compactor, estimate_request, thresholds
+from oiexec.agent.compact import Compactor, estimate_request, floor_before_lookup, thresholds
 from oiexec.agent.final import FinalAnswerPolicy, PlainAnswer, Retry
 from oiexec.agent.window import Window
 from oiexec.core.context import ToolContext
@@ -60,6 +60,8 @@ class LoopLimits:
     #: The model's context window in tokens (config, else the model catalog), for compaction;
     #: or what gives it when first needed (a catalog look-up still under way).
     context_window: int | Callable[[], int | None] | None = None
+    #: Starts what gives a pending `context_window` (it will be asked for soon).
+    context_window_soon: Callable[[], None] | None = None
     #: `model_auto_compact_token_limit`: compact at this request size (else 90% of the window).
     auto_compact_tokens: int | None = None
 
@@ -115,8 +117,11 @@ class AgentLoop:
         compactor = None
         prompts = self.harness.compaction_prompts()
         if prompts is not None:
+            pending = callable(limits.context_window)
             compactor = Compactor(
                 sizes=lambda: thresholds(_known(limits.context_window), limits.auto_compact_tokens),
+                floor=floor_before_lookup(limits.auto_compact_tokens) if pending else 0,
+                soon=limits.context_window_soon or (lambda: None),
                 instruction=prompts[0],
                 summary_heading=prompts[1],
                 context=lambda: self.harness.initial_context(self.ctx.cwd, self.ctx.sandbox.policy),

@@ -2,8 +2,8 @@
 
 Config wins (`model_context_window`, `[model_pricing]`); else the model catalog answers
 (`catalog_data`: the models.dev snapshot and genai-prices, both shipped offline in their
-wheels); else None. The catalogs are loaded only when config leaves a fact open, in a process
-of their own while the run gets ready (`catalog/probe.py`), and their answer is remembered on
+wheels); else None. The catalogs are loaded only when config leaves a fact open and the run
+needs it, in a process of their own (`catalog/probe.py`), and their answer is remembered on
 disk (`catalog/cache.py`).
 """
 
@@ -36,65 +36,77 @@ class ModelFacts:
 
 def model_facts(settings: Settings, provider_id: str) -> ModelFacts:
     """The window and price of `settings.model` at `provider_id`; None where nothing says."""
-    return start_model_facts(settings, provider_id, probe=False).result()
-
-
-def start_model_facts(settings: Settings, provider_id: str, *, probe: bool = True) -> PendingFacts:
-    """`model_facts`, its catalog part under way while the run gets ready: a memo miss is
-    looked up in a process of its own (`catalog/probe.py`) when `probe`, so the runner does
-    not load the catalogs itself. `result()` gives the answer."""
-    pending = PendingFacts(settings, provider_id)
-    if settings.model_context_window is not None and settings.model_pricing is not None:
-        return pending
-    base_url = _base_url(settings, provider_id)
-    pending.entry = remembered(default_home(), provider_id, base_url, settings.model)
-    if pending.entry is None and probe:
-        pending.probe = Probe.start(provider_id, base_url, settings.model)
-    return pending
+    return PendingFacts(settings, provider_id, probe=False).result()
 
 
 @dataclass
 class PendingFacts:
+    """`model_facts` for a run, looked up only if the run needs them, and then ahead of time:
+    `begin()` starts the catalog's part (a memo miss is looked up in a process of its own,
+    `catalog/probe.py`, so the runner never loads the catalogs) and `result()` waits for it.
+    A short run that never needs a window or a price looks nothing up."""
+
     settings: Settings
     provider_id: str
-    entry: CatalogEntry | None = None
-    probe: Probe | None = None
+    #: Whether a memo miss is looked up in the probe (else here, when `result()` is asked).
+    probe: bool = True
+    _entry_found: CatalogEntry | None = None
+    _probe: Probe | None = None
+    _begun: bool = False
     _result: ModelFacts | None = None
+
+    def begin(self) -> None:
+        """Starts the look-up if config leaves a fact open and the memo has no answer."""
+        if self._begun:
+            return
+        self._begun = True
+        settings = self.settings
+        if settings.model_context_window is not None and settings.model_pricing is not None:
+            return
+        base_url = _base_url(settings, self.provider_id)
+        found = remembered(default_home(), self.provider_id, base_url, settings.model)
+        self._entry_found = found
+        if found is None and self.probe:
+            self._probe = Probe.start(self.provider_id, base_url, settings.model)
 
     def result(self) -> ModelFacts:
         if self._result is None:
+            self.begin()
             self._result = _facts(self.settings, self.provider_id, self._entry())
         return self._result
 
     def settle(self, error: type[BaseException] | None, *_: object) -> None:
-        """At the end of a run (an exit callback): the answer is taken, and remembered, when
-        the run ended normally; a run ended by an error or a signal does not wait for it."""
-        if error is None:
+        """At the end of a run (an exit callback): a look-up that has finished is taken, and
+        remembered for the next run; one still going is ended, never waited for."""
+        probe = self._probe
+        if probe is None or self._result is not None:
+            return
+        if error is None and probe.finished():
             with contextlib.suppress(Exception):  # nothing needed it: only the memo is at stake
                 self.result()
-        else:
-            self.cancel()
+                return
+        probe.cancel()
 
     def cancel(self) -> None:
         """Ends a look-up still under way (a run that stops before it needs the answer)."""
-        if self.probe is not None:
-            self.probe.cancel()
+        if self._probe is not None:
+            self._probe.cancel()
 
     def _entry(self) -> CatalogEntry:
         settings = self.settings
         if settings.model_context_window is not None and settings.model_pricing is not None:
             return CatalogEntry()
-        if self.entry is not None:
-            return self.entry
+        if self._entry_found is not None:
+            return self._entry_found
         args = (default_home(), self.provider_id, _base_url(settings, self.provider_id))
-        entry = None if self.probe is None else self.probe.entry()
+        entry = None if self._probe is None else self._probe.entry()
         if entry is None:
             # No probe, or it had no answer: looked up here, as it always could be.
             from oiexec.catalog.data import lookup
 
             entry = lookup(args[1], args[2], settings.model)
         remember(*args, settings.model, entry)
-        self.entry = entry
+        self._entry_found = entry
         return entry
 
 

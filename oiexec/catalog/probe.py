@@ -1,10 +1,10 @@
-"""The catalog look-up in a process of its own, started while the run gets ready.
+"""The catalog look-up in a process of its own, started ahead of when the run needs it.
 
 A cold look-up (no memo yet, which is every run on a fresh CI machine) loads both catalogs:
 about 0.2 s of CPU and 12–16 MiB that the runner would carry for the rest of the run, for two
 numbers and a price (bench/catalog.py). Done in a short-lived process instead, it runs on
-another core while the runner reads config, opens the sandbox and builds the harness, and
-its memory is given back when it exits (bench/run.py: the runner's peak RSS).
+another core while the runner waits on a model request, and its memory is given back when it
+exits (bench/run.py: the runner's peak RSS). When it starts: `catalog/facts.PendingFacts`.
 
 The probe is our own module run by our own interpreter (`sys.executable`, the runner's),
 isolated (`-I`: no PYTHON* variables, no user site, not the working directory on sys.path,
@@ -73,6 +73,10 @@ class Probe:
             return entry_from_record(json.loads(out))
         except (TypeError, ValueError):
             return None
+
+    def finished(self) -> bool:
+        """Whether the probe has exited (its answer can be read without waiting)."""
+        return self._proc.poll() is not None
 
     def cancel(self) -> None:
         """Ends the probe (a run that stops before it needs the answer)."""

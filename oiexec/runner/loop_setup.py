@@ -64,8 +64,10 @@ def new_loop(
             # Only --max-cost spends a price here (prepare has it by then); the catalog's
             # look-up is not waited for otherwise.
             price=p.facts.price if request.max_cost is not None else None,
-            # Asked after the model's first answer: the catalog's look-up goes on meanwhile.
+            # Asked only once the history nears the smallest real window; the catalog's
+            # look-up starts a little before that, and a short run never makes it.
             context_window=lambda: p.facts.context_window,
+            context_window_soon=p.pending_facts.begin,
             auto_compact_tokens=settings.model_auto_compact_token_limit,
         ),
         on_compacted=lambda payload: store.append("compacted", payload),

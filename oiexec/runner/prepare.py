@@ -16,7 +16,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from oiexec.agent.final import FinalAnswerPolicy
-from oiexec.catalog.facts import ModelFacts, PendingFacts, start_model_facts
+from oiexec.catalog.facts import ModelFacts, PendingFacts
 from oiexec.config.effects import RunFacts, no_effect_notes
 from oiexec.config.loader import LoadedConfig
 from oiexec.config.oss import check_local_server
@@ -184,8 +184,9 @@ def prepare(request: ExecRequest, hooks: RunHooks, warnings: StartupWarnings) ->
     if request.output_schema_file is not None:
         output_schema = read_output_schema(request.output_schema_file)
     provider_id, provider = resolve_provider(config.settings)
-    # Under way on another core while the run gets ready (a cold catalog costs ~0.3 s of CPU).
-    facts = start_model_facts(config.settings, provider_id)
+    # Looked up when the run needs them (--max-cost now; the window once the history grows),
+    # in the catalog probe: a cold catalog costs ~0.3 s of CPU and 15 MiB a short run skips.
+    facts = PendingFacts(config.settings, provider_id)
     try:
         harness = choose_harness(config.settings, provider_id, provider)
         warnings.notes.extend(

@@ -14,7 +14,7 @@ import pytest
 
 from oiexec.catalog.cache import CACHE_FILE
 from oiexec.catalog.data import lookup
-from oiexec.catalog.facts import model_facts, start_model_facts
+from oiexec.catalog.facts import PendingFacts, model_facts
 from oiexec.catalog.probe import Probe, record_of
 from oiexec.config.settings import Settings
 from tests.conftest import exec_args, run_cli
@@ -26,7 +26,7 @@ def test_a_cold_run_leaves_the_catalogs_to_the_probe_and_remembers_its_answer(
 ) -> None:
     model_server.enqueue(reply("done"))
     done = run_cli(
-        [*exec_args(model_server, "-m", "gpt-5", "say done")],
+        [*exec_args(model_server, "-m", "gpt-5", "--max-cost", "5", "say done")],
         cwd=repo,
         env={"PYTHONPROFILEIMPORTTIME": "1"},
     )
@@ -76,8 +76,9 @@ def test_a_probe_without_a_proper_answer_only_means_the_runner_looks_up_itself(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch, body: str
 ) -> None:
     monkeypatch.setattr(sys, "executable", str(_fake_python(tmp_path, body)))
-    pending = start_model_facts(SETTINGS, "openai")
-    assert pending.probe is not None  # it was started, and said nothing usable
+    pending = PendingFacts(SETTINGS, "openai")
+    pending.begin()
+    assert pending._probe is not None  # it was started, and said nothing usable
     assert pending.result() == model_facts(SETTINGS, "openai")
     assert pending.result().price is not None
 
@@ -86,8 +87,9 @@ def test_a_probe_that_cannot_start_only_means_the_runner_looks_up_itself(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     monkeypatch.setattr(sys, "executable", str(tmp_path / "no-such-python"))
-    pending = start_model_facts(SETTINGS, "openai")
-    assert pending.probe is None
+    pending = PendingFacts(SETTINGS, "openai")
+    pending.begin()
+    assert pending._probe is None
     assert pending.result() == model_facts(SETTINGS, "openai")
 
 
@@ -116,10 +118,21 @@ def test_the_probe_sees_no_key_no_workspace_and_no_python_variables(
     workspace = tmp_path / "workspace"
     workspace.mkdir()
     monkeypatch.chdir(workspace)
-    facts = start_model_facts(SETTINGS, "openai").result()
+    facts = PendingFacts(SETTINGS, "openai").result()
     assert facts == model_facts(SETTINGS, "openai")
     cwd, *argv = Path(f"{seen}.argv").read_text().splitlines()
     assert cwd == os.environ["HOME"]
     assert argv[:2] == ["-I", "-X"] and "oiexec.catalog.probe" in argv
     env = Path(f"{seen}.env").read_text()
     assert "sk-secret" not in env and "PYTHONPATH" not in env
+
+
+def test_a_short_run_that_needs_no_window_and_no_price_looks_nothing_up(
+    model_server: ModelServer, repo: Path, oi_home: Path
+) -> None:
+    model_server.enqueue(reply("done"))
+    done = run_cli([*exec_args(model_server, "-m", "gpt-5", "say done")], cwd=repo)
+    assert done.returncode == 0, done.stderr[-2000:]
+    memo_file = oi_home / CACHE_FILE
+    memo = json.loads(memo_file.read_text()) if memo_file.exists() else {}
+    assert not [k for k in memo if json.loads(k)[-1] == "gpt-5"]

@@ -139,7 +139,9 @@ def test_the_runner_never_loads_the_catalogs_and_a_second_run_uses_the_memo(
 ) -> None:
     model_server.enqueue(reply("done"))
     profile = {**_KEY, "PYTHONPROFILEIMPORTTIME": "1"}
-    first = run_cli(as_openai(model_server, "-m", "gpt-5", "say done"), cwd=repo, env=profile)
+    first = run_cli(
+        as_openai(model_server, "-m", "gpt-5", "--max-cost", "5", "say done"), cwd=repo, env=profile
+    )
     assert first.returncode == 0, first.stderr[-2000:]
     imported = _imported(first.stderr)
     assert "oiexec.catalog.facts" in imported  # the run did ask

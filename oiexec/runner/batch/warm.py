@@ -31,11 +31,12 @@ def warm_up(config: LoadedConfig, *, jobs: int, tasks: int) -> None:
     if jobs >= 2 and tasks >= 2:
         # Any failure: the tasks look up, and say what is wrong, themselves.
         with contextlib.suppress(Exception):
-            from oiexec.catalog.facts import start_model_facts
+            from oiexec.catalog.facts import PendingFacts
             from oiexec.config.providers import resolve_provider
 
             provider_id, _provider = resolve_provider(config.settings)
-            pending = start_model_facts(config.settings, provider_id)
+            pending = PendingFacts(config.settings, provider_id)
+            pending.begin()
     try:
         with contextlib.suppress(LaunchError):
             prestart()  # the first task would start it; its failure is said there
@@ -44,4 +45,5 @@ def warm_up(config: LoadedConfig, *, jobs: int, tasks: int) -> None:
             pending.cancel()
         raise
     if pending is not None:
-        pending.settle(None)  # waited for, and remembered in the memo
+        with contextlib.suppress(Exception):  # waited for, and remembered in the memo
+            pending.result()
