@@ -30,14 +30,17 @@ import statistics
 import subprocess
 import sys
 import tempfile
-import time
 from collections.abc import Callable
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
+
+# The measuring and the scratch repository are the other benches' own (bench/ is on sys.path
+# when this runs as a script).
+from batch import interpreter_argv, make_repo  # noqa: E402
+from run import Measure, run_measured  # noqa: E402
 
 from oiexec.harness.compaction import DEFAULT_INSTRUCTION  # noqa: E402
 from tests.support.model_server import (  # noqa: E402
@@ -56,55 +59,6 @@ WINDOW = 16_000
 LONG_COMMAND = "seq -w 1 400"
 #: How the scripted model tells a summary request from a turn: its first line.
 SUMMARY_MARK = DEFAULT_INSTRUCTION.splitlines()[0]
-
-
-@dataclass
-class Measure:
-    wall: float
-    cpu: float
-    rss_mib: float
-    code: int
-
-
-def run_measured(argv: list[str], *, cwd: Path, env: dict[str, str]) -> Measure:
-    """Runs argv as a child: wall time, user+sys CPU and peak RSS of the child and what it
-    waited for. Peak RSS from GNU time when installed, as in bench/run.py (a child forked
-    from this process would otherwise start with this process's RSS)."""
-    gnu_time = Path("/usr/bin/time")
-    with tempfile.NamedTemporaryFile("r", suffix=".time") as report:
-        wrapped = [str(gnu_time), "-f", "%M", "-o", report.name, *argv]
-        started = time.perf_counter()
-        proc = subprocess.Popen(
-            wrapped if gnu_time.exists() else argv,
-            cwd=cwd, env=env, stdin=subprocess.DEVNULL,
-            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
-        )  # fmt: skip
-        _, status, usage = os.wait4(proc.pid, 0)
-        wall = time.perf_counter() - started
-        rss_kib = usage.ru_maxrss
-        if gnu_time.exists():
-            lines = report.read().split()
-            rss_kib = int(lines[-1]) if lines else rss_kib
-    code = os.waitstatus_to_exitcode(status)
-    return Measure(wall, usage.ru_utime + usage.ru_stime, rss_kib / 1024, code)
-
-
-def interpreter_argv(explicit: str | None) -> list[str]:
-    if explicit:
-        return [explicit]
-    installed = Path(sys.prefix) / "bin" / "interpreter"
-    return [str(installed)] if installed.exists() else [sys.executable, "-m", "oiexec"]
-
-
-def make_repo(base: Path) -> Path:
-    repo = base / "repo"
-    repo.mkdir()
-    (repo / "README.md").write_text("bench\n")
-    git = ["git", "-c", "user.name=b", "-c", "user.email=b@b"]
-    subprocess.run([*git, "init", "-q"], cwd=repo, check=True)
-    subprocess.run([*git, "add", "-A"], cwd=repo, check=True)
-    subprocess.run([*git, "commit", "-qm", "init"], cwd=repo, check=True)
-    return repo
 
 
 def echo_turn(n: int) -> Reply:
