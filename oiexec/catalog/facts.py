@@ -36,7 +36,7 @@ class ModelFacts:
 
 def model_facts(settings: Settings, provider_id: str) -> ModelFacts:
     """The window and price of `settings.model` at `provider_id`; None where nothing says."""
-    return PendingFacts(settings, provider_id, probe=False).result()
+    return PendingFacts(settings, provider_id, use_probe=False).result()
 
 
 @dataclass
@@ -49,7 +49,7 @@ class PendingFacts:
     settings: Settings
     provider_id: str
     #: Whether a memo miss is looked up in the probe (else here, when `result()` is asked).
-    probe: bool = True
+    use_probe: bool = True
     _entry_found: CatalogEntry | None = None
     _probe: Probe | None = None
     _begun: bool = False
@@ -61,12 +61,12 @@ class PendingFacts:
             return
         self._begun = True
         settings = self.settings
-        if settings.model_context_window is not None and settings.model_pricing is not None:
+        if not self._needs_catalog():
             return
         base_url = _base_url(settings, self.provider_id)
         found = remembered(default_home(), self.provider_id, base_url, settings.model)
         self._entry_found = found
-        if found is None and self.probe:
+        if found is None and self.use_probe:
             self._probe = Probe.start(self.provider_id, base_url, settings.model)
 
     def result(self) -> ModelFacts:
@@ -92,9 +92,13 @@ class PendingFacts:
         if self._probe is not None:
             self._probe.cancel()
 
+    def _needs_catalog(self) -> bool:
+        settings = self.settings
+        return settings.model_context_window is None or settings.model_pricing is None
+
     def _entry(self) -> CatalogEntry:
         settings = self.settings
-        if settings.model_context_window is not None and settings.model_pricing is not None:
+        if not self._needs_catalog():
             return CatalogEntry()
         if self._entry_found is not None:
             return self._entry_found

@@ -67,6 +67,9 @@ class Probe:
         except subprocess.TimeoutExpired:
             self.cancel()
             return None
+        except BaseException:  # a signal while waiting: the probe does not outlive the wait
+            self.cancel()
+            raise
         if self._proc.returncode != 0 or len(out) > MAX_REPLY:
             return None
         try:

@@ -187,69 +187,64 @@ def prepare(request: ExecRequest, hooks: RunHooks, warnings: StartupWarnings) ->
     # Looked up when the run needs them (--max-cost now; the window once the history grows),
     # in the catalog probe: a cold catalog costs ~0.3 s of CPU and 15 MiB a short run skips.
     facts = PendingFacts(config.settings, provider_id)
-    try:
-        harness = choose_harness(config.settings, provider_id, provider)
-        warnings.notes.extend(
-            no_effect_notes(
-                config.settings,
-                config.layers,
-                config.ignored,
-                _facts_for(harness, provider),
-                strict=request.config.strict,
-            )
+    harness = choose_harness(config.settings, provider_id, provider)
+    warnings.notes.extend(
+        no_effect_notes(
+            config.settings,
+            config.layers,
+            config.ignored,
+            _facts_for(harness, provider),
+            strict=request.config.strict,
         )
-        api_key = resolve_api_key(provider_id, provider)
-        register_secret(api_key)
-        check_local_server(provider_id, provider)
-        # Before any command runs: the key must not be readable from this process by them.
-        protect_runner([provider.env_key or ""])
-        images = read_images(request.images)
-        policy = run_policy(config, request, trusted=config.trusted)
-        if hooks.sandbox_mode:
-            policy = dataclasses.replace(policy, mode=hooks.sandbox_mode)
-        warnings.add(*add_dir_warnings(policy, request.add_dirs))
-        # Before the model runs: git and rg found once, outside every root it can write.
-        trust_run_programs(policy, config.settings.program_paths)
-        changes: list[SettingChange] = []
-        if continued is not None:
-            changes = setting_changes(
-                continued.settings,
-                request=request,
-                config=config,
-                provider_id=provider_id,
-                policy=policy,
-                output_schema=output_schema,
-                forced_mode=hooks.sandbox_mode is not None,
+    )
+    api_key = resolve_api_key(provider_id, provider)
+    register_secret(api_key)
+    check_local_server(provider_id, provider)
+    # Before any command runs: the key must not be readable from this process by them.
+    protect_runner([provider.env_key or ""])
+    images = read_images(request.images)
+    policy = run_policy(config, request, trusted=config.trusted)
+    if hooks.sandbox_mode:
+        policy = dataclasses.replace(policy, mode=hooks.sandbox_mode)
+    warnings.add(*add_dir_warnings(policy, request.add_dirs))
+    # Before the model runs: git and rg found once, outside every root it can write.
+    trust_run_programs(policy, config.settings.program_paths)
+    changes: list[SettingChange] = []
+    if continued is not None:
+        changes = setting_changes(
+            continued.settings,
+            request=request,
+            config=config,
+            provider_id=provider_id,
+            policy=policy,
+            output_schema=output_schema,
+            forced_mode=hooks.sandbox_mode is not None,
+        )
+    if request.max_cost is not None:
+        known = facts.result()
+        if known.price is None:
+            raise ConfigError(
+                f"--max-cost needs a price for model `{config.settings.model}`, and none is known",
+                hint="give one: -c model_pricing.input_per_mtok=N "
+                "-c model_pricing.output_per_mtok=N",
             )
-        if request.max_cost is not None:
-            known = facts.result()
-            if known.price is None:
-                raise ConfigError(
-                    f"--max-cost needs a price for model `{config.settings.model}`, "
-                    "and none is known",
-                    hint="give one: -c model_pricing.input_per_mtok=N "
-                    "-c model_pricing.output_per_mtok=N",
-                )
-            # Where a price is spent, say if it is borrowed or a base rate.
-            warnings.add(*known.price_notes)
-        from oiexec.sandbox import get_sandbox
+        # Where a price is spent, say if it is borrowed or a base rate.
+        warnings.add(*known.price_notes)
+    from oiexec.sandbox import get_sandbox
 
-        # Last: the backend holds resources the run closes, and nothing after it can fail.
-        sandbox = RefusalTracker(get_sandbox(policy))
-        try:
-            refuse_unenforceable(policy, sandbox.backend, _reading_tools(harness))
-        except ConfigError:
-            sandbox.close()
-            raise
-        warnings.add(*_sandbox_warnings(sandbox, policy))
-        return Prepared(
-            request, hooks, config, provider_id, provider, api_key, images, output_schema, policy,
-            sandbox, facts, started=started, continued=continued, changes=tuple(changes),
-            harness_choice=harness,
-        )  # fmt: skip
-    except BaseException:
-        facts.cancel()  # a run that stops here does not leave the look-up running
+    # Last: the backend holds resources the run closes, and nothing after it can fail.
+    sandbox = RefusalTracker(get_sandbox(policy))
+    try:
+        refuse_unenforceable(policy, sandbox.backend, _reading_tools(harness))
+    except ConfigError:
+        sandbox.close()
         raise
+    warnings.add(*_sandbox_warnings(sandbox, policy))
+    return Prepared(
+        request, hooks, config, provider_id, provider, api_key, images, output_schema, policy,
+        sandbox, facts, started=started, continued=continued, changes=tuple(changes),
+        harness_choice=harness,
+    )  # fmt: skip
 
 
 def _use_review_model(config: LoadedConfig, request: ExecRequest) -> None:
