@@ -78,11 +78,39 @@ def redact(text: str) -> str:
 
     It runs on every chunk of command output, so it stays a handful of substring searches
     (`in` is a vectorised scan; a compiled alternation of the same forms measured ~9x slower
-    on 1 MiB): the replace only happens for forms that occur."""
-    for secret in _ordered:
-        if secret in text:
-            text = text.replace(secret, MASK)
-    return text
+    on 1 MiB): the spans are only looked for when a form occurs.
+
+    Every occurrence of every form is masked, overlapping ones as one span: replacing form
+    after form would let the first replacement cut into a second form's match and leave a
+    character of it behind (a repetitive secret's base64 matches at two alignments that
+    overlap)."""
+    found = [secret for secret in _ordered if secret in text]
+    if not found:
+        return text
+    parts: list[str] = []
+    done = 0
+    for start, end in _spans(text, found):
+        parts += (text[done:start], MASK)
+        done = end
+    parts.append(text[done:])
+    return "".join(parts)
+
+
+def _spans(text: str, forms: list[str]) -> list[tuple[int, int]]:
+    spans: list[tuple[int, int]] = []
+    for form in forms:
+        at = text.find(form)
+        while at >= 0:
+            spans.append((at, at + len(form)))
+            at = text.find(form, at + 1)
+    spans.sort()
+    merged: list[tuple[int, int]] = []
+    for start, end in spans:
+        if merged and start < merged[-1][1]:
+            merged[-1] = (merged[-1][0], max(merged[-1][1], end))
+        else:
+            merged.append((start, end))
+    return merged
 
 
 def redact_value(value: Any) -> Any:
