@@ -24,11 +24,40 @@ def _lean() -> None:
 _VERSION_FLAGS = (["--version"], ["-V"])
 
 
+def _help_page(args: list[str]) -> str | None:
+    """The shipped help page for `interpreter [COMMAND...] --help|-h` (`cli/help_cache`), or
+    None where click must answer: another form of the command line (an alias such as `e`
+    prints its own name in the usage line), or a terminal narrower than 80 columns (click
+    wraps to such a terminal; from 80 columns on it wraps at 78, as the pages are)."""
+    if not args or args[-1] not in ("--help", "-h"):
+        return None
+    words = args[:-1]
+    if any(word.startswith("-") for word in words):
+        return None
+    import shutil
+
+    if shutil.get_terminal_size().columns < 80:
+        return None
+    import json
+    from pathlib import Path
+
+    try:
+        pages = json.loads((Path(__file__).parent / "cli" / "help_pages.json").read_bytes())
+    except (OSError, ValueError):
+        return None
+    page = pages.get(" ".join(words))
+    return page if isinstance(page, str) else None
+
+
 def main() -> None:
     if sys.argv[1:] in _VERSION_FLAGS:
         from oiexec.core.version import __version__
 
         sys.stdout.write(f"interpreter, version {__version__}\n")
+        return
+    page = _help_page(sys.argv[1:])
+    if page is not None:
+        sys.stdout.write(page)
         return
     _lean()
     try:
