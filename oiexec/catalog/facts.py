@@ -75,6 +75,28 @@ class PendingFacts:
             self._result = _facts(self.settings, self.provider_id, self._entry())
         return self._result
 
+    def price_within(self, wait_s: float) -> tuple[ModelPrice | None, str | None]:
+        """The price for the run's cost report, and why it is unknown when it is. A price in
+        config (or a local server's) needs no catalog; a look-up still under way is waited
+        for at most `wait_s` seconds, since a report must not hold up the end of a run.
+        Never raises: a broken catalog costs the report its price, never the run."""
+        settings = self.settings
+        model, provider = settings.model, self.provider_id
+        if settings.model_pricing is not None or provider in LOCAL_PROVIDERS:
+            return _facts(settings, provider, CatalogEntry()).price, None
+        self.begin()
+        probe = self._probe
+        if self._result is None and self._entry_found is None and probe is not None:
+            if not probe.wait(wait_s):
+                return None, f"the model catalog did not answer in time for `{model}`"
+        try:
+            price = self.result().price
+        except Exception as exc:
+            return None, f"the model catalog could not be read ({type(exc).__name__})"
+        if price is None:
+            return None, f"no price is known for model `{model}` at provider `{provider}`"
+        return price, None
+
     def settle(self, error: type[BaseException] | None, *_: object) -> None:
         """At the end of a run (an exit callback): a look-up that has finished is taken, and
         remembered for the next run; one still going is ended, never waited for."""

@@ -77,6 +77,15 @@ class Probe:
         except (TypeError, ValueError):
             return None
 
+    def wait(self, timeout: float) -> bool:
+        """Whether the probe has exited within `timeout` seconds (its reply is a few hundred
+        bytes: it never blocks on a full pipe)."""
+        try:
+            self._proc.wait(timeout=max(0.0, timeout))
+        except subprocess.TimeoutExpired:
+            return False
+        return True
+
     def finished(self) -> bool:
         """Whether the probe has exited (its answer can be read without waiting)."""
         return self._proc.poll() is not None

@@ -57,12 +57,15 @@ def list_command(as_json: bool, all_cwds: bool, cd: str | None, limit: int | Non
 
 
 def _table(rows: list[dict[str, Any]], *, show_cwd: bool) -> str:
+    from oiexec.core.costs import show_usd
+
     header = [
         "ID",
         "UPDATED",
         "MODEL",
         "RUNS",
         "OUTCOME",
+        "COST",
         *(["CWD"] if show_cwd else []),
         "PROMPT",
     ]
@@ -75,6 +78,7 @@ def _table(rows: list[dict[str, Any]], *, show_cwd: bool) -> str:
                 row["model"] or "-",
                 str(row["runs"]),
                 _outcome(row["status"], row["exit_code"]),
+                show_usd(row["cost_usd"]),
                 *([row["cwd"] or "-"] if show_cwd else []),
                 row["first_prompt"] or "",
             ]
@@ -115,6 +119,8 @@ def show_command(as_json: bool, session_id: str) -> None:
 
 
 def _render(detail: dict[str, Any]) -> str:
+    from oiexec.core.costs import show_usd
+
     settings = detail["settings"]
     roots = settings["writable_roots"]
     usage = detail["usage"]
@@ -132,6 +138,7 @@ def _render(detail: dict[str, Any]) -> str:
         ("output schema", "yes" if settings["output_schema"] else "no"),
         ("runs", str(len(detail["runs"]))),
         ("usage", f"{usage['input_tokens']} input, {usage['output_tokens']} output tokens"),
+        ("cost", show_usd(detail["cost_usd"])),
         ("outcome", _outcome(detail["status"], detail["exit_code"])),
     ]
     if detail["failure"]:
@@ -143,6 +150,8 @@ def _render(detail: dict[str, Any]) -> str:
         lines.append("")
         prompt = " ".join((run["prompt"] or "").split())
         lines.append(f"turn {number}: {_outcome(run['status'], run['exit_code'])}: {prompt}")
+        if run["status"] != "incomplete":  # a killed run recorded nothing
+            lines.append(f"  cost: {show_usd(run['cost_usd'])}")
         for override in run["overrides"]:
             if isinstance(override, dict):
                 lines.append(

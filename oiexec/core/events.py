@@ -205,10 +205,15 @@ class TurnStarted(_Model):
 
 
 class TurnCompleted(_Model):
-    """The last event of a successful run."""
+    """The last event of a successful run. `cost_usd` (this invocation's cost) and
+    `session_cost_usd` (the session's running total, earlier runs of a resumed or forked
+    session included) are oiexec's additions beside Codex's `usage`; null when no price is
+    known for the model."""
 
     type: Literal["turn.completed"] = "turn.completed"
     usage: Usage
+    cost_usd: float | None = None
+    session_cost_usd: float | None = None
 
 
 class TurnFailed(_Model):

@@ -30,6 +30,7 @@ from oiexec.core.types import (
 
 if TYPE_CHECKING:
     from oiexec.core.context import ItemEmitter, ToolContext
+    from oiexec.core.costs import Spend
     from oiexec.core.policy import SandboxPolicy
 
 #: Called before each retry with (attempt, max_attempts, reason).
@@ -187,4 +188,9 @@ class EventProcessor(EventSink, Protocol):
 
     def final_output(self, message: str) -> None:
         """The accepted final answer of a run that succeeded."""
+        ...
+
+    def spent(self, spend: Spend) -> None:
+        """What the run spent, after its last event whatever the outcome: the transcript's
+        closing line (in JSON mode `turn.completed` carries it)."""
         ...

@@ -29,7 +29,8 @@ from pathlib import Path
 from typing import TextIO
 
 from oiexec.core.errors import OiexecError
-from oiexec.core.events import ModelPrice, Usage
+from oiexec.core.costs import show_usd
+from oiexec.core.events import Usage
 from oiexec.core.redact import redact
 from oiexec.output.reportfile import ReportTarget
 
@@ -41,9 +42,7 @@ __all__ = [
     "escape_property",
     "in_github_actions",
     "in_gitlab_ci",
-    "priced",
     "render_summary",
-    "spent_since",
     "step_summary_target",
     "turn_folds",
     "workflow_command",
@@ -171,7 +170,11 @@ class RunSummary:
     turns: int | None = None
     #: This invocation's tokens (not the resumed session's earlier ones).
     usage: Usage | None = None
+    #: This invocation's cost in USD; None when unknown (no price) or, with no `usage`, not
+    #: asked (a run that never started).
     cost_usd: float | None = None
+    #: The session's running total, shown when it differs from `cost_usd` (a resumed run).
+    session_cost_usd: float | None = None
     thread_id: str | None = None
     #: The files the final diff changed; None when no diff was computed.
     changed_files: Sequence[str] | None = None
@@ -179,17 +182,6 @@ class RunSummary:
     reports: Sequence[tuple[str, str]] = ()
     #: What else a reader must know (the writes a read-only sandbox refused).
     notes: Sequence[str] = ()
-
-
-def spent_since(start: Usage, end: Usage) -> Usage:
-    """`end` minus `start`: this invocation's share of a thread's cumulative usage."""
-    return Usage(
-        **{name: max(0, getattr(end, name) - getattr(start, name)) for name in Usage.model_fields}
-    )
-
-
-def priced(price: ModelPrice | None, usage: Usage) -> float | None:
-    return None if price is None else price.cost(usage)
 
 
 def _cell(text: str) -> str:
@@ -221,8 +213,11 @@ def render_summary(summary: RunSummary) -> str:
                 f"{u.output_tokens:,} output",
             )
         )
-    if summary.cost_usd is not None:
-        rows.append(("Cost", f"${summary.cost_usd:.4f}"))
+    if summary.usage is not None:
+        cost = show_usd(summary.cost_usd)
+        if summary.session_cost_usd != summary.cost_usd:
+            cost += f" (session: {show_usd(summary.session_cost_usd)})"
+        rows.append(("Cost", cost))
     if summary.thread_id:
         rows.append(("Session", _code(summary.thread_id)))
     if summary.changed_files is not None:

@@ -1,4 +1,4 @@
-"""The readable transcript on stderr (header, commands, patches, messages, token use) and
+"""The readable transcript on stderr (header, commands, patches, messages, tokens and cost) and
 only the final message on stdout: the event processor of a run without `--json`.
 
 Colour only when asked (a TTY or `--color always`). Inside GitHub Actions each model turn is
@@ -21,6 +21,7 @@ from typing import Literal, TextIO, assert_never
 import click
 
 from oiexec.core.context import ItemEmitter
+from oiexec.core.costs import Spend
 from oiexec.core.events import (
     AgentMessageItem,
     CommandExecutionItem,
@@ -114,6 +115,10 @@ class HumanProcessor:
         self._answer.write(redact(message) + "\n")
         self._answer.flush()
 
+    def spent(self, spend: Spend) -> None:
+        label, _, rest = spend.line().partition(": ")
+        self._write(self._style(f"{label}: ", bold=True) + rest)
+
     def step(self, number: int) -> None:
         if self._folds is not None:
             for line in self._folds.start(number):
@@ -144,10 +149,8 @@ class HumanProcessor:
                 self._completed(item)
             case StreamError(message=message):
                 self._write(self._style("error: ", fg="red", bold=True) + message)
-            case TurnCompleted(usage=usage):
-                self._end_group()
-                total = usage.input_tokens + usage.output_tokens
-                self._write(self._style("tokens used: ", bold=True) + f"{total:,}")
+            case TurnCompleted():
+                self._end_group()  # what it spent comes last, whatever the outcome (`spent`)
             case TurnFailed(error=error):
                 self._end_group()
                 self._write(self._style("ERROR: ", fg="red", bold=True) + error.message)

@@ -7,6 +7,7 @@ from collections.abc import Sequence
 from typing import Protocol
 
 from oiexec.core.context import ItemEmitter
+from oiexec.core.costs import Spend
 from oiexec.core.events import ErrorItem, ThreadEvent, to_json_line
 from oiexec.core.redact import redact
 
@@ -41,6 +42,9 @@ class JsonlProcessor:
 
     def final_output(self, message: str) -> None:
         pass  # the answer already went out as the last `agent_message` item
+
+    def spent(self, spend: Spend) -> None:
+        pass  # `turn.completed` carries the cost; stdout holds events only
 
     def emit(self, event: ThreadEvent) -> None:
         # Flushed per line: the SDK and `jq` consumers read the stream as it happens.

@@ -5,8 +5,10 @@ limit is a `<failure>` whose `type` is the limit name (`max_turns`, `timeout`),
 `check_failed` (exit 8), `no_change` (exit 11, `--require-change`), `interrupted` (SIGINT or
 SIGTERM) or `failed`; a run that failed before it started (usage or config error) is a
 `failed` case naming the exit code. The commands the agent ran go to `<system-out>`; thread
-id, model, exit code, token counts and `sandbox_refused_writes` (writes the read-only sandbox
-refused) are suite properties, and refused writes are also a line in the case's
+id, model, exit code, token counts (the session's, as in `turn.completed`), `cost_usd` (this
+run's cost in USD), `session_cost_usd` (the session's running total; both `unknown` when no
+price is known) and `sandbox_refused_writes` (writes the read-only sandbox refused) are suite
+properties, and refused writes are also a line in the case's
 `<system-err>`, where CI viewers show it beside the result. Every string is redacted, before
 any cut to a length.
 
@@ -78,6 +80,9 @@ class RunReport:
     #: Writes the read-only sandbox refused (runner/changes), and the warning that says so.
     refused_writes: int = 0
     refused_writes_note: str | None = None
+    #: This run's cost and the session's total in USD; None when unknown.
+    cost_usd: float | None = None
+    session_cost_usd: float | None = None
 
     def __post_init__(self) -> None:
         if self.status not in _STATUSES:
@@ -185,6 +190,8 @@ def render_junit(report: RunReport) -> str:
         "model_turns": str(report.model_turns),
         "sandbox_refused_writes": str(report.refused_writes),
         **{name: str(getattr(report.usage, name)) for name in Usage.model_fields},
+        "cost_usd": _usd(report.cost_usd),
+        "session_cost_usd": _usd(report.session_cost_usd),
     }
     cases = [case]
     if report.check_command is not None:
@@ -196,6 +203,13 @@ def render_junit(report: RunReport) -> str:
         properties={key: redact(value) for key, value in properties.items()},
     )
     return junit_text([suite])
+
+
+def _usd(value: float | None) -> str:
+    """A cost as a property value: a plain decimal a CI tool can read as a number."""
+    if value is None:
+        return "unknown"
+    return f"{value:.9f}".rstrip("0").rstrip(".") or "0"
 
 
 def write_junit(path: Path, report: RunReport) -> None:

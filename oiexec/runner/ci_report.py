@@ -13,9 +13,10 @@ from collections.abc import Iterator
 from typing import TYPE_CHECKING
 
 from oiexec.core.errors import ExitCode, failure_of
-from oiexec.core.events import ModelPrice, Usage
+from oiexec.core.costs import spent_since
+from oiexec.core.events import Usage
 from oiexec.core.redact import redact
-from oiexec.output.ci import CiReporter, RunSummary, priced, spent_since
+from oiexec.output.ci import CiReporter, RunSummary
 from oiexec.runner.changes import refused_writes_warning
 from oiexec.runner.reports import ReportPaths, junit_status, stderr_warning
 from oiexec.runner.request import ExecRequest
@@ -55,11 +56,11 @@ def exec_summary(
     request: ExecRequest,
     *,
     start: Usage,
-    price: ModelPrice | None,
     baseline: Baseline | None,
 ) -> RunSummary:
     """The summary of a run that started: `start` is the session's usage before it (a
-    resumed run reports only its own tokens and cost), `baseline` the final diff's."""
+    resumed run reports its own tokens and cost, and the session's total cost beside it),
+    `baseline` the final diff's."""
     spent = spent_since(start, result.usage)
     ok = result.exit_code == ExitCode.SUCCESS
     reports = [
@@ -75,7 +76,8 @@ def exec_summary(
         reason=result.failure,
         turns=result.turns,
         usage=spent,
-        cost_usd=priced(price, spent),
+        cost_usd=result.cost_usd,
+        session_cost_usd=result.session_cost_usd,
         thread_id=result.thread_id,
         changed_files=None if baseline is None else baseline.changed,
         reports=[(flag, str(path)) for flag, path in reports if path is not None],

@@ -16,6 +16,7 @@ from typing import TYPE_CHECKING
 
 from oiexec.agent.final import PlainAnswer, SchemaAnswer
 from oiexec.core.context import ItemEmitter
+from oiexec.core.costs import Spend, priced, spent_since, sum_usd
 from oiexec.core.errors import (
     ExitCode,
     Interrupted,
@@ -76,6 +77,10 @@ if TYPE_CHECKING:
 
 __all__ = ["RunHooks", "run_exec"]
 
+#: How long the end of a run waits for the model catalog's price (looked up beside the run
+#: from its start; a cold look-up takes well under a second). Past it the cost is unknown.
+PRICE_WAIT_S = 5.0
+
 
 def run_exec(
     request: ExecRequest,
@@ -108,6 +113,8 @@ def run_exec(
             # The catalog's answer is taken at the end if nothing needed it (so the memo has it
             # for the next run); a run cut short does not wait for it.
             stack.push(prepared.pending_facts.settle)
+            # Every run reports its cost: the price is looked up from now on, beside the run.
+            prepared.pending_facts.begin()
             if request.require_change:  # the policy is known only now (config, session)
                 check_require_change(prepared.policy)
             # A broken hooks.json is a config error like any other: before the thread starts.
@@ -201,7 +208,13 @@ class _Run:
                 require_change(baseline)
             self.result.final_message = outcome.final_message
             self._record_usage(usage)
-            self.dispatcher.emit(TurnCompleted(usage=usage))
+            self.dispatcher.emit(
+                TurnCompleted(
+                    usage=usage,
+                    cost_usd=self.result.cost_usd,
+                    session_cost_usd=self.result.session_cost_usd,
+                )
+            )
         except OiexecError as exc:
             usage = loop.usage if loop is not None and loop.steps else usage  # spent so far
             self._close_open_work()
@@ -228,7 +241,7 @@ class _Run:
             self.result.exit_code = interrupt.exit_code
             self.result.failure = interrupt.message
             self.warn(interrupt.message)
-            self._record_usage(usage)
+            self._record_usage(usage, wait_s=0.0)  # an interrupted run waits for nothing
             self.dispatcher.emit(TurnFailed(error=ThreadError(message=interrupt.message)))
         finally:
             self.result.duration_s = time.monotonic() - self.p.started
@@ -242,9 +255,11 @@ class _Run:
                     "status": outcome_status(self.result.exit_code),
                     "exit_code": int(self.result.exit_code),
                     "failure": self.result.failure,
+                    "cost_usd": self.result.cost_usd,
                 },
             )
         self.result.usage = usage
+        self.processor.spent(self._spend(usage))
         self.result.turns = loop.steps if loop is not None else 0
         self.result.commands = self.collector.commands
         self._refused_writes()
@@ -294,7 +309,6 @@ class _Run:
             self.result,
             self.request,
             start=self.session.usage,
-            price=self.p.facts.price,
             baseline=baseline,
         )
         self.ci.finish(summary)
@@ -481,7 +495,38 @@ class _Run:
         )
         return loop, history
 
-    def _record_usage(self, usage: Usage) -> None:
+    def _record_usage(self, usage: Usage, *, wait_s: float = PRICE_WAIT_S) -> None:
+        """The thread's usage and cost so far, in the rollout and the result (before the
+        last event, which carries them)."""
+        self._price(usage, wait_s)
         self.store.append(
-            "event_msg", {"type": "token_count", "total_token_usage": usage.model_dump()}
+            "event_msg",
+            {
+                "type": "token_count",
+                "total_token_usage": usage.model_dump(),
+                "session_cost_usd": self.result.session_cost_usd,
+            },
+        )
+
+    def _price(self, usage: Usage, wait_s: float) -> None:
+        """This invocation's cost and the session's total: unknown (None, and a note) when no
+        price is known for a run that used tokens. One that used none cost nothing."""
+        spent = spent_since(self.session.usage, usage)
+        cost: float | None = 0.0
+        if spent != Usage():
+            price, unknown = self.p.pending_facts.price_within(wait_s)
+            cost = priced(price, spent)
+            if unknown is not None:
+                self.warn(f"cost unknown: {unknown}; set it with [model_pricing] in config")
+                if self.runlog is not None:
+                    self.runlog.note("cost.unknown", message=unknown)
+        self.result.cost_usd = cost
+        self.result.session_cost_usd = sum_usd([self.session.cost_usd, cost])
+
+    def _spend(self, usage: Usage) -> Spend:
+        return Spend(
+            usage=spent_since(self.session.usage, usage),
+            cost_usd=self.result.cost_usd,
+            session_usage=usage,
+            session_cost_usd=self.result.session_cost_usd,
         )

@@ -239,6 +239,8 @@ def _write_junit(
         check_command=check_command,
         checks=[CheckRun(c.attempt, c.exit_code, c.output, c.duration_s) for c in result.checks],
         model_turns=result.turns,
+        cost_usd=result.cost_usd,
+        session_cost_usd=result.session_cost_usd,
         refused_writes=result.refused_writes,
         refused_writes_note=refused_writes_warning(result.refused_writes)
         if result.refused_writes

@@ -32,6 +32,10 @@ class RunResult:
     limit: str | None = None
     commands: list[CommandExecutionItem] = field(default_factory=list)
     usage: Usage = field(default_factory=Usage)
+    #: What this invocation cost in USD (None: no price is known for the model), and the
+    #: session's running total, earlier runs of a resumed or forked session included.
+    cost_usd: float | None = None
+    session_cost_usd: float | None = None
     duration_s: float = 0.0
     #: Model requests made in this invocation.
     turns: int = 0

@@ -36,6 +36,11 @@ class OpenedSession:
     #: The session this run continues (resume or fork), None for a new thread.
     continued: LoadedSession | None = None
 
+    @property
+    def cost_usd(self) -> float | None:
+        """What the session cost before this run (None: unknown)."""
+        return 0.0 if self.continued is None else self.continued.cost_usd
+
 
 # --- which session ------------------------------------------------------------------------
 

@@ -103,6 +103,9 @@ class LoadedSession:
     #: The first user message after the first `turn_context` (earlier ones are the injected
     #: AGENTS.md and environment context), in whatever history it was later compacted from.
     first_prompt: str | None = field(default=None, repr=False)
+    #: The thread's cost so far in USD, from the last `token_count` record (0 when there is
+    #: none; None when unknown: a run without a price, or one from before costs were kept).
+    cost_usd: float | None = 0.0
 
     @property
     def model_provider(self) -> str | None:
@@ -196,6 +199,7 @@ class _Reading:
     meta_payload: dict[str, Any] = field(default_factory=dict)
     history: list[HistoryItem] = field(default_factory=list)
     usage: Usage = field(default_factory=Usage)
+    cost_usd: float | None = 0.0
     last_token_count: dict[str, Any] | None = None
     cwd: str | None = None
     settings: RunSettings = field(default_factory=RunSettings)
@@ -240,6 +244,7 @@ class _Reading:
             self.file_state.append(payload)
         elif isinstance(event, TokenCount) and event.total_token_usage is not None:
             self.usage, self.last_token_count = event.total_token_usage, payload
+            self.cost_usd = event.session_cost_usd
 
     def _maybe_first_prompt(self, item: HistoryItem) -> None:
         if (
@@ -279,6 +284,8 @@ def load_rollout(path: Path) -> LoadedSession:
         closed_calls=closed,
         file_state=tuple(reading.file_state),
         first_prompt=reading.first_prompt,
+        # A run killed before it ended recorded neither its tokens nor its cost.
+        cost_usd=None if reading.outcome is INCOMPLETE and reading.runs else reading.cost_usd,
     )
 
 
@@ -381,6 +388,8 @@ class SessionInfo:
     #: Runs (exec, resumes) in the thread.
     runs: int = 0
     outcome: Outcome = INCOMPLETE
+    #: What the thread cost in USD so far (None: unknown).
+    cost_usd: float | None = 0.0
 
 
 def list_sessions(home: Path, cwd: Path | None = None) -> list[SessionInfo]:
@@ -407,6 +416,7 @@ def list_sessions(home: Path, cwd: Path | None = None) -> list[SessionInfo]:
                 model=loaded.settings.model,
                 runs=loaded.runs,
                 outcome=loaded.outcome,
+                cost_usd=loaded.cost_usd,
             )
         )
     return infos

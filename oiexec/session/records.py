@@ -30,8 +30,10 @@ from pydantic import (
     BeforeValidator,
     ConfigDict,
     Discriminator,
+    Field,
     ModelWrapValidatorHandler,
     StrictBool,
+    StrictFloat,
     StrictInt,
     StrictStr,
     Tag,
@@ -94,6 +96,8 @@ def _writing(info: ValidationInfo) -> bool:
 Str = StrictStr | None
 Int = StrictInt | None
 Bool = StrictBool | None
+#: A cost in USD as JSON writes it (`0` is an int there).
+Usd = Annotated[StrictFloat | StrictInt, Field(ge=0, allow_inf_nan=False)] | None
 
 
 def _lenient(cls: type[_M], data: Any, handler: ModelWrapValidatorHandler[_M]) -> _M:
@@ -247,6 +251,8 @@ class TaskComplete(_Model):
     status: Str = None
     exit_code: Int = None
     failure: Str = None
+    #: What this run cost in USD; null when no price was known.
+    cost_usd: Usd = None
 
 
 class TokenCount(_Model):
@@ -257,6 +263,9 @@ class TokenCount(_Model):
 
     type: Literal["token_count"]
     total_token_usage: Usage | None = None
+    #: The thread's cost so far in USD, earlier runs (and a fork's parent) included; null
+    #: when any part of it is unknown, or absent in a rollout from before costs were kept.
+    session_cost_usd: Usd = None
 
 
 class ThreadEventMsg(_Model):

@@ -8,15 +8,18 @@ A session holds one or more runs (the first exec, then each resume): each run st
 `sessions list --json` prints `{"sessions": [row, ...]}`, newest first; a row has `id`,
 `path`, `created_at`, `updated_at`, `cwd`, `model_provider`, `model`, `turns` (runs in the
 session), `status` (`completed`, `failed`, `interrupted` or `incomplete`, of the latest run),
-`exit_code` (null when incomplete) and `first_prompt`.
+`exit_code` (null when incomplete), `first_prompt` and `cost_usd` (what the session cost
+in USD, earlier runs and a fork's parent included; null when unknown: a run without a known
+price, or one recorded before costs were kept).
 
 `sessions show --json` prints one object: `id`, `path`, `created_at`, `cwd`,
 `model_provider`, `forked_from_id`, `settings` (the latest run's: `cwd`, `model`,
 `model_provider`, `harness`, `sandbox_mode`, `network_access`, `writable_roots`,
-`reasoning_effort`, `output_schema`), `turns`, `usage` (cumulative), `status`, `exit_code`,
-`failure`, `last_message`, and `runs`: each with `prompt`, `settings`, `overrides` (`name`,
-`before`, `after`, `source`, `sandbox`), `status`, `exit_code`, `failure`, `last_message`
-and `items` (the `item.completed` items as `--json` printed them).
+`reasoning_effort`, `output_schema`), `turns`, `usage` (cumulative), `cost_usd` (cumulative,
+as in the list), `status`, `exit_code`, `failure`, `last_message`, and `runs`: each with
+`prompt`, `settings`, `overrides` (`name`, `before`, `after`, `source`, `sandbox`), `status`,
+`exit_code`, `failure`, `last_message`, `cost_usd` (that run's; null when unknown or not
+recorded) and `items` (the `item.completed` items as `--json` printed them).
 """
 
 from __future__ import annotations
@@ -61,6 +64,7 @@ def session_summary(info: SessionInfo) -> dict[str, Any]:
         "status": info.outcome.status,
         "exit_code": info.outcome.exit_code,
         "first_prompt": info.preview,
+        "cost_usd": info.cost_usd,
     }
 
 
@@ -70,6 +74,7 @@ class _Run:
     overrides: list[Any]
     prompt: str | None = None
     outcome: Outcome = INCOMPLETE
+    cost_usd: float | None = None
     items: list[dict[str, Any]] = field(default_factory=list)
 
     def wire_dict(self) -> dict[str, Any]:
@@ -78,6 +83,7 @@ class _Run:
             "settings": self.settings,
             "overrides": self.overrides,
             **self.outcome.wire_dict(),
+            "cost_usd": self.cost_usd,
             "items": self.items,
         }
 
@@ -94,6 +100,7 @@ def _take(run: _Run, line: Line, awaiting_context: bool) -> None:
         event = record.payload
         if isinstance(event, TaskComplete):
             run.outcome = outcome_of(line.payload)
+            run.cost_usd = event.cost_usd
         elif isinstance(event, ThreadEventMsg) and event.event is not None:
             completed = (
                 event.event.get("item") if event.event.get("type") == "item.completed" else None
@@ -133,6 +140,7 @@ def session_detail(path: Path) -> dict[str, Any]:
         "forked_from_id": meta.get("forked_from_id"),
         "settings": loaded.settings.wire_dict(),
         "usage": loaded.usage.model_dump(),
+        "cost_usd": loaded.cost_usd,
         **loaded.outcome.wire_dict(),
         "runs": [run.wire_dict() for run in runs],
     }

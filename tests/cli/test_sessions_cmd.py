@@ -14,6 +14,9 @@ from tests.conftest import CliResult, exec_args, run_cli
 from tests.support.model_server import ModelServer, call, reply, usage
 
 
+PRICE = ("-c", "model_pricing.input_per_mtok=2", "-c", "model_pricing.output_per_mtok=10")
+
+
 @pytest.fixture
 def sessions(
     model_server: ModelServer, repo: Path, tmp_path: Path, oi_home: Path
@@ -32,13 +35,17 @@ def sessions(
         reply(tool_calls=[call("exec_command", {"cmd": "true"})]),
         reply("elsewhere"),
     )
-    done = run_cli([*exec_args(model_server), "fix the adder"], cwd=repo)
+    # Priced in config ($2 input, $10 output per million tokens): the costs below are exact.
+    priced = [*exec_args(model_server), *PRICE]
+    done = run_cli([*priced, "fix the adder"], cwd=repo)
     assert done.returncode == 0, done.stderr
     done_id = done.events[0]["thread_id"]
-    assert (
-        run_cli([*exec_args(model_server), "resume", done_id, "and again"], cwd=repo).returncode
-        == 0
-    )
+    resumed = run_cli([*priced, "resume", done_id, "and again"], cwd=repo)
+    assert resumed.returncode == 0, resumed.stderr
+    # 150 input and 10 output tokens cost $0.0004; the resume's 10 and 5 $0.00007.
+    assert done.events[-1]["cost_usd"] == done.events[-1]["session_cost_usd"] == 0.0004
+    assert resumed.events[-1]["cost_usd"] == 0.00007
+    assert resumed.events[-1]["session_cost_usd"] == 0.00047
     limited = run_cli([*exec_args(model_server), "--max-turns", "1", "loop forever"], cwd=repo)
     assert limited.returncode == 4, limited.stderr
     away = run_cli([*exec_args(model_server), "--skip-git-repo-check", "somewhere else"], cwd=other)
@@ -79,18 +86,21 @@ def test_list_this_directory_newest_first_or_all(
     assert done["first_prompt"] == "fix the adder"
     assert done["model"] == "gpt-5.5" and done["model_provider"] == "scripted"
     assert done["cwd"] == str(repo)
+    assert done["cost_usd"] == 0.00047  # both runs
     limited = by_id[sessions["limited"]]
     assert (limited["status"], limited["exit_code"]) == ("failed", 4)
     killed = by_id[sessions["killed"]]
     assert (killed["status"], killed["exit_code"]) == ("incomplete", None)
+    assert killed["cost_usd"] is None  # a killed run recorded no cost
 
     table = run_cli(["sessions", "list"], cwd=repo)
     assert table.returncode == 0, table.stderr
     header, *lines = table.stdout.splitlines()
-    assert header.split() == ["ID", "UPDATED", "MODEL", "RUNS", "OUTCOME", "PROMPT"]
-    assert lines[0].startswith(sessions["killed"]) and "incomplete" in lines[0]
+    assert header.split() == ["ID", "UPDATED", "MODEL", "RUNS", "OUTCOME", "COST", "PROMPT"]
+    assert lines[0].startswith(sessions["killed"])
+    assert lines[0].split()[5:7] == ["incomplete", "unknown"]
     assert "failed (4)" in lines[1] and "loop forever" in lines[1]
-    assert "completed (0)" in lines[2] and "fix the adder" in lines[2]
+    assert lines[2].split()[5:9] == ["completed", "(0)", "$0.0005", "fix"]
 
     every = _json(run_cli(["sessions", "list", "--json", "--all"], cwd=tmp_path))["sessions"]
     assert {row["id"] for row in every} == {
@@ -119,7 +129,9 @@ def test_show_has_settings_runs_items_usage_and_outcome(
         "completed", 0, "resumed"
     )  # fmt: skip
     assert detail["usage"]["input_tokens"] == 100 + 50 + 10
+    assert detail["cost_usd"] == 0.00047
     first, second = detail["runs"]
+    assert (first["cost_usd"], second["cost_usd"]) == (0.0004, 0.00007)
     assert first["prompt"] == "fix the adder" and second["prompt"] == "and again"
     commands = [i for i in first["items"] if i["type"] == "command_execution"]
     assert "echo hi" in commands[0]["command"] and commands[0]["exit_code"] == 0
@@ -133,6 +145,7 @@ def test_show_has_settings_runs_items_usage_and_outcome(
     assert text.returncode == 0, text.stderr
     assert "outcome: incomplete" in text.stdout
     assert "turn 1: incomplete: killed task" in text.stdout
+    assert "cost: unknown" in text.stdout
 
 
 def test_show_unknown_id_exits_1(repo: Path) -> None:
