@@ -90,6 +90,8 @@ def _run_payload(result: RunResult) -> dict[str, Any]:
         "failure": result.failure,
         "limit": result.limit,
         "usage": result.usage.model_dump(),
+        "cost_usd": result.cost_usd,
+        "session_cost_usd": result.session_cost_usd,
         "turns": result.turns,
         "duration_s": result.duration_s,
     }

@@ -52,6 +52,12 @@ class Turn:
     duration_s: float
     #: Warnings the CLI would print on stderr.
     warnings: list[str] = field(default_factory=list)
+    #: What this run cost in USD at the model's price (config's `model_pricing`, else the
+    #: model catalog's); None when no price is known.
+    cost_usd: float | None = None
+    #: The thread's running total in USD, earlier runs (and a fork's parent) included; None
+    #: when any part of it is unknown.
+    session_cost_usd: float | None = None
 
     @property
     def ok(self) -> bool:
@@ -86,6 +92,8 @@ class ReviewResult:
     usage: Usage
     items: list[ThreadItem]
     warnings: list[str] = field(default_factory=list)
+    #: What the review cost in USD (None: no price is known), as `Turn.cost_usd`.
+    cost_usd: float | None = None
 
     @property
     def findings(self) -> list[ReviewFinding]:
@@ -166,6 +174,8 @@ class Collector:
             turns=data.get("turns", 0),
             duration_s=data.get("duration_s", 0.0),
             warnings=self.warnings,
+            cost_usd=data.get("cost_usd"),
+            session_cost_usd=data.get("session_cost_usd"),
         )
 
     def review(self, exitcode: int | None) -> ReviewResult:
@@ -181,6 +191,7 @@ class Collector:
             usage=Usage.model_validate(data.get("usage") or {}),
             items=self.items,
             warnings=self.warnings,
+            cost_usd=data.get("cost_usd"),
         )
 
 

@@ -34,7 +34,14 @@ from oiexec.core.redact import redact
 from oiexec.output.junit_text import junit_text
 from oiexec.output.reportfile import write_report
 
-__all__ = ["CheckRun", "RunReport", "case_name", "render_junit", "write_junit"]
+__all__ = [
+    "CheckRun",
+    "RunReport",
+    "case_name",
+    "render_junit",
+    "spend_properties",
+    "write_junit",
+]
 
 RunStatus = Literal["success", "failed", "limit", "interrupted"]
 _STATUSES: tuple[str, ...] = get_args(RunStatus)
@@ -189,9 +196,7 @@ def render_junit(report: RunReport) -> str:
         "status": report.status,
         "model_turns": str(report.model_turns),
         "sandbox_refused_writes": str(report.refused_writes),
-        **{name: str(getattr(report.usage, name)) for name in Usage.model_fields},
-        "cost_usd": _usd(report.cost_usd),
-        "session_cost_usd": _usd(report.session_cost_usd),
+        **spend_properties(report.usage, report.cost_usd, report.session_cost_usd),
     }
     cases = [case]
     if report.check_command is not None:
@@ -203,6 +208,17 @@ def render_junit(report: RunReport) -> str:
         properties={key: redact(value) for key, value in properties.items()},
     )
     return junit_text([suite])
+
+
+def spend_properties(
+    usage: Usage, cost_usd: float | None, session_cost_usd: float | None
+) -> dict[str, str]:
+    """Tokens and cost as JUnit properties (exec's report and review's)."""
+    return {
+        **{name: str(getattr(usage, name)) for name in Usage.model_fields},
+        "cost_usd": _usd(cost_usd),
+        "session_cost_usd": _usd(session_cost_usd),
+    }
 
 
 def _usd(value: float | None) -> str:

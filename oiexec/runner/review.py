@@ -242,7 +242,7 @@ def _review(
     review = policy.review
     result.review = review
     result.blocking = blocking_findings(review, request.gate)
-    _write_reports(request, resolved, review, reports, step_summary, warn)
+    _write_reports(request, resolved, review, reports, step_summary, warn, run)
     if policy.fell_back:
         result.exit_code = ExitCode.FAILED
         _say(f"review failed: {FALLBACK_MESSAGE}")
@@ -285,7 +285,9 @@ def _nothing_to_review(
     # A pass is a completed review: -o gets its text, --diff the empty change.
     save_report(reports.last_message, text, warn)
     save_report(reports.diff, "", warn)
-    run = RunResult(exit_code=ExitCode.SUCCESS, final_message=text)
+    run = RunResult(
+        exit_code=ExitCode.SUCCESS, final_message=text, cost_usd=0.0, session_cost_usd=0.0
+    )
     return ReviewResult(exit_code=ExitCode.SUCCESS, run=run, review=review)
 
 
@@ -316,26 +318,31 @@ def _write_reports(
     reports: ReportFiles,
     step_summary: ReportTarget | None,
     warn: Warn,
+    run: RunResult | None = None,
 ) -> None:
-    """Each failure a warning: a report must not turn a finished review into a crash."""
+    """Each failure a warning: a report must not turn a finished review into a crash.
+    `run`: the review's run, whose tokens and cost the reports give (none: nothing ran)."""
+    from oiexec.core.costs import show_usd
     from oiexec.output.ci import in_github_actions
+    from oiexec.output.junit import spend_properties
     from oiexec.review.render.github import write_annotations
     from oiexec.review.render.junit import render_junit
     from oiexec.review.render.markdown import render_markdown
 
     gate, title = request.gate, resolved.user_facing_hint
+    run = run or RunResult(exit_code=ExitCode.SUCCESS, cost_usd=0.0, session_cost_usd=0.0)
     if reports.junit is not None:
-        save_report(reports.junit, render_junit(review, policy=gate), warn)
+        spent = spend_properties(run.usage, run.cost_usd, run.session_cost_usd)
+        save_report(reports.junit, render_junit(review, policy=gate, properties=spent), warn)
     if reports.sarif is not None:
         save_report(reports.sarif, _sarif(review, resolved.repo_root, gate), warn)
     if reports.markdown is not None:
         save_report(reports.markdown, render_markdown(review, policy=gate, title=title), warn)
     if in_github_actions():
         if step_summary is not None:
-            markdown = render_markdown(review, policy=gate, title=title)
-            save_report(
-                step_summary, markdown if markdown.endswith("\n") else markdown + "\n", warn
-            )
+            markdown = render_markdown(review, policy=gate, title=title).rstrip("\n")
+            markdown += f"\n\nReview cost: {show_usd(run.cost_usd)}\n"
+            save_report(step_summary, markdown, warn)
         # Workflow commands on stderr: stdout belongs to the JSONL stream or the review text.
         write_annotations(sys.stderr, review, gate)
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import re
+from collections.abc import Mapping
 from pathlib import Path
 
 from junit_xml import TestCase, TestSuite
@@ -20,8 +21,14 @@ _SUITE = "oiexec review"
 _NOT_XML = re.compile("[^\t\n\r\x20-\ud7ff\ue000-\ufffd\U00010000-\U0010ffff]")
 
 
-def render_junit(review: ReviewOutput, *, policy: GatePolicy | None = None) -> str:
-    """The report as an XML string with a single `<testsuite>` inside `<testsuites>`."""
+def render_junit(
+    review: ReviewOutput,
+    *,
+    policy: GatePolicy | None = None,
+    properties: Mapping[str, str] | None = None,
+) -> str:
+    """The report as an XML string with a single `<testsuite>` inside `<testsuites>`;
+    `properties` (the run's tokens and cost) join the review's own."""
     policy = policy or GatePolicy()
     cases = [_case(finding, is_blocking(finding, policy)) for finding in review.findings]
     if review.is_fallback:
@@ -38,6 +45,7 @@ def render_junit(review: ReviewOutput, *, policy: GatePolicy | None = None) -> s
         "overall_confidence_score": str(review.overall_confidence_score),
         "fail_on": f"P{policy.fail_on}",
         "min_confidence": str(policy.min_confidence),
+        **(properties or {}),
     }
     suite = TestSuite(_SUITE, cases, properties={k: _clean(v) for k, v in properties.items()})
     return junit_text([suite])
