@@ -86,9 +86,9 @@ class PendingFacts:
             return _facts(settings, provider, CatalogEntry()).price, None
         self.begin()
         probe = self._probe
-        if self._result is None and self._entry_found is None and probe is not None:
-            if not probe.wait(wait_s):
-                return None, f"the model catalog did not answer in time for `{model}`"
+        waiting = self._result is None and self._entry_found is None and probe is not None
+        if waiting and probe is not None and not probe.wait(wait_s):
+            return None, f"the model catalog did not answer in time for `{model}`"
         try:
             price = self.result().price
         except Exception as exc:

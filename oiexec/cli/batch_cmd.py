@@ -15,7 +15,8 @@ from typing import TYPE_CHECKING, Any
 
 import click
 
-from oiexec.cli.options import COUNT_PARAM, exec_options
+from oiexec.cli.options import COUNT_PARAM, NumberParam, exec_options
+from oiexec.core.numbers import POSITIVE
 
 if TYPE_CHECKING:
     from oiexec.runner.batch.progress import Events
@@ -58,7 +59,7 @@ def batch_group() -> None:
     `interpreter batch TASKS --out DIR` is `interpreter batch run ...`: see
     `interpreter batch run --help` for every option. Exit code: 0 when every task
     succeeded, 1 when any failed or hit a limit, 2 for a bad tasks file or usage,
-    130 when interrupted.
+    13 when --max-total-cost left tasks unstarted, 130 when interrupted.
     """
 
 
@@ -92,6 +93,14 @@ def batch_group() -> None:
     help="Resume the sessions of tasks that finished unsuccessfully (same inputs).",
 )
 @click.option("--name", help="Batch name in the reports (default: the TASKS file name stem).")
+@click.option(
+    "--max-total-cost",
+    "max_total_cost",
+    type=NumberParam(POSITIVE, "USD"),
+    metavar="USD",
+    help="Start no further task once the tasks' costs add up to USD (tasks under way end at "
+    "their own limits); the tasks not started are `cost_limit` and the batch exits 13.",
+)
 @exec_options
 @click.pass_context
 def run_command(
@@ -103,6 +112,7 @@ def run_command(
     shard: str | None,
     retry_failed: bool,
     name: str | None,
+    max_total_cost: float | None,
     **params: Any,
 ) -> None:
     """Run every task of TASKS (JSONL, or TOML `[[tasks]]`) and write DIR/summary.json,
@@ -120,7 +130,10 @@ def run_command(
     json_mode = params.get("json_mode") or params.get("experimental_json")
     events = Events(sys.stdout if json_mode else None)
     try:
-        code = _run(ctx, tasks_file, out_dir, jobs, shard, retry_failed, name, params, events)
+        code = _run(
+            ctx, tasks_file, out_dir, jobs, shard, retry_failed, name, max_total_cost, params,
+            events,
+        )  # fmt: skip
     except OiexecError as exc:
         # With --json a program reading stdout alone learns why the batch never started.
         events.failed(exc.message, int(exc.exit_code))
@@ -136,6 +149,7 @@ def _run(
     shard: str | None,
     retry_failed: bool,
     name: str | None,
+    max_total_cost: float | None,
     params: dict[str, Any],
     events: Events,
 ) -> int:
@@ -172,6 +186,7 @@ def _run(
         timeout_s=params.get("timeout_s"),
         limit=ceiling.problems,
         warm_up=lambda tasks: warm_up(ceiling.config, jobs=jobs, tasks=tasks),
+        max_total_cost=max_total_cost,
     )
     return run_batch(options, events=events)
 

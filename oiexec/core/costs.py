@@ -14,7 +14,7 @@ from dataclasses import dataclass
 
 from oiexec.core.events import ModelPrice, Usage
 
-__all__ = ["Spend", "exact_usd", "priced", "show_usd", "spent_since", "sum_usd"]
+__all__ = ["Spend", "exact_usd", "plain_usd", "priced", "show_usd", "spent_since", "sum_usd"]
 
 #: Costs are kept to a billionth of a dollar: far below any provider's billing unit, and it
 #: keeps float noise (0.006950000000000001) out of the JSON a pipeline compares.
@@ -45,6 +45,13 @@ def sum_usd(costs: Iterable[float | None]) -> float | None:
             return None
         total += cost
     return exact_usd(total)
+
+
+def plain_usd(value: float | None) -> str:
+    """A cost for a report a program reads (a JUnit property): a plain decimal, `unknown`."""
+    if value is None:
+        return "unknown"
+    return f"{value:.{_DIGITS}f}".rstrip("0").rstrip(".")
 
 
 def show_usd(value: float | None) -> str:

@@ -52,6 +52,8 @@ class ExitCode(IntEnum):
     MAX_TOKENS = 9
     MAX_COST = 10
     NO_CHANGE = 11
+    #: `batch --max-total-cost`: the tasks' costs reached the limit and some were not started.
+    TOTAL_COST = 13
     INTERRUPTED = 130
     #: 128 + SIGTERM: what CI runners expect from a job they cancelled.
     TERMINATED = 143

@@ -28,8 +28,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TextIO
 
-from oiexec.core.errors import OiexecError
 from oiexec.core.costs import show_usd
+from oiexec.core.errors import OiexecError
 from oiexec.core.events import Usage
 from oiexec.core.redact import redact
 from oiexec.output.reportfile import ReportTarget

@@ -28,6 +28,7 @@ from typing import Literal, get_args
 
 from junit_xml import TestCase, TestSuite
 
+from oiexec.core.costs import plain_usd
 from oiexec.core.errors import ExitCode
 from oiexec.core.events import Usage
 from oiexec.core.redact import redact
@@ -216,16 +217,9 @@ def spend_properties(
     """Tokens and cost as JUnit properties (exec's report and review's)."""
     return {
         **{name: str(getattr(usage, name)) for name in Usage.model_fields},
-        "cost_usd": _usd(cost_usd),
-        "session_cost_usd": _usd(session_cost_usd),
+        "cost_usd": plain_usd(cost_usd),
+        "session_cost_usd": plain_usd(session_cost_usd),
     }
-
-
-def _usd(value: float | None) -> str:
-    """A cost as a property value: a plain decimal a CI tool can read as a number."""
-    if value is None:
-        return "unknown"
-    return f"{value:.9f}".rstrip("0").rstrip(".") or "0"
 
 
 def write_junit(path: Path, report: RunReport) -> None:

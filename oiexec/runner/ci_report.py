@@ -12,8 +12,8 @@ import contextlib
 from collections.abc import Iterator
 from typing import TYPE_CHECKING
 
-from oiexec.core.errors import ExitCode, failure_of
 from oiexec.core.costs import spent_since
+from oiexec.core.errors import ExitCode, failure_of
 from oiexec.core.events import Usage
 from oiexec.core.redact import redact
 from oiexec.output.ci import CiReporter, RunSummary

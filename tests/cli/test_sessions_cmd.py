@@ -13,7 +13,6 @@ from oiexec.session.store import RolloutStore
 from tests.conftest import CliResult, exec_args, run_cli
 from tests.support.model_server import ModelServer, call, reply, usage
 
-
 PRICE = ("-c", "model_pricing.input_per_mtok=2", "-c", "model_pricing.output_per_mtok=10")
 
 

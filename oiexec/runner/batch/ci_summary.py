@@ -4,7 +4,8 @@ Each task is an `exec --json` child; left to itself each would append its own bl
 `$GITHUB_STEP_SUMMARY` (GitHub caps a step's summary at 1 MiB, and 500 blocks say less than one
 table). So the children do not get the variable (`child_environment`), and the batch reports
 once, through the same `CiReporter` an exec run uses: the counts per status, the tasks that did
-not succeed (the first `MAX_LISTED` of them), turns and tokens over every task, and the paths
+not succeed (the first `MAX_LISTED` of them), turns, tokens and cost over every task (and the
+cost per successful task), and the paths
 of the batch's own reports.
 """
 
@@ -14,8 +15,10 @@ from collections import Counter
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 
+from oiexec.core.costs import show_usd
 from oiexec.core.events import Usage
 from oiexec.output.ci import RunSummary
+from oiexec.runner.batch.costs import per_success, total_cost
 from oiexec.runner.batch.record import STATUSES, TaskRecord
 
 __all__ = ["MAX_LISTED", "batch_summary", "child_environment"]
@@ -30,7 +33,11 @@ def child_environment(env: Mapping[str, str]) -> dict[str, str]:
 
 
 def batch_summary(
-    name: str, records: Sequence[TaskRecord], exit_code: int, out: Path
+    name: str,
+    records: Sequence[TaskRecord],
+    exit_code: int,
+    out: Path,
+    max_total_cost: float | None = None,
 ) -> RunSummary:
     counts = Counter(record.status for record in records)
     succeeded = counts.get("success", 0)
@@ -49,6 +56,13 @@ def batch_summary(
         output_tokens=sum(r.tokens.output for r in records),
     )
     per_status = ", ".join(f"{counts[s]} {s}" for s in STATUSES if counts.get(s))
+    total = total_cost(records)
+    notes = [f"tasks: {per_status or 'none'}"]
+    if succeeded:
+        notes.append(f"cost per successful task: {show_usd(per_success(records))}")
+    if counts.get("cost_limit"):
+        limit = "" if max_total_cost is None else f" ${max_total_cost:g}"
+        notes.append(f"--max-total-cost{limit} reached: {counts['cost_limit']} task(s) not started")
     return RunSummary(
         command=f"batch {name}",
         outcome=outcome,
@@ -56,9 +70,11 @@ def batch_summary(
         reason=reason,
         turns=sum(record.turns for record in records),
         usage=usage,
+        cost_usd=total,
+        session_cost_usd=total,
         reports=[
             ("summary", str(out / "summary.json")),
             ("JUnit", str(out / "junit.xml")),
         ],
-        notes=[f"tasks: {per_status or 'none'}"],
+        notes=notes,
     )

@@ -18,6 +18,7 @@ from typing import Any
 
 from oiexec.core.errors import UsageError
 from oiexec.output.reportfile import ReportDir
+from oiexec.runner.batch.costs import cost_line
 from oiexec.runner.batch.layout import JUNIT_FILE, SHARD_FILE, SUMMARY_FILE, open_out
 from oiexec.runner.batch.record import (
     MAX_READ,
@@ -77,10 +78,12 @@ def merge_batches(
         for record in records:
             _copy_task(seen[record.id], target, record.id, warn)
         records += missing
-        write_reports(target, names.pop() if names else "batch", records)
+        names_seen = names.pop() if names else "batch"
+        write_reports(target, names_seen, records)
     finally:
         target.close()
     note(_merged_message(len(dirs), records, out))
+    note(cost_line(names_seen, records))
     return batch_exit_code(records)
 
 

@@ -33,10 +33,11 @@ from oiexec.core.errors import ExitCode, UsageError
 from oiexec.git import GitError
 from oiexec.output.ci import CiReporter, RunSummary
 from oiexec.runner.batch.ci_summary import batch_summary, child_environment
+from oiexec.runner.batch.costs import TotalCost, cost_line
 from oiexec.runner.batch.layout import SHARD_FILE, open_out, write_first
 from oiexec.runner.batch.plan import Action, Shard, decide, input_hash, select
 from oiexec.runner.batch.progress import Events, Progress
-from oiexec.runner.batch.record import RECORD_FILE, TaskRecord, read_record
+from oiexec.runner.batch.record import RECORD_FILE, UNSTARTED, TaskRecord, read_record
 from oiexec.runner.batch.report import batch_exit_code, print_table, write_reports
 from oiexec.runner.batch.task_run import PATHS, BatchContext, Children, run_task
 from oiexec.runner.batch.tasks import Task, load_tasks
@@ -72,6 +73,8 @@ class BatchOptions:
     #: Called with the number of tasks to run just before the first one starts, when there
     #: is one (`warm.warm_up`: the launcher started, the model catalog looked up once).
     warm_up: Callable[[int], None] | None = None
+    #: `--max-total-cost`: no task starts once the tasks' costs add up to this (USD).
+    max_total_cost: float | None = None
 
 
 class _StoppedEarly(BaseException):
@@ -215,11 +218,13 @@ def _run(
     )
     records: dict[str, TaskRecord] = {}
     skipped: set[str] = set()
+    budget = TotalCost(options.max_total_cost)
     with Progress(stream, len(plan), live=stream.isatty(), events=events) as progress:
         for task, action, previous, _digest in plan:
             if action is Action.SKIP and previous is not None:
                 records[task.id] = previous
                 skipped.add(task.id)
+                budget.charge(previous)
                 progress.finished(previous, skipped=True)
 
         def work(
@@ -228,20 +233,29 @@ def _run(
             with lock:
                 if children.stopping.is_set():
                     return _unfinished(task, "not_run")
+                refusal = budget.refusal()
+                if refusal is not None:
+                    unstarted = _unfinished(task, "cost_limit")
+                    unstarted.message = refusal
+                    return unstarted
                 begun.add(task.id)
                 under_way.add(task.id)
+            record = _unfinished(task, "failed")
             try:
                 progress.started(task.id, task.index, action.value)
-                return run_task(
+                record = run_task(
                     task, sources[task.id], action, previous, digest, ctx, progress.note
                 )
             except Exception as exc:  # the per-task boundary: one task's bug never stops the rest
-                record = _unfinished(task, "failed")
                 record.message = f"internal error running the task: {type(exc).__name__}: {exc}"
-                return record
+                record.cost_usd = None  # whatever it spent is not known
             finally:
                 with lock:
                     under_way.discard(task.id)
+                    # Before this worker takes its next task: with --jobs 1 the limit is
+                    # checked against every task that ran before.
+                    budget.charge(record)
+            return record
 
         pending: set[Future[TaskRecord]] = set()
         with ThreadPoolExecutor(
@@ -257,11 +271,11 @@ def _run(
                 for future in done:
                     record = future.result()
                     records[record.id] = record
-                    if record.status != "not_run":
+                    if record.status not in UNSTARTED:
                         progress.finished(record)
         ordered = [records.get(task.id) or _unfinished(task, "not_run") for task in tasks]
         for record in ordered:
-            if record.status == "not_run":
+            if record.status in UNSTARTED:
                 progress.finished(record)
     code = batch_exit_code(ordered)
     try:
@@ -274,8 +288,10 @@ def _run(
     finally:
         ctx.out_dir.close()
     print_table(options.name, ordered, skipped, out, stream)
+    stream.write(cost_line(options.name, ordered, options.max_total_cost) + "\n")
+    stream.flush()
     if ci is not None:
-        ci.finish(batch_summary(options.name, ordered, code, out))
+        ci.finish(batch_summary(options.name, ordered, code, out, options.max_total_cost))
     events.batch_completed(options.name, str(out), ordered, code)
     return code
 
@@ -322,6 +338,7 @@ def _unfinished(task: Task, status: str) -> TaskRecord:
         index=task.index,
         id=task.id,
         status=status,
+        cost_usd=0.0,
         paths={key: f"{task.id}/{name}" for key, name in PATHS.items() if key != "stderr"},
     )
 

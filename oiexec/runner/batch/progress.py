@@ -8,10 +8,12 @@ The events, one JSON object per line, `type` dotted and lower-case as exec's are
 - `batch.started`: `batch`, `out`, `shard` ("I/N" or null), `tasks` (how many this run has).
 - `task.started`: `id`, `index` (0-based position in TASKS), `shard`, `action` (`run` or
   `resume`); when the batch begins on the task (its worktree is made next).
-- `task.completed`: `id`, `index`, `shard`, `status`, `exit_code`, `turns`, `duration_s`,
-  `session_id`, `message`, `skipped` (true: finished by an earlier run into the same --out).
-  Exactly one per task of the run, also for tasks skipped or never started (`not_run`).
-- `batch.completed`: `batch`, `out`, `counts` (tasks per status), `exit_code`; the last line.
+- `task.completed`: `id`, `index`, `shard`, `status`, `exit_code`, `turns`, `cost_usd`,
+  `duration_s`, `session_id`, `message`, `skipped` (true: finished by an earlier run into the
+  same --out). Exactly one per task of the run, also for tasks skipped or never started
+  (`not_run`, `cost_limit`).
+- `batch.completed`: `batch`, `out`, `counts` (tasks per status), `cost_usd` (every task's,
+  null when any is unknown), `exit_code`; the last line.
 - `batch.failed`: `error.message`, `exit_code`; instead of everything else when the batch
   ends before `batch.started` (a usage error, a signal during start-up).
 """
@@ -25,7 +27,8 @@ from collections.abc import Sequence
 from types import TracebackType
 from typing import Any, TextIO
 
-from oiexec.runner.batch.record import TaskRecord
+from oiexec.runner.batch.costs import total_cost
+from oiexec.runner.batch.record import UNSTARTED, TaskRecord
 
 __all__ = ["Events", "Progress"]
 
@@ -65,6 +68,7 @@ class Events:
             status=record.status,
             exit_code=record.exit_code,
             turns=record.turns,
+            cost_usd=record.cost_usd,
             duration_s=record.duration_s,
             session_id=record.session_id,
             message=record.message,
@@ -75,7 +79,11 @@ class Events:
         self, name: str, out: str, records: Sequence[TaskRecord], exit_code: int
     ) -> None:
         counts = dict(Counter(record.status for record in records))
-        self.emit("batch.completed", batch=name, out=out, counts=counts, exit_code=exit_code)
+        cost = total_cost(records)
+        self.emit(
+            "batch.completed", batch=name, out=out, counts=counts, cost_usd=cost,
+            exit_code=exit_code,
+        )  # fmt: skip
 
 
 class Progress:
@@ -138,7 +146,7 @@ class Progress:
 
     def finished(self, record: TaskRecord, *, skipped: bool = False) -> None:
         self.events.task_completed(record, skipped=skipped)
-        if record.status == "not_run":
+        if record.status in UNSTARTED:
             return  # never started: the table at the end says so, the bar does not move
         with self._lock:
             self._done += 1

@@ -25,6 +25,7 @@ __all__ = [
     "FINISHED",
     "RECORD_FILE",
     "STATUSES",
+    "UNSTARTED",
     "TaskRecord",
     "Tokens",
     "checked_record",
@@ -52,12 +53,16 @@ STATUSES = (
     "sandbox",
     "interrupted",
     "not_run",
+    # Not started: `--max-total-cost` was reached (or a finished task's cost was unknown).
+    "cost_limit",
     # Only in a merge: no shard directory given to `batch merge` holds the task.
     "missing",
 )
 #: Statuses of a task that ended on its own (a record is written); the others mean the
 #: batch stopped before or while running it (or, merged, never saw it): it runs again.
-FINISHED = frozenset(STATUSES) - {"interrupted", "not_run", "missing"}
+FINISHED = frozenset(STATUSES) - {"interrupted", "not_run", "cost_limit", "missing"}
+#: Statuses of a task that was never started: it cost nothing.
+UNSTARTED = frozenset({"not_run", "cost_limit"})
 
 _BY_EXIT = {
     ExitCode.SUCCESS: "success",
@@ -106,6 +111,9 @@ class TaskRecord:
     message: str | None = None
     turns: int = 0
     tokens: Tokens = field(default_factory=Tokens)
+    #: What the task cost in USD, every attempt included (its session's total); None when
+    #: unknown (no price for its model, or it was killed before it could say).
+    cost_usd: float | None = None
     duration_s: float = 0.0
     session_id: str | None = None
     #: How many times the task was run (1 + each --retry-failed resume).
@@ -147,6 +155,8 @@ _SESSION_ID_RE = re.compile(
 )
 #: A task's duration as a run records it.
 _DURATION = NumberRange(integer=False, minimum=0, maximum=MAX_SECONDS, unit="seconds")
+#: A task's cost as a run records it: finite, so that a batch's total stays a JSON number.
+_COST = NumberRange(integer=False, minimum=0, maximum=1e12, unit="USD")
 
 
 def checked_record(data: Any) -> TaskRecord:
@@ -174,6 +184,9 @@ def checked_record(data: Any) -> TaskRecord:
     problem = _DURATION.problem(record.duration_s)
     if problem is not None:
         raise ValueError(f"duration_s: {problem}")
+    problem = None if record.cost_usd is None else _COST.problem(record.cost_usd)
+    if problem is not None:
+        raise ValueError(f"cost_usd: {problem}")
     if record.session_id is not None and not is_session_id(record.session_id):
         raise ValueError(f"session_id {record.session_id[:60]!r} is not a session id")
     return record

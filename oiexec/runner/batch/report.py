@@ -8,16 +8,19 @@ shard. So the two write the same bytes.
 summary.json (field names are stable):
 
     {"batch": NAME,
-     "exit_code": 0 | 1 | 130,
+     "exit_code": 0 | 1 | 13 | 130,
      "totals": {"tasks": N, "<status>": count for every status, "tokens": {...},
+                "cost_usd": sum of the tasks' costs (null when any is unknown),
+                "cost_per_success_usd": cost_usd / successful tasks (null without one),
                 "duration_s": sum of the tasks' durations},
      "tasks": [{"index", "id", "status", "exit_code", "message", "turns",
-                "tokens": {"input", "cached_input", "output", "reasoning"},
+                "tokens": {"input", "cached_input", "output", "reasoning"}, "cost_usd",
                 "duration_s", "session_id", "attempts", "refused_writes", "worktree",
                 "paths": {"events", "diff", "last_message", "junit"}}, ...]}
 
 Paths are relative to the output directory. Every status but `success` is a failure in
-junit.xml (`interrupted` and `not_run` are skipped): `no_change` (exit 11, the task's
+junit.xml (`interrupted`, `not_run` and `cost_limit` are skipped; the suite's properties
+are `cost_usd` and `cost_per_success_usd`): `no_change` (exit 11, the task's
 `require_change` and an empty diff) and `write_refused` (exit 0, but the read-only sandbox
 refused `refused_writes` writes) are tasks that did not do what was asked.
 """
@@ -33,10 +36,12 @@ from typing import Any, TextIO
 
 from junit_xml import TestCase, TestSuite
 
+from oiexec.core.costs import plain_usd, show_usd
 from oiexec.core.errors import ExitCode
 from oiexec.core.redact import redact
 from oiexec.output.junit_text import junit_text
 from oiexec.output.reportfile import ReportDir
+from oiexec.runner.batch.costs import per_success, total_cost
 from oiexec.runner.batch.layout import JUNIT_FILE, SUMMARY_FILE
 from oiexec.runner.batch.record import STATUSES, TaskRecord, Tokens
 
@@ -54,9 +59,11 @@ _SURROGATES = re.compile("[\ud800-\udfff]")
 
 def batch_exit_code(records: Sequence[TaskRecord]) -> int:
     """0 when every task succeeded; 130 when the batch was interrupted before every task
-    ended; 1 otherwise."""
+    ended; 13 when `--max-total-cost` left tasks unstarted; 1 otherwise."""
     if any(record.status in ("interrupted", "not_run") for record in records):
         return int(ExitCode.INTERRUPTED)
+    if any(record.status == "cost_limit" for record in records):
+        return int(ExitCode.TOTAL_COST)
     if all(record.status == "success" for record in records):
         return int(ExitCode.SUCCESS)
     return int(ExitCode.FAILED)
@@ -72,6 +79,8 @@ def render(name: str, records: Sequence[TaskRecord]) -> tuple[str, str]:
     totals: dict[str, Any] = {"tasks": len(ordered)}
     totals.update({status: sum(r.status == status for r in ordered) for status in STATUSES})
     totals["tokens"] = vars(tokens)
+    totals["cost_usd"] = total_cost(ordered)
+    totals["cost_per_success_usd"] = per_success(ordered)
     totals["duration_s"] = round(sum(r.duration_s for r in ordered), 3)
     summary = {
         "batch": name,
@@ -121,7 +130,9 @@ def _junit(name: str, records: Sequence[TaskRecord]) -> str:
             elapsed_sec=round(record.duration_s, 3),
             stdout=redact(_case_out(record)),
         )
-        if record.status in ("not_run", "interrupted"):
+        if record.status == "cost_limit":
+            case.add_skipped_info(message=f"{record.status}: {record.message}")
+        elif record.status in ("not_run", "interrupted"):
             case.add_skipped_info(message=f"{record.status}: the batch stopped before it ended")
         elif record.status != "success":
             message = redact(record.message or f"exit code {record.exit_code}")
@@ -131,7 +142,11 @@ def _junit(name: str, records: Sequence[TaskRecord]) -> str:
                 failure_type=record.status,
             )
         cases.append(case)
-    suite = TestSuite(name, cases)
+    properties = {
+        "cost_usd": plain_usd(total_cost(records)),
+        "cost_per_success_usd": plain_usd(per_success(records)),
+    }
+    suite = TestSuite(name, cases, properties=properties)
     return junit_text([suite])
 
 
@@ -141,6 +156,7 @@ def _case_out(record: TaskRecord) -> str:
         f"exit code: {record.exit_code}",
         f"session: {record.session_id}",
         f"turns: {record.turns}, attempts: {record.attempts}",
+        f"cost: {show_usd(record.cost_usd)}",
     ]
     if record.refused_writes:
         lines.append(f"writes refused by the sandbox: {record.refused_writes}")
@@ -158,10 +174,9 @@ def print_table(
     from rich.table import Table
 
     table = Table(title=f"batch {name}: {out}", title_justify="left")
-    for column in ("task", "status", "exit", "turns", "tokens", "time", "session"):
-        table.add_column(
-            column, justify="right" if column in ("exit", "turns", "tokens", "time") else "left"
-        )
+    right = ("exit", "turns", "tokens", "cost", "time")
+    for column in ("task", "status", "exit", "turns", "tokens", "cost", "time", "session"):
+        table.add_column(column, justify="right" if column in right else "left")
     for record in sorted(records, key=lambda r: r.index):
         status = record.status + (" (earlier run)" if record.id in skipped else "")
         style = "green" if record.status == "success" else "red"
@@ -172,6 +187,7 @@ def print_table(
             "" if record.exit_code is None else str(record.exit_code),
             str(record.turns),
             str(tokens),
+            show_usd(record.cost_usd),
             f"{record.duration_s:.1f}s",
             record.session_id or "",
         )

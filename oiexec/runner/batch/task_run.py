@@ -119,6 +119,7 @@ def run_task(
         index=task.index,
         id=task.id,
         status="failed",
+        cost_usd=0.0,  # until its process starts: what fails before that spends nothing
         paths={key: f"{task.id}/{name}" for key, name in PATHS.items() if key != "stderr"},
         input_hash=digest,
     )
@@ -141,6 +142,7 @@ def run_task(
         # reaches it as it starts, `Children.add`).
         return _stopped_before_start(record)
     record.attempts += 1
+    record.cost_usd = None  # unknown until its reports say
     code, killed, lost = _run_once(task, ctx, cwd, task_dir, resumed)
     _read_events(ctx.out, task_dir / PATHS["events"], record)
     _read_junit(ctx.out, task_dir / PATHS["junit"], record, resumed.turns if resumed else 0)
@@ -391,6 +393,8 @@ def _read_events(out: Path, path: Path, record: TaskRecord) -> None:
             valid = isinstance(thread_id, str) and is_session_id(thread_id)
             record.session_id = thread_id if valid else None
         elif kind in ("turn.completed", "turn.failed"):
+            if kind == "turn.completed":  # the session's: every attempt of the task
+                record.cost_usd = _usd(event.get("session_cost_usd"))
             usage = event.get("usage")
             if isinstance(usage, dict):  # cumulative for the thread: the last one counts
                 record.tokens = Tokens(
@@ -404,6 +408,19 @@ def _read_events(out: Path, path: Path, record: TaskRecord) -> None:
                 record.message = str(error.get("message") or "") or None
 
 
+def _usd(value: Any) -> float | None:
+    """A cost from the task's reports, which the task could have written itself: None (unknown)
+    for anything that is not a finite amount a run could have spent."""
+    if isinstance(value, str):
+        try:
+            value = float(value)
+        except ValueError:
+            return None
+    if isinstance(value, bool) or not isinstance(value, int | float):
+        return None
+    return float(value) if 0 <= value <= 1e12 else None  # NaN fails both comparisons
+
+
 def _count(value: Any) -> int:
     """A token count from the task's events, which the task could have written itself: 0 for
     anything that is not a whole number."""
@@ -411,9 +428,10 @@ def _count(value: Any) -> int:
 
 
 def _read_junit(out: Path, path: Path, record: TaskRecord, earlier_turns: int) -> None:
-    """Model turns (added to the earlier runs' on a resume) and, where the JSONL could not say
-    (`turn.failed` carries no usage), the tokens: from the properties of the child's JUnit
-    report, which it writes on every exit it lives to see."""
+    """Model turns (added to the earlier runs' on a resume), the task's cost (its session's,
+    earlier attempts included) and, where the JSONL could not say (`turn.failed` carries no
+    usage), the tokens: from the properties of the child's JUnit report, which it writes on
+    every exit it lives to see."""
     import xml.etree.ElementTree as ElementTree
 
     record.turns = earlier_turns
@@ -433,6 +451,8 @@ def _read_junit(out: Path, path: Path, record: TaskRecord, earlier_turns: int) -
             return 0
 
     record.turns = earlier_turns + number("model_turns")
+    if "session_cost_usd" in props:  # written on every exit, `turn.failed`'s included
+        record.cost_usd = _usd(props["session_cost_usd"])
     # This run's own: a resumed task whose last run wrote is not refused by an earlier one.
     record.refused_writes = max(0, number("sandbox_refused_writes"))
     if not any(vars(record.tokens).values()):
