@@ -32,7 +32,12 @@ HTTP), `server` (the server, its provider settings and the `model_server` fixtur
 
 from tests.support.model_server.bodies import tool_names, tool_outputs, user_texts
 from tests.support.model_server.scripted import RecordedRequest, ScriptedModel
-from tests.support.model_server.server import ModelServer, model_server, running_model_server
+from tests.support.model_server.server import (
+    ModelServer,
+    model_server,
+    remember_catalog_answer,
+    running_model_server,
+)
 from tests.support.model_server.steps import (
     CustomCall,
     Drip,
@@ -109,6 +114,7 @@ __all__ = [
     "raw_events",
     "reply",
     "responses_events",
+    "remember_catalog_answer",
     "running_model_server",
     "stall",
     "tool_names",
