@@ -62,9 +62,31 @@ def test_run_fixes_the_test_and_returns_the_turn(
     assert turn.turns == 3
     assert thread.id is not None and turn.thread_id == thread.id
     assert model_server.bodies[0]["model"] == "scripted-model"
+    # No price is known for `scripted-model`: the cost is unknown, and a warning says so.
+    assert turn.cost_usd is None and turn.session_cost_usd is None
+    assert any("cost unknown" in warning for warning in turn.warnings)
     # The library printed nothing, neither did the run's process.
     out, err = capfd.readouterr()
     assert out == "" and err == ""
+
+
+def test_the_turn_says_what_it_cost_at_the_configured_price(
+    make_agent: MakeAgent, model_server: ModelServer
+) -> None:
+    model_server.enqueue(
+        reply("one", usage=usage(1200, 500, cached_input_tokens=300)),
+        reply("two", usage=usage(1200, 500, cached_input_tokens=300)),
+    )
+    price = {"input_per_mtok": 2, "cached_input_per_mtok": 0.5, "output_per_mtok": 10}
+    thread = make_agent(config={"model_pricing": price}).start_thread()
+
+    first = thread.run("go")
+    second = thread.run("again")  # the thread's second run resumes its session
+
+    # 900 fresh input tokens at $2, 300 cached at $0.50, 500 output at $10 per million.
+    assert first.cost_usd == first.session_cost_usd == 0.00695
+    assert second.cost_usd == 0.00695 and second.session_cost_usd == 0.0139
+    assert not [w for w in second.warnings if "cost" in w]
 
 
 def test_run_streamed_yields_the_jsonl_events_typed(

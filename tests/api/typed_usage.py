@@ -15,6 +15,7 @@ def fix() -> int:
     turn: Turn = Agent(sandbox="read-only").start_thread().run("fix it")
     # Fails if the lazy name's attribute degrades to Any or object.
     assert_type(turn.exit_code, ExitCode)
+    assert_type(turn.cost_usd, float | None)
     try:
         turn.raise_for_status()
     except MaxTurnsExceeded:

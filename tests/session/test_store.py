@@ -338,3 +338,33 @@ def test_append_after_close_is_an_error(tmp_path: Path) -> None:
     store.close()
     with pytest.raises(SessionError, match="closed"):
         store.append("event_msg", {"type": "x"})
+
+
+def test_the_session_cost_is_the_last_total_and_a_fork_inherits_it(tmp_path: Path) -> None:
+    home = tmp_path / "home"
+    with _create(home, tmp_path) as parent:
+        _run_turn(parent, tmp_path, "one", Usage(input_tokens=400, output_tokens=100))
+        parent.append("event_msg", {"type": "task_complete", "status": "completed"})
+        assert parent.path is not None
+        # A rollout from before costs were kept: its cost is unknown, not zero.
+        assert load_rollout(parent.path).cost_usd is None
+        usage = Usage(input_tokens=800, output_tokens=200).model_dump()
+        parent.append(
+            "event_msg",
+            {"type": "token_count", "total_token_usage": usage, "session_cost_usd": 0.25},
+        )
+        parent.append(
+            "event_msg", {"type": "task_complete", "status": "completed", "cost_usd": 0.125}
+        )
+        parent_path = parent.path
+    assert load_rollout(parent_path).cost_usd == 0.25
+    [info] = list_sessions(home)
+    assert info.cost_usd == 0.25
+    with fork_rollout(
+        home, parent_path, cwd=tmp_path, model_provider="openai", cli_version="t",
+        base_instructions="b",
+    ) as child:  # fmt: skip
+        child_path = child.path
+    assert child_path is not None
+    # The fork's own runs add to what its parent had cost (exec: session_cost_usd).
+    assert load_rollout(child_path).cost_usd == 0.25
