@@ -11,7 +11,14 @@ from __future__ import annotations
 import json
 from typing import Annotated, Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, TypeAdapter
+from pydantic import (
+    BaseModel,
+    ConfigDict,
+    Field,
+    SerializerFunctionWrapHandler,
+    TypeAdapter,
+    model_serializer,
+)
 
 SCHEMA_VERSION = "1"
 
@@ -214,6 +221,16 @@ class TurnCompleted(_Model):
     usage: Usage
     cost_usd: float | None = None
     session_cost_usd: float | None = None
+
+    @model_serializer(mode="wrap")
+    def _codex_shape(self, handler: SerializerFunctionWrapHandler) -> dict[str, Any]:
+        # A run always sets both (null when unknown); a Codex line read back has neither and
+        # is written back as it was.
+        data: dict[str, Any] = handler(self)
+        for name in ("cost_usd", "session_cost_usd"):
+            if name not in self.model_fields_set:
+                data.pop(name, None)
+        return data
 
 
 class TurnFailed(_Model):
