@@ -139,6 +139,8 @@ def test_gitlab_node_index_and_the_flag_winning_with_json_progress(
         "shard": "2/2",
         "tasks": 2,
     }
+    # Priced at the catalog's rate for the model (tests/batch/test_batch_cost.py: exact).
+    assert events[-1].pop("cost_usd") > 0
     assert events[-1] == {
         "type": "batch.completed",
         "batch": "suite",
