@@ -70,8 +70,11 @@ class RunLogSink:
                     "command.finished", command=item.command, exit_code=item.exit_code,
                     status=item.status,
                 )  # fmt: skip
-            case TurnCompleted(usage=usage):
-                self.note("run.completed", **usage.model_dump())
+            case TurnCompleted(usage=usage, cost_usd=cost, session_cost_usd=session_cost):
+                self.note(
+                    "run.completed", **usage.model_dump(), cost_usd=cost,
+                    session_cost_usd=session_cost,
+                )  # fmt: skip
             case TurnFailed(error=error):
                 self.note("run.failed", message=error.message)
             case _:
