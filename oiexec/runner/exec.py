@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING
 
 from oiexec.agent.final import PlainAnswer, SchemaAnswer
 from oiexec.core.context import ItemEmitter
-from oiexec.core.costs import Spend, priced, spent_since, sum_usd
+from oiexec.core.costs import Spend
 from oiexec.core.errors import (
     ExitCode,
     Interrupted,
@@ -59,6 +59,7 @@ from oiexec.runner.reports import (
 )
 from oiexec.runner.request import ExecRequest
 from oiexec.runner.result import RunResult
+from oiexec.runner.run_cost import PRICE_WAIT_S, price_run
 from oiexec.runner.sessions import (
     OpenedSession,
     SessionSink,
@@ -76,10 +77,6 @@ if TYPE_CHECKING:
     from oiexec.runner.extras import Extras
 
 __all__ = ["RunHooks", "run_exec"]
-
-#: How long the end of a run waits for the model catalog's price (looked up beside the run
-#: from its start; a cold look-up takes well under a second). Past it the cost is unknown.
-PRICE_WAIT_S = 5.0
 
 
 def run_exec(
@@ -183,6 +180,8 @@ class _Run:
         self.changes = list(prepared.changes)
         self.extras: Extras | None = None
         self.ctx: ToolContext | None = None
+        #: What the run spent, priced when it ends (`_record_usage`).
+        self.spend = Spend(Usage(), 0.0, session.usage, session.cost_usd)
 
     def execute(self) -> RunResult:
         self._header()
@@ -259,7 +258,7 @@ class _Run:
                 },
             )
         self.result.usage = usage
-        self.processor.spent(self._spend(usage))
+        self.processor.spent(self.spend)
         self.result.turns = loop.steps if loop is not None else 0
         self.result.commands = self.collector.commands
         self._refused_writes()
@@ -498,7 +497,16 @@ class _Run:
     def _record_usage(self, usage: Usage, *, wait_s: float = PRICE_WAIT_S) -> None:
         """The thread's usage and cost so far, in the rollout and the result (before the
         last event, which carries them)."""
-        self._price(usage, wait_s)
+        self.spend = price_run(
+            self.p.pending_facts,
+            self.session.usage,
+            usage,
+            self.session.cost_usd,
+            wait_s=wait_s,
+            note=self._cost_note,
+        )
+        self.result.cost_usd = self.spend.cost_usd
+        self.result.session_cost_usd = self.spend.session_cost_usd
         self.store.append(
             "event_msg",
             {
@@ -508,25 +516,7 @@ class _Run:
             },
         )
 
-    def _price(self, usage: Usage, wait_s: float) -> None:
-        """This invocation's cost and the session's total: unknown (None, and a note) when no
-        price is known for a run that used tokens. One that used none cost nothing."""
-        spent = spent_since(self.session.usage, usage)
-        cost: float | None = 0.0
-        if spent != Usage():
-            price, unknown = self.p.pending_facts.price_within(wait_s)
-            cost = priced(price, spent)
-            if unknown is not None:
-                self.warn(f"cost unknown: {unknown}; set it with [model_pricing] in config")
-                if self.runlog is not None:
-                    self.runlog.note("cost.unknown", message=unknown)
-        self.result.cost_usd = cost
-        self.result.session_cost_usd = sum_usd([self.session.cost_usd, cost])
-
-    def _spend(self, usage: Usage) -> Spend:
-        return Spend(
-            usage=spent_since(self.session.usage, usage),
-            cost_usd=self.result.cost_usd,
-            session_usage=usage,
-            session_cost_usd=self.result.session_cost_usd,
-        )
+    def _cost_note(self, text: str) -> None:
+        self.warn(text)
+        if self.runlog is not None:
+            self.runlog.note("cost.unknown", message=text)
