@@ -19,6 +19,7 @@ from oiexec.core.context import ItemEmitter, ToolContext
 from oiexec.core.events import ThreadEvent
 from oiexec.core.policy import Sandbox, SandboxMode, SandboxPolicy
 from oiexec.sandbox.nosandbox import NoSandbox
+from tests.support import cli_client
 from tests.support.model_server import ModelServer, model_server  # noqa: F401
 
 # Property-based tests: a small default budget keeps the suite inside its time; a long
@@ -199,19 +200,12 @@ def run_cli(
     env: dict[str, str] | None = None,
     timeout: float = 60,
 ) -> CliResult:
-    """Runs the real `interpreter` CLI in a subprocess (stdin closed unless `input`)."""
+    """Runs the real `interpreter` CLI in a process of its own (stdin closed unless `input`),
+    forked from the worker's preloaded CLI server where that is the same (`cli_client`)."""
     full_env = {**os.environ, **(env or {})}
     data = input.encode() if isinstance(input, str) else input
-    proc = subprocess.run(
-        [sys.executable, "-m", "oiexec", *args],
-        cwd=cwd,
-        input=data,
-        stdin=None if data is not None else subprocess.DEVNULL,
-        capture_output=True,
-        env=full_env,
-        timeout=timeout,
-    )
-    return CliResult(proc.returncode, proc.stdout.decode(), proc.stderr.decode())
+    code, out, err = cli_client.run(list(args), cwd=cwd, data=data, env=full_env, timeout=timeout)
+    return CliResult(code, out.decode(), err.decode())
 
 
 @pytest.fixture

@@ -15,6 +15,7 @@ import pytest
 
 from oiexec.harness.compaction import DEFAULT_HEADING, DEFAULT_INSTRUCTION
 from oiexec.session.index import iter_rollouts, read_records
+from tests.support import cli_client
 from tests.conftest import exec_args, run_cli
 from tests.support.model_server import ModelServer, Reply, Step, call, fault, reply, user_texts
 
@@ -41,7 +42,9 @@ def _tokens(body: Any) -> int:
 
 
 def _cli_rss_kib() -> int:
-    """Resident memory of the CLI process this test started (its only `oiexec` child)."""
+    """Resident memory of the CLI process this test started (its only `oiexec` child, or the
+    only child of the worker's CLI fork server)."""
+    server = {str(pid) for pid in cli_client.parents()} - {str(os.getpid())}
     me = str(os.getpid())
     for entry in Path("/proc").iterdir():
         if not entry.name.isdigit():
@@ -52,7 +55,8 @@ def _cli_rss_kib() -> int:
         except OSError:
             continue
         fields = dict(line.split(":\t", 1) for line in status.splitlines() if ":\t" in line)
-        if fields.get("PPid", "").strip() == me and b"oiexec" in cmdline:
+        parent = fields.get("PPid", "").strip()
+        if (parent == me and b"oiexec" in cmdline) or parent in server:
             return int(fields["VmRSS"].split()[0])
     raise AssertionError("the CLI process was not found")
 
