@@ -127,12 +127,25 @@ def test_the_probe_sees_no_key_no_workspace_and_no_python_variables(
     assert "sk-secret" not in env and "PYTHONPATH" not in env
 
 
-def test_a_short_run_that_needs_no_window_and_no_price_looks_nothing_up(
+def test_a_short_run_whose_price_config_gives_looks_nothing_up(
     model_server: ModelServer, repo: Path, oi_home: Path
 ) -> None:
+    """Every run reports its cost, so the price is the one fact a short run needs: given by
+    config, no catalog is consulted (no probe, nothing remembered) and the cost is config's."""
     model_server.enqueue(reply("done"))
-    done = run_cli([*exec_args(model_server, "-m", "gpt-5", "say done")], cwd=repo)
+    done = run_cli(
+        [
+            *exec_args(model_server, "-m", "gpt-5"),
+            *("-c", "model_pricing.input_per_mtok=1", "-c", "model_pricing.output_per_mtok=2"),
+            "say done",
+        ],
+        cwd=repo,
+    )
     assert done.returncode == 0, done.stderr[-2000:]
     memo_file = oi_home / CACHE_FILE
     memo = json.loads(memo_file.read_text()) if memo_file.exists() else {}
     assert not [k for k in memo if json.loads(k)[-1] == "gpt-5"]
+    (turn,) = [e for e in done.events if e["type"] == "turn.completed"]
+    usage = turn["usage"]
+    expected = (usage["input_tokens"] * 1 + usage["output_tokens"] * 2) / 1_000_000
+    assert turn["cost_usd"] == pytest.approx(expected)
