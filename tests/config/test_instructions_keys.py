@@ -42,9 +42,7 @@ def test_developer_instructions_precedence(oi_home: Path, project: Path) -> None
         '[profiles.ci]\ndeveloper_instructions = "from profile"\n'
     )
     assert _load(oi_home, project).settings.developer_instructions == "from user"
-    assert _load(oi_home, project, profile="ci").settings.developer_instructions == (
-        "from profile"
-    )
+    assert _load(oi_home, project, profile="ci").settings.developer_instructions == ("from profile")
     env = {"OIEXEC_DEVELOPER_INSTRUCTIONS": "from env"}
     assert _load(oi_home, project, profile="ci", environ=env).settings.developer_instructions == (
         "from env"
@@ -59,9 +57,7 @@ def test_developer_text_joins_config_and_flag(oi_home: Path, project: Path, tmp_
     policy = SandboxPolicy(mode="read-only", cwd=project)
     appended = tmp_path / "append.md"
     appended.write_text("file text\n")
-    made, notes = run_instructions(
-        config, project, policy, appended=f"@{appended}", review=False
-    )
+    made, notes = run_instructions(config, project, policy, appended=f"@{appended}", review=False)
     assert made.developer == "config text\n\nfile text"
     assert made.base is None and notes == []
     # A profile may switch it off again with a blank value.
