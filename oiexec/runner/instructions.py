@@ -9,9 +9,10 @@ named the path decides how it is read:
 - the user's own config (config.toml, a profile, `OIEXEC_`/`OPENINTERPRETER_` variables, `-c`):
   the user's path, read as any file the user names (core/userfile: a regular file, bounded);
 - a project's `.openinterpreter/config.toml` (read only for a trusted project, but written by
-  whoever commits to it): only a file inside the project, opened beneath the project root
-  with no symbolic link followed, not under a permission profile's deny paths, and bounded
-  (sandbox/reader), so a committed config cannot make the runner read `~/.ssh/id_rsa` or
+  whoever commits to it): only a file inside the project, and through no symbolic link that
+  leaves it; it is opened by its real path beneath the project root with no link followed
+  (a link swapped in meanwhile fails), not under a permission profile's deny paths, and
+  bounded (sandbox/reader), so a committed config cannot make the runner read `~/.ssh/id_rsa` or
   `/proc/self/environ` into a request sent to the provider.
 
 A relative path is relative to the directory of the config file that sets it, as Codex
@@ -108,7 +109,7 @@ def _read_in_project(root: Path, path: Path, policy: SandboxPolicy, name: str) -
         elif exc.kind == "outside":
             reason = (
                 f"a project's config may only name a file inside the project {root}, "
-                "reached without symbolic links"
+                "not through a symbolic link that leaves it"
             )
         else:
             reason = exc.reason

@@ -120,6 +120,10 @@ def test_project_config_reads_a_file_inside_the_project(oi_home: Path, project: 
     (project / "docs" / "base.md").write_text("docs base")
     _project_config(project, "../docs/base.md")
     assert _base(_load(oi_home, project), project) == "docs base"
+    # A link that stays inside the project is followed (to its real path, opened beneath).
+    os.symlink("../docs/base.md", project / ".openinterpreter" / "link.md")
+    _project_config(project, "link.md")
+    assert _base(_load(oi_home, project), project) == "docs base"
 
 
 @pytest.mark.parametrize("how", ["absolute", "dotdot", "symlink", "home"])
