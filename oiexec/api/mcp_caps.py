@@ -96,6 +96,9 @@ CALLER_CONFIG_KEYS = frozenset(
         "model_auto_compact_token_limit",
         "harness",
         "harness_guidance",
+        # Text for the model; `model_instructions_file` is not here: it names a file the
+        # runner reads outside the sandbox and sends to the provider.
+        "developer_instructions",
         "project_doc_max_bytes",
         "project_doc_fallback_filenames",
         "tool_output_token_limit",

@@ -57,7 +57,10 @@ def add_codex_tools(server: MCPServer[Any], runs: Runs) -> None:
         ] = None,
         developer_instructions: Annotated[
             str | None,
-            Field(validation_alias="developer-instructions", description="Unsupported."),
+            Field(
+                validation_alias="developer-instructions",
+                description="Added after the harness's prompt (config `developer_instructions`).",
+            ),
         ] = None,
         compact_prompt: Annotated[
             str | None, Field(validation_alias="compact-prompt", description="Unsupported.")
@@ -70,7 +73,9 @@ def add_codex_tools(server: MCPServer[Any], runs: Runs) -> None:
                 "for approval (as `codex exec`); leave it out or pass 'never'"
             )
         _unsupported("base-instructions", base_instructions)
-        _unsupported("developer-instructions", developer_instructions)
+        if developer_instructions is not None:
+            # Codex's parameter for its config key; kept with the thread for `codex-reply`.
+            config = {**(config or {}), "developer_instructions": developer_instructions}
         _unsupported("compact-prompt", compact_prompt)
         return await runs.start(
             prompt,

@@ -6,6 +6,7 @@ on either side of `resume <id>`; `merged_params` reconciles the two.
 
 from __future__ import annotations
 
+import os
 from collections.abc import Callable
 from typing import Any, TypeVar
 
@@ -211,6 +212,14 @@ _EXEC_OPTIONS: list[Callable[[Any], Any]] = [
         default=False,
         help="Fail (exit 11) if the run ends without changing any file (an empty diff).",
     ),
+    click.option(
+        "--append-system-prompt",
+        "append_system_prompt",
+        metavar="TEXT|@FILE",
+        callback=lambda _ctx, _param, value: _text_or_file(value),
+        help="Add TEXT (or the text of FILE) to the instructions, after the harness's own "
+        "prompt, where its product puts such text.",
+    ),
     click.option("--thread-source", hidden=True),
     click.option("--cyber-access-program", hidden=True),
 ]
@@ -221,6 +230,21 @@ def _non_blank(value: str | None) -> str | None:
     if value is not None and not value.strip():
         raise click.BadParameter("must be a shell command such as `pytest -q`, not blank")
     return value
+
+
+def _text_or_file(value: str | None) -> str | None:
+    """`--append-system-prompt`: blank text is refused; `@FILE` becomes `@` and the file's
+    absolute path, so a batch task or a resumed run started elsewhere reads the same file
+    (it is read when the run starts: runner/instructions)."""
+    if value is None:
+        return None
+    if not value.startswith("@"):
+        if not value.strip():
+            raise click.BadParameter("needs text to append (or @FILE), not a blank string")
+        return value
+    if not value[1:].strip():
+        raise click.BadParameter("`@` must be followed by a file name, e.g. @prompts/ci.md")
+    return "@" + os.path.abspath(os.path.expanduser(value[1:]))
 
 
 def exec_options(func: F) -> F:

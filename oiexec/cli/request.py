@@ -82,6 +82,7 @@ def build_request(params: dict[str, Any], prompt: str, **extra: Any) -> ExecRequ
         check=params.get("check"),
         max_attempts=params.get("max_attempts"),
         require_change=bool(params.get("require_change")),
+        append_system_prompt=params.get("append_system_prompt"),
         warnings=tuple(warnings),
         **extra,
     )

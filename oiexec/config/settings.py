@@ -161,6 +161,12 @@ class Settings(BaseModel):
 
     harness: str | None = None
     harness_guidance: bool = True
+    #: Text added after the harness's own prompt, where its product puts developer/system
+    #: text (oiexec.harness.instructions); blank means none.
+    developer_instructions: str | None = None
+    #: A file whose text replaces the harness's base instructions (runner/instructions.py
+    #: reads it; a relative path is relative to the directory of the config file setting it).
+    model_instructions_file: str | None = None
 
     #: None means: `workspace-write` in a trusted project, `read-only` otherwise.
     sandbox_mode: SandboxMode | None = None
@@ -235,6 +241,13 @@ class Settings(BaseModel):
                 "project's directories (such as `CLAUDE.md`), without `/`, `..` or an "
                 "absolute path"
             )
+        return value
+
+    @field_validator("model_instructions_file")
+    @classmethod
+    def _names_a_file(cls, value: str | None) -> str | None:
+        if value is not None and not value.strip():
+            raise ValueError("must be the path of a text file, e.g. ~/prompts/base.md, not blank")
         return value
 
     @field_validator("check")

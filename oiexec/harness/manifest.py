@@ -36,6 +36,7 @@ from oiexec.harness.compaction import compaction_prompts
 from oiexec.harness.context import fill
 from oiexec.harness.data import load_tool_schemas, read_harness_file
 from oiexec.harness.history_rules import assistant_side, shape_calls, shape_reasoning
+from oiexec.harness.instructions import Instructions, place_developer_text
 from oiexec.harness.spec import HarnessSpec
 from oiexec.harness.styles import style_for
 from oiexec.harness.styles.swe import swe_observation
@@ -98,6 +99,8 @@ class HarnessSetup:
     #: session kept of it (`Runtime.file_journal`, `Runtime.restored_files`).
     file_journal: Callable[[dict[str, Any]], None] | None = None
     restored_files: Sequence[Mapping[str, Any]] = ()
+    #: The user's base and developer instructions (harness/instructions.py).
+    instructions: Instructions = field(default_factory=Instructions)
 
 
 @dataclass
@@ -151,7 +154,12 @@ class ManifestHarness:
         return own + mcp
 
     def _render_prompt(self) -> str:
-        body = fill(read_harness_file(self.id, self.spec.prompt.system), self.setup.variables)
+        base = self.setup.instructions.base
+        if base is not None:
+            # The user's own text, verbatim: a `$` in it is not a template variable.
+            body = base
+        else:
+            body = fill(read_harness_file(self.id, self.spec.prompt.system), self.setup.variables)
         if self.setup.guidance and self.spec.guidance:
             guidance = read_harness_file(self.id, self.spec.guidance).strip()
             body = f"{guidance}\n\n{body}"
@@ -226,7 +234,12 @@ class ManifestHarness:
             update["tools"] = ()
         if self.spec.completion.single_action:
             update["parallel_tool_calls"] = False
-        return request.model_copy(update=update)
+        # Last, on the instructions the loop chose (the harness's, or the review rubric).
+        return place_developer_text(
+            request.model_copy(update=update),
+            self.setup.instructions.developer,
+            self.spec.prompt.developer_text,
+        )
 
     def _sampling(self, request: ModelRequest) -> dict[str, object]:
         """`[request]` as request fields. A `model_reasoning_effort` the user set wins over

@@ -4,7 +4,7 @@ what the runner calls."""
 from __future__ import annotations
 
 from collections.abc import Callable, Iterator, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -12,6 +12,7 @@ from oiexec.config.settings import ProviderConfig, Settings
 from oiexec.core.policy import SandboxPolicy
 from oiexec.core.protocols import Harness, Tool
 from oiexec.extensions.skills import Skill
+from oiexec.harness.instructions import Instructions
 
 __all__ = ["HarnessInputs", "build_harness", "select_harness_id"]
 
@@ -39,6 +40,8 @@ class HarnessInputs:
     #: The harness the run chose from `settings` (runner/prepare, once per run); None: it is
     #: chosen here.
     harness_id: str | None = None
+    #: The user's base and developer instructions (runner/instructions.py reads them).
+    instructions: Instructions = field(default_factory=Instructions)
 
 
 def select_harness_id(inputs: HarnessInputs) -> str:
@@ -84,6 +87,7 @@ def build_harness(inputs: HarnessInputs) -> Harness:
         warn=inputs.warn,
         file_journal=inputs.file_journal,
         restored_files=inputs.restored_files,
+        instructions=inputs.instructions,
     )
     return ManifestHarness(load_spec(harness_id), setup)
 

@@ -11,6 +11,7 @@ from typing import Any, Literal, get_args
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
+from oiexec.harness.instructions import DeveloperPlacement
 from oiexec.harness.styles import StyleName
 from oiexec.tools.entry import ToolEntry
 
@@ -48,6 +49,9 @@ class PromptSpec(_Table):
     turn_meta: bool = False
     #: Added after every user message of the task (kimi-code's auto-approval note).
     user_reminder: str | None = None
+    #: Where the user's developer text goes (harness/instructions.py): a `developer`
+    #: message after the base instructions (Codex), or appended to the system prompt.
+    developer_text: DeveloperPlacement = "system"
 
 
 class HistorySpec(_Table):

@@ -428,6 +428,7 @@ class _Run:
                 ),
                 restored_files=p.continued.file_state if p.continued is not None else (),
                 harness_id=p.harness_id,
+                instructions=p.instructions,
             )
         )
         ctx.cleanup.callback(harness.close)

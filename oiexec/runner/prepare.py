@@ -28,6 +28,7 @@ from oiexec.core.policy import SandboxMode, SandboxPolicy
 from oiexec.core.redact import register_secret
 from oiexec.core.types import ImageInput
 from oiexec.git import is_git_marker
+from oiexec.harness.instructions import Instructions
 from oiexec.runner.inputs import read_images, read_output_schema
 from oiexec.runner.policy import RefusalTracker, add_dir_warnings, run_policy
 from oiexec.runner.programs import trust_run_programs
@@ -120,6 +121,8 @@ class Prepared:
     changes: tuple[SettingChange, ...] = ()
     #: The harness chosen for the run's settings, or why none can be (see `harness_id`).
     harness_choice: str | ConfigError | None = None
+    #: The user's base and developer instructions (runner/instructions.py).
+    instructions: Instructions = field(default_factory=Instructions)
 
     @property
     def harness_id(self) -> str | None:
@@ -207,6 +210,7 @@ def prepare(request: ExecRequest, hooks: RunHooks, warnings: StartupWarnings) ->
     if hooks.sandbox_mode:
         policy = dataclasses.replace(policy, mode=hooks.sandbox_mode)
     warnings.add(*add_dir_warnings(policy, request.add_dirs))
+    instructions = _instructions(config, request, policy, hooks, warnings)
     # Before the model runs: git and rg found once, outside every root it can write.
     trust_run_programs(policy, config.settings.program_paths)
     changes: list[SettingChange] = []
@@ -243,8 +247,37 @@ def prepare(request: ExecRequest, hooks: RunHooks, warnings: StartupWarnings) ->
     return Prepared(
         request, hooks, config, provider_id, provider, api_key, images, output_schema, policy,
         sandbox, facts, started=started, continued=continued, changes=tuple(changes),
-        harness_choice=harness,
+        harness_choice=harness, instructions=instructions,
     )  # fmt: skip
+
+
+def _instructions(
+    config: LoadedConfig,
+    request: ExecRequest,
+    policy: SandboxPolicy,
+    hooks: RunHooks,
+    warnings: StartupWarnings,
+) -> Instructions:
+    """The user's instructions, read now so that a bad file fails before the prompt is read;
+    what they replace is a note (stderr and the run log, not an `error` item)."""
+    settings = config.settings
+    if not (
+        settings.model_instructions_file
+        or settings.developer_instructions
+        or request.append_system_prompt
+    ):
+        return Instructions()
+    from oiexec.runner.instructions import run_instructions
+
+    instructions, notes = run_instructions(
+        config,
+        request.cwd,
+        policy,
+        appended=request.append_system_prompt,
+        review=hooks.instructions is not None,
+    )
+    warnings.notes.extend(notes)
+    return instructions
 
 
 def _use_review_model(config: LoadedConfig, request: ExecRequest) -> None:

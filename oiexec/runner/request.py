@@ -55,6 +55,8 @@ class ExecRequest:
     max_attempts: int | None = None
     #: `--require-change`: a run whose diff is empty fails (exit 11).
     require_change: bool = False
+    #: `--append-system-prompt TEXT|@FILE` (a file as `@` and its absolute path).
+    append_system_prompt: str | None = None
     resume: ResumeTarget | None = None
     fork_from: str | None = None
     warnings: tuple[str, ...] = field(default=())

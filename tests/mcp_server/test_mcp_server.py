@@ -129,6 +129,7 @@ def test_codex_and_codex_reply_take_codexs_parameters(
                 "cwd": str(repo),
                 "sandbox": "read-only",
                 "approval-policy": "never",
+                "developer-instructions": "Answer in one line.",
                 "config": {"model_reasoning_effort": "low"},
             },
         )
@@ -145,6 +146,11 @@ def test_codex_and_codex_reply_take_codexs_parameters(
         seen["reply"].structured_content["threadId"] == seen["codex"].structured_content["threadId"]
     )
     assert "hello" in " ".join(user_texts(model_server.bodies[-1]))
+    # Codex's `developer-instructions`: a developer message after the base instructions, on
+    # the thread's later turns too.
+    for body in model_server.bodies:
+        assert body["input"][1]["role"] == "developer"
+        assert body["input"][1]["content"][0]["text"] == "Answer in one line."
 
 
 def test_bad_arguments_are_tool_errors_and_the_server_keeps_serving(
@@ -176,7 +182,7 @@ def test_bad_arguments_are_tool_errors_and_the_server_keeps_serving(
             "codex", {"prompt": "x", "approval-policy": "on-request"}
         )
         results["instructions"] = await client.call_tool(
-            "codex", {"prompt": "x", "developer-instructions": "be brief"}
+            "codex", {"prompt": "x", "base-instructions": "be brief"}
         )
         results["no-id"] = await client.call_tool("codex-reply", {"prompt": "x"})
         results["thread"] = await client.call_tool(
@@ -205,7 +211,7 @@ def test_bad_arguments_are_tool_errors_and_the_server_keeps_serving(
     assert "no-such-thread" in _text(results["thread"])
     assert "looser than this server allows" in _text(results["ceiling"])
     assert "never asks for approval" in _text(results["approval"])
-    assert "`developer-instructions` is not supported" in _text(results["instructions"])
+    assert "`base-instructions` is not supported" in _text(results["instructions"])
     assert "either threadId or conversationId" in _text(results["no-id"])
     assert not model_server.requests, "no run should have reached the model"
 
