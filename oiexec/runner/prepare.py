@@ -28,6 +28,7 @@ from oiexec.core.policy import SandboxMode, SandboxPolicy
 from oiexec.core.redact import register_secret
 from oiexec.core.types import ImageInput
 from oiexec.git import is_git_marker
+from oiexec.runner.command_rules import load_command_rules
 from oiexec.runner.inputs import read_images, read_output_schema
 from oiexec.runner.policy import RefusalTracker, add_dir_warnings, run_policy
 from oiexec.runner.programs import trust_run_programs
@@ -38,6 +39,7 @@ from oiexec.runner.signals import deadline_alarm
 from oiexec.sandbox.selfguard import protect_runner
 
 if TYPE_CHECKING:
+    from oiexec.core.context import CommandRules
     from oiexec.session.index import LoadedSession
 
 __all__ = ["GIT_CHECK_MESSAGE", "Prepared", "RunHooks", "StartupWarnings", "prepare"]
@@ -120,6 +122,8 @@ class Prepared:
     changes: tuple[SettingChange, ...] = ()
     #: The harness chosen for the run's settings, or why none can be (see `harness_id`).
     harness_choice: str | ConfigError | None = None
+    #: The command rules every model command is judged by (runner/command_rules.py).
+    command_rules: CommandRules | None = None
 
     @property
     def harness_id(self) -> str | None:
@@ -203,6 +207,7 @@ def prepare(request: ExecRequest, hooks: RunHooks, warnings: StartupWarnings) ->
     # Before any command runs: the key must not be readable from this process by them.
     protect_runner([provider.env_key or ""])
     images = read_images(request.images)
+    rules = load_command_rules(config, ignore=request.ignore_rules, warnings=warnings.texts)
     policy = run_policy(config, request, trusted=config.trusted)
     if hooks.sandbox_mode:
         policy = dataclasses.replace(policy, mode=hooks.sandbox_mode)
@@ -243,7 +248,7 @@ def prepare(request: ExecRequest, hooks: RunHooks, warnings: StartupWarnings) ->
     return Prepared(
         request, hooks, config, provider_id, provider, api_key, images, output_schema, policy,
         sandbox, facts, started=started, continued=continued, changes=tuple(changes),
-        harness_choice=harness,
+        harness_choice=harness, command_rules=rules,
     )  # fmt: skip
 
 

@@ -1,0 +1,146 @@
+"""The run's command rules, read once before the thread starts.
+
+Where from, as Codex reads `~/.codex/rules/*.rules`:
+
+- `$OPENINTERPRETER_HOME/rules/*.rules`: the user's own files (read as config is, links
+  followed);
+- `<project>/.openinterpreter/rules/*.rules`, for a trusted project only (trust is read from
+  the user config, see oiexec/config/loader.py). These files come with the repository, so
+  they are opened beneath the project root with no symbolic link followed at any step, only
+  regular files, each at most `MAX_RULES_FILE` bytes and at most `MAX_RULES_FILES` of them.
+  An untrusted project's rules are not read; a warning says so.
+
+Files are read in name order, the user's first; a problem in any of them (syntax, a bad
+value, an example that contradicts its rule) is a `ConfigError` naming the file and line:
+exit 3, before any command runs. `--ignore-rules` reads none.
+"""
+
+from __future__ import annotations
+
+import errno
+import os
+import stat
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from oiexec.config.loader import PROJECT_DIR, LoadedConfig
+from oiexec.core.errors import ConfigError
+from oiexec.core.userfile import describe_size, read_at_most, read_user_file, user_text
+
+if TYPE_CHECKING:
+    from oiexec.tools.rules.check import RuleSet
+    from oiexec.tools.rules.model import PrefixRule
+
+__all__ = ["MAX_RULES_FILE", "MAX_RULES_FILES", "load_command_rules"]
+
+RULES_DIR = "rules"
+SUFFIX = ".rules"
+#: Hand-written files of a few rules each; far above any real one.
+MAX_RULES_FILE = 1024 * 1024
+#: Files read from one rules directory.
+MAX_RULES_FILES = 256
+_HINT = "fix it, or run with --ignore-rules to skip command rules"
+_FILE_FLAGS = (
+    os.O_RDONLY | os.O_NONBLOCK | os.O_NOFOLLOW | os.O_CLOEXEC | getattr(os, "O_NOCTTY", 0)
+)
+
+
+def load_command_rules(
+    config: LoadedConfig, *, ignore: bool, warnings: list[str]
+) -> RuleSet | None:
+    """The rules the run applies (None: none found, or `ignore`); notes go to `warnings`."""
+    if ignore:
+        return None
+    from oiexec.tools.rules.check import RuleSet
+
+    sources = _user_files(config.home / RULES_DIR)
+    project_dir = config.project_root / PROJECT_DIR / RULES_DIR
+    if config.trusted:
+        sources.extend(_project_files(config.project_root))
+    elif os.path.isdir(project_dir) and not os.path.islink(project_dir):
+        warnings.append(
+            f"ignored the command rules in {project_dir}: the project is not trusted. Trust it "
+            f'by adding [projects."{config.project_root}"] trust_level = "trusted" to '
+            f"{config.home / 'config.toml'}"
+        )
+    rules: list[PrefixRule] = []
+    for name, text in sources:
+        rules.extend(_parse(text, name, warnings))
+    return RuleSet(tuple(rules)) if rules else None
+
+
+def _parse(text: str, name: str, warnings: list[str]) -> list[PrefixRule]:
+    from oiexec.tools.rules.parse import parse_rules
+
+    parsed = parse_rules(text, name)
+    warnings.extend(parsed.notes)
+    return parsed.rules
+
+
+def _user_files(directory: Path) -> list[tuple[str, str]]:
+    """The user's rules files: (name for messages, text)."""
+    if not directory.is_dir():
+        return []
+    found: list[tuple[str, str]] = []
+    for path in sorted(directory.glob(f"*{SUFFIX}"))[:MAX_RULES_FILES]:
+        name = f"command rules {path}"
+        data = read_user_file(path, name=name, cap=MAX_RULES_FILE, error=ConfigError)
+        found.append((str(path), user_text(data, name=name, error=ConfigError)))
+    return found
+
+
+def _project_files(project_root: Path) -> list[tuple[str, str]]:
+    """A trusted project's rules files, opened beneath its root without following links."""
+    from oiexec.sandbox.beneath import open_beneath
+
+    root = os.path.realpath(project_root)
+    relative = f"{PROJECT_DIR}/{RULES_DIR}"
+    shown = Path(root, relative)
+    try:
+        dir_fd = open_beneath(root, relative, os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC)
+    except FileNotFoundError:
+        return []
+    except OSError as exc:
+        raise _refused(shown, exc) from None
+    try:
+        names = sorted(n for n in os.listdir(dir_fd) if n.endswith(SUFFIX))[:MAX_RULES_FILES]
+        return [(str(shown / n), _read_project_file(dir_fd, shown / n, n)) for n in names]
+    finally:
+        os.close(dir_fd)
+
+
+def _read_project_file(dir_fd: int, shown: Path, name: str) -> str:
+    try:
+        fd = os.open(name, _FILE_FLAGS, dir_fd=dir_fd)
+    except OSError as exc:
+        raise _refused(shown, exc) from None
+    try:
+        info = os.fstat(fd)
+        if not stat.S_ISREG(info.st_mode):
+            raise ConfigError(f"command rules {shown}: not a regular file", hint=_HINT)
+        if info.st_size > MAX_RULES_FILE:
+            raise _too_big(shown)
+        os.set_blocking(fd, True)
+        data = read_at_most(fd, MAX_RULES_FILE)
+    finally:
+        os.close(fd)
+    if len(data) > MAX_RULES_FILE:
+        raise _too_big(shown)
+    return user_text(data, name=f"command rules {shown}", error=ConfigError)
+
+
+def _refused(path: Path, exc: OSError) -> ConfigError:
+    if exc.errno in (errno.ELOOP, errno.EXDEV):
+        return ConfigError(
+            f"command rules {path}: reached through a symbolic link, which a project's rules "
+            "may not be",
+            hint="make .openinterpreter/rules and its files real directories and files",
+        )
+    return ConfigError(f"command rules {path}: cannot be read: {exc.strerror or exc}", hint=_HINT)
+
+
+def _too_big(path: Path) -> ConfigError:
+    return ConfigError(
+        f"command rules {path}: over the {describe_size(MAX_RULES_FILE)} limit for a rules file",
+        hint=_HINT,
+    )
