@@ -1,0 +1,94 @@
+"""Judging a command line by the rules (tools/rules/check.py): each simple command of a
+compound line, nested shells and substitutions, wrappers; the strictest decision wins and a
+headless run refuses `prompt` like `forbidden`."""
+
+from __future__ import annotations
+
+import pytest
+
+from oiexec.tools.rules.check import RuleSet
+from oiexec.tools.rules.parse import parse_rules
+
+RULES = """\
+prefix_rule(pattern=["git", ["push", "fetch"]], decision="forbidden",
+            justification="Pushing is the pipeline's job.")
+prefix_rule(pattern=["rm", "-rf"], decision="prompt")
+prefix_rule(pattern=["git"], decision="allow")
+"""
+
+
+@pytest.fixture
+def rules() -> RuleSet:
+    return RuleSet(tuple(parse_rules(RULES, "r.rules").rules))
+
+
+@pytest.mark.parametrize(
+    "line",
+    [
+        "git push",
+        "git push origin main",
+        "make && git push",
+        "make; git fetch || true",
+        "cat x | git push",
+        "(cd sub && git push)",
+        "true&&(git push)",
+        "echo $(git push)",
+        'echo "$(git push)"',
+        "echo `git push`",
+        "FOO=1 git push",
+        "env -u HOME FOO=1 git push",
+        "timeout -s KILL 5 nohup git push",
+        "sudo -u me git push",
+        "/usr/bin/git push",
+        "bash -lc 'git push'",
+        "sh -o pipefail -c \"eval 'git push'\"",
+        "if true; then git push; fi",
+        "for b in a; do git push; done",
+        'git push "unclosed',
+        "git push 'unclosed && make",
+        "! git push",
+    ],
+)
+def test_a_forbidden_command_anywhere_in_the_line_refuses_it(rules: RuleSet, line: str) -> None:
+    refusal = rules.refusal(["/bin/bash", "-c", line])
+    assert refusal is not None
+    assert "forbidden by a command rule (r.rules:1)" in refusal
+    assert refusal.endswith("Pushing is the pipeline's job.")
+
+
+@pytest.mark.parametrize(
+    "line",
+    [
+        "git status",
+        "git pull && git log",
+        "echo git push",
+        "echo 'git push'",
+        "gitk push",
+        "git",
+        "rm -r build",
+        "timeout 5 echo git push",
+        "make 'unclosed",
+    ],
+)
+def test_other_commands_run(rules: RuleSet, line: str) -> None:
+    assert rules.refusal(["/bin/bash", "-c", line]) is None
+
+
+def test_prompt_is_refused_headless_and_says_why(rules: RuleSet) -> None:
+    refusal = rules.refusal(["bash", "-c", "rm -rf build"])
+    assert refusal is not None
+    assert "`rm -rf` needs approval under a command rule (r.rules:3)" in refusal
+    assert "approval policy `never`" in refusal
+
+
+def test_the_strictest_decision_wins(rules: RuleSet) -> None:
+    # `git` is allowed by one rule and `git push` forbidden by another; `rm -rf` is prompt.
+    judged = rules.judge(["bash", "-c", "rm -rf x && git push"])
+    assert judged is not None
+    rule, words = judged
+    assert (rule.decision, words) == ("forbidden", ["git", "push"])
+
+
+def test_argv_without_a_shell_is_judged_as_it_is(rules: RuleSet) -> None:
+    assert rules.refusal(["git", "fetch", "--all"]) is not None
+    assert rules.refusal(["git", "status"]) is None
