@@ -8,7 +8,10 @@ Where from, as Codex reads `~/.codex/rules/*.rules`:
   the user config, see oiexec/config/loader.py). These files come with the repository, so
   they are opened beneath the project root with no symbolic link followed at any step, only
   regular files, each at most `MAX_RULES_FILE` bytes and at most `MAX_RULES_FILES` of them.
-  An untrusted project's rules are not read; a warning says so.
+  A file (or `.openinterpreter/rules` itself) reached through a link is ignored with a
+  warning, as the project's config and hooks are: the sandbox keeps `.openinterpreter`
+  read-only, not where a link sends it. An untrusted project's rules are not read; a
+  warning says so.
 
 Files are read in name order, the user's first; a problem in any of them (syntax, a bad
 value, an example that contradicts its rule) is a `ConfigError` naming the file and line:
@@ -56,7 +59,7 @@ def load_command_rules(
     sources = _user_files(config.home / RULES_DIR)
     project_dir = config.project_root / PROJECT_DIR / RULES_DIR
     if config.trusted:
-        sources.extend(_project_files(config.project_root))
+        sources.extend(_project_files(config.project_root, warnings))
     elif os.path.isdir(project_dir) and not os.path.islink(project_dir):
         warnings.append(
             f"ignored the command rules in {project_dir}: the project is not trusted. Trust it "
@@ -89,7 +92,7 @@ def _user_files(directory: Path) -> list[tuple[str, str]]:
     return found
 
 
-def _project_files(project_root: Path) -> list[tuple[str, str]]:
+def _project_files(project_root: Path, warnings: list[str]) -> list[tuple[str, str]]:
     """A trusted project's rules files, opened beneath its root without following links."""
     from oiexec.sandbox.beneath import open_beneath
 
@@ -101,19 +104,34 @@ def _project_files(project_root: Path) -> list[tuple[str, str]]:
     except FileNotFoundError:
         return []
     except OSError as exc:
-        raise _refused(shown, exc) from None
+        # Without openat2, O_DIRECTORY|O_NOFOLLOW on a link to a directory says ENOTDIR.
+        if not (_linked(exc) or os.path.islink(shown)):
+            raise _unreadable(shown, exc) from None
+        if os.path.isdir(shown):  # only where a link leads to rules: nothing to say otherwise
+            warnings.append(_link_warning(shown))
+        return []
     try:
         names = sorted(n for n in os.listdir(dir_fd) if n.endswith(SUFFIX))[:MAX_RULES_FILES]
-        return [(str(shown / n), _read_project_file(dir_fd, shown / n, n)) for n in names]
+        found: list[tuple[str, str]] = []
+        for name in names:
+            text = _read_project_file(dir_fd, shown / name, name)
+            if text is None:
+                warnings.append(_link_warning(shown / name))
+            else:
+                found.append((str(shown / name), text))
+        return found
     finally:
         os.close(dir_fd)
 
 
-def _read_project_file(dir_fd: int, shown: Path, name: str) -> str:
+def _read_project_file(dir_fd: int, shown: Path, name: str) -> str | None:
+    """The file's text; None when it is a symbolic link."""
     try:
         fd = os.open(name, _FILE_FLAGS, dir_fd=dir_fd)
     except OSError as exc:
-        raise _refused(shown, exc) from None
+        if _linked(exc):
+            return None
+        raise _unreadable(shown, exc) from None
     try:
         info = os.fstat(fd)
         if not stat.S_ISREG(info.st_mode):
@@ -129,13 +147,20 @@ def _read_project_file(dir_fd: int, shown: Path, name: str) -> str:
     return user_text(data, name=f"command rules {shown}", error=ConfigError)
 
 
-def _refused(path: Path, exc: OSError) -> ConfigError:
-    if exc.errno in (errno.ELOOP, errno.EXDEV):
-        return ConfigError(
-            f"command rules {path}: reached through a symbolic link, which a project's rules "
-            "may not be",
-            hint="make .openinterpreter/rules and its files real directories and files",
-        )
+def _linked(exc: OSError) -> bool:
+    """Whether opening failed on a symbolic link (ELOOP), or one out of the root (EXDEV)."""
+    return exc.errno in (errno.ELOOP, errno.EXDEV)
+
+
+def _link_warning(path: Path) -> str:
+    return (
+        f"ignored the command rules in {path}: it is reached through a symbolic link, which the "
+        "sandbox cannot keep read-only; make .openinterpreter/rules and its files real "
+        "directories and files"
+    )
+
+
+def _unreadable(path: Path, exc: OSError) -> ConfigError:
     return ConfigError(f"command rules {path}: cannot be read: {exc.strerror or exc}", hint=_HINT)
 
 
