@@ -135,9 +135,15 @@ class RuleSet:
 
     def judge(self, argv: Sequence[str]) -> tuple[PrefixRule, list[str]] | None:
         """The strictest refusing rule any simple command of `argv` matches, with the words
-        it matched; None when the command may start."""
+        it matched; None when the command may start.
+
+        A tool runs the model's command as `[shell, "-c", command]`: that shell is the
+        tool's, not the model's, so only the command is judged (a rule on `bash` refuses a
+        `bash -c ...` the model wrote, not every command)."""
+        script = _shell_script(argv) if argv and _SHELL.match(os.path.basename(argv[0])) else None
+        commands = _words_of(argv, 0) if script is None else _words_in(script, 0)
         found: list[tuple[PrefixRule, list[str]]] = []
-        for words in _words_of(argv, 0):
+        for words in commands:
             for rule in self.rules:
                 if rule.refuses and rule.matches(words):
                     found.append((rule, words[: len(rule.pattern)]))

@@ -89,6 +89,14 @@ def test_the_strictest_decision_wins(rules: RuleSet) -> None:
     assert (rule.decision, words) == ("forbidden", ["git", "push"])
 
 
+def test_the_tools_own_shell_is_not_judged_the_models_is() -> None:
+    text = 'prefix_rule(pattern=["bash"], decision="forbidden")'
+    bash = RuleSet(tuple(parse_rules(text, "b.rules").rules))
+    assert bash.refusal(["/bin/bash", "-c", "make test"]) is None
+    assert bash.refusal(["/bin/bash", "-lc", "bash -c 'make test'"]) is not None
+    assert bash.refusal(["/bin/bash", "-c", "cd x && bash run.sh"]) is not None
+
+
 def test_argv_without_a_shell_is_judged_as_it_is(rules: RuleSet) -> None:
     assert rules.refusal(["git", "fetch", "--all"]) is not None
     assert rules.refusal(["git", "status"]) is None
