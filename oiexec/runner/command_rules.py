@@ -54,8 +54,6 @@ def load_command_rules(
     """The rules the run applies (None: none found, or `ignore`); notes go to `warnings`."""
     if ignore:
         return None
-    from oiexec.tools.rules.check import RuleSet
-
     sources = _user_files(config.home / RULES_DIR)
     project_dir = config.project_root / PROJECT_DIR / RULES_DIR
     if config.trusted:
@@ -69,7 +67,11 @@ def load_command_rules(
     rules: list[PrefixRule] = []
     for name, text in sources:
         rules.extend(_parse(text, name, warnings))
-    return RuleSet(tuple(rules)) if rules else None
+    if not rules:
+        return None
+    from oiexec.tools.rules.check import RuleSet  # a run without rules never imports it
+
+    return RuleSet(tuple(rules))
 
 
 def _parse(text: str, name: str, warnings: list[str]) -> list[PrefixRule]:
