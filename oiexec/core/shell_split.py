@@ -108,6 +108,8 @@ def simple_commands(text: str, *, depth: int = 0) -> list[list[str]]:
 def _read_nested(script: str, depth: int) -> list[list[str]]:
     """A substitution's commands; one that cannot be split is taken word by word (it is
     inside a word that did split, so the outer line stays readable)."""
+    if not script.strip():
+        return []
     try:
         return simple_commands(script, depth=depth)
     except ValueError:

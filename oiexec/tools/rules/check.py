@@ -25,8 +25,15 @@ from oiexec.tools.rules.model import PrefixRule, strictest
 
 __all__ = ["RuleSet"]
 
-#: How deep nested scripts (`bash -c "eval 'sh -c ...'"`) are followed.
+#: How deep nested scripts and wrappers (`bash -c "eval 'sh -c ...'"`) are followed, and how
+#: much nested script text one command may hold in all; a command past either is refused
+#: while any rule refuses something, as one that cannot be judged.
 _MAX_DEPTH = 8
+_NESTED_TEXT = 256 * 1024
+_TOO_COMPLEX = (
+    "The command was not run: it nests too many scripts (sh -c, eval, wrappers) to be "
+    "checked against the run's command rules. Run its commands directly."
+)
 _SHELL = re.compile(r"(?:ba|da|z|k|mk|a|)sh\Z")
 _KEYWORDS = frozenset({"!", "{", "}", "if", "then", "else", "elif", "fi", "do", "done",
                        "while", "until", "time", "coproc"})  # fmt: skip
@@ -92,39 +99,58 @@ def _unwrapped(program: str, words: Sequence[str]) -> list[str]:
     return rest
 
 
-def _words_of(words: Sequence[str], depth: int) -> Iterator[list[str]]:
-    """Every word list one simple command is judged as (see the module doc)."""
-    at = 0
-    while at < len(words) and (words[at] in _KEYWORDS or _assignment(words[at])):
-        at += 1
-    words = list(words[at:])
-    if not words:
-        return
-    yield words
-    if depth >= _MAX_DEPTH:
-        return
-    program = os.path.basename(words[0])
-    script: str | None = None
-    if _SHELL.match(program):
-        script = _shell_script(words)
-    elif program == "eval":
-        script = " ".join(words[1:])
-    elif program in _WRAPPERS:
-        yield from _words_of(_unwrapped(program, words), depth + 1)
-    if script is not None:
-        yield from _words_in(script, depth + 1)
+class _TooComplex(Exception):
+    """Scripts nested deeper, or longer in all, than a command is judged through."""
 
 
-def _words_in(script: str, depth: int) -> Iterator[list[str]]:
-    """Every word list of a shell script's simple commands; its leading words when it
-    cannot be split."""
-    try:
-        commands = simple_commands(script)
-    except ValueError:
-        head = _OPERATOR_CHARS.split(script, maxsplit=1)[0]
-        commands = [[word.strip("'\"") for word in head.split()]]
-    for words in commands:
-        yield from _words_of(words, depth)
+class _Walk:
+    """One command's judging: how deep nested scripts may go and how much of their text may
+    still be split (each nested script is split anew, so `eval eval ... git push` would
+    otherwise cost its length times its depth)."""
+
+    def __init__(self) -> None:
+        self.left = _NESTED_TEXT
+
+    def words_of(self, words: Sequence[str], depth: int) -> Iterator[list[str]]:
+        """Every word list one simple command is judged as (see the module doc)."""
+        at = 0
+        while at < len(words) and (words[at] in _KEYWORDS or _assignment(words[at])):
+            at += 1
+        words = list(words[at:])
+        if not words:
+            return
+        yield words
+        program = os.path.basename(words[0])
+        script: str | None = None
+        if _SHELL.match(program):
+            script = _shell_script(words)
+        elif program == "eval":
+            script = " ".join(words[1:])
+        elif program in _WRAPPERS:
+            yield from self.words_of(_unwrapped(program, words), self._deeper(depth))
+        if script is not None:
+            yield from self.words_in(script, self._deeper(depth))
+
+    def words_in(self, script: str, depth: int) -> Iterator[list[str]]:
+        """Every word list of a shell script's simple commands; its leading words when it
+        cannot be split."""
+        if depth:
+            self.left -= len(script)
+            if self.left < 0:
+                raise _TooComplex
+        try:
+            commands = simple_commands(script)
+        except ValueError:
+            head = _OPERATOR_CHARS.split(script, maxsplit=1)[0]
+            commands = [[word.strip("'\"") for word in head.split()]]
+        for words in commands:
+            yield from self.words_of(words, depth)
+
+    @staticmethod
+    def _deeper(depth: int) -> int:
+        if depth >= _MAX_DEPTH:
+            raise _TooComplex
+        return depth + 1
 
 
 @dataclass(frozen=True)
@@ -139,9 +165,11 @@ class RuleSet:
 
         A tool runs the model's command as `[shell, "-c", command]`: that shell is the
         tool's, not the model's, so only the command is judged (a rule on `bash` refuses a
-        `bash -c ...` the model wrote, not every command)."""
+        `bash -c ...` the model wrote, not every command). Raises `_TooComplex` past the
+        nesting limits (`refusal` says so)."""
         script = _shell_script(argv) if argv and _SHELL.match(os.path.basename(argv[0])) else None
-        commands = _words_of(argv, 0) if script is None else _words_in(script, 0)
+        walk = _Walk()
+        commands = walk.words_of(argv, 0) if script is None else walk.words_in(script, 0)
         found: list[tuple[PrefixRule, list[str]]] = []
         for words in commands:
             for rule in self.rules:
@@ -152,7 +180,12 @@ class RuleSet:
 
     def refusal(self, argv: Sequence[str]) -> str | None:
         """What the model reads instead of the command's result, or None to run it."""
-        judged = self.judge(argv)
+        if not any(rule.refuses for rule in self.rules):
+            return None
+        try:
+            judged = self.judge(argv)
+        except _TooComplex:
+            return _TOO_COMPLEX
         if judged is None:
             return None
         rule, words = judged

@@ -4,7 +4,12 @@ headless run refuses `prompt` like `forbidden`."""
 
 from __future__ import annotations
 
+import shlex
+import time
+
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 
 from oiexec.tools.rules.check import RuleSet
 from oiexec.tools.rules.parse import parse_rules
@@ -100,3 +105,35 @@ def test_the_tools_own_shell_is_not_judged_the_models_is() -> None:
 def test_argv_without_a_shell_is_judged_as_it_is(rules: RuleSet) -> None:
     assert rules.refusal(["git", "fetch", "--all"]) is not None
     assert rules.refusal(["git", "status"]) is None
+
+
+@given(st.text(max_size=300))
+def test_any_command_text_is_judged_without_an_error(text: str) -> None:
+    rules = RuleSet(tuple(parse_rules(RULES, "r.rules").rules))
+    refusal = rules.refusal(["/bin/bash", "-c", text])
+    assert refusal is None or refusal.startswith("The command was not run: ")
+
+
+@pytest.mark.parametrize(
+    "line", ["bash -c " * 5_000 + "git push", "eval " * 20_000, "$(" * 20_000, "`" * 40_000]
+)
+def test_pathological_lines_are_judged_quickly(rules: RuleSet, line: str) -> None:
+    started = time.monotonic()
+    rules.refusal(["/bin/bash", "-c", line])
+    assert time.monotonic() - started < 2
+
+
+def test_a_line_nested_past_the_limits_is_refused_as_unjudgeable(rules: RuleSet) -> None:
+    deep = "echo ok"
+    for _ in range(10):
+        deep = f"bash -c {shlex.quote(deep)}"
+    refusal = rules.refusal(["/bin/bash", "-c", deep])
+    assert refusal is not None and "nests too many scripts" in refusal
+    assert rules.refusal(["/bin/bash", "-c", "eval " * 60_000 + "true"]) == refusal
+    # Within the limits, nesting is followed.
+    assert rules.refusal(["/bin/bash", "-c", "bash -c 'eval \"sh -c true\"'"]) is None
+
+
+def test_rules_that_refuse_nothing_judge_nothing() -> None:
+    allow = RuleSet(tuple(parse_rules('prefix_rule(pattern=["git"])', "a.rules").rules))
+    assert allow.refusal(["/bin/bash", "-c", "eval " * 60_000 + "git push"]) is None

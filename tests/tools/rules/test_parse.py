@@ -112,7 +112,7 @@ def test_rule_like_text_is_rules_or_a_config_error(parts: list[str]) -> None:
 
 
 @pytest.mark.parametrize(
-    "text", ["[" * 100_000, "-" * 200_000 + "1", 'prefix_rule(pattern=["a"])\n' * 20_000, "\0"]
+    "text", ["[" * 100_000, "-" * 200_000 + "1", 'prefix_rule(pattern=["a"])\n' * 5_000, "\0"]
 )
 def test_hostile_files_end_quickly_in_a_config_error_or_rules(text: str) -> None:
     started = time.monotonic()
