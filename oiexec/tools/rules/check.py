@@ -163,11 +163,11 @@ class RuleSet:
         """The strictest refusing rule any simple command of `argv` matches, with the words
         it matched; None when the command may start.
 
-        A tool runs the model's command as `[shell, "-c", command]`: that shell is the
-        tool's, not the model's, so only the command is judged (a rule on `bash` refuses a
-        `bash -c ...` the model wrote, not every command). Raises `_TooComplex` past the
-        nesting limits (`refusal` says so)."""
-        script = _shell_script(argv) if argv and _SHELL.match(os.path.basename(argv[0])) else None
+        A tool runs the model's command as `[shell, "-c" or "-lc", command]`, whatever shell
+        the run or the model chose: that shell is the tool's, not the model's, so only the
+        command is judged (a rule on `bash` refuses a `bash -c ...` the model wrote, not
+        every command). Raises `_TooComplex` past the nesting limits (`refusal` says so)."""
+        script = argv[2] if len(argv) == 3 and argv[1] in ("-c", "-lc") else None
         walk = _Walk()
         commands = walk.words_of(argv, 0) if script is None else walk.words_in(script, 0)
         found: list[tuple[PrefixRule, list[str]]] = []

@@ -100,6 +100,14 @@ def test_the_tools_own_shell_is_not_judged_the_models_is() -> None:
     assert bash.refusal(["/bin/bash", "-c", "make test"]) is None
     assert bash.refusal(["/bin/bash", "-lc", "bash -c 'make test'"]) is not None
     assert bash.refusal(["/bin/bash", "-c", "cd x && bash run.sh"]) is not None
+    # Whatever shell runs the command (`shell` of exec_command, a harness's), its script is
+    # what is judged.
+    assert (
+        RuleSet(tuple(parse_rules(RULES, "r.rules").rules)).refusal(
+            ["/usr/bin/fish", "-c", "git push"]
+        )
+        is not None
+    )
 
 
 def test_argv_without_a_shell_is_judged_as_it_is(rules: RuleSet) -> None:
