@@ -54,6 +54,8 @@ class ThreadOptions:
     additional_directories: Sequence[PathLike] = ()
     ephemeral: bool = False
     strict_config: bool = False
+    #: `--ignore-rules`: apply no command rules (docs/rules.md).
+    ignore_rules: bool = False
     #: The whole environment of the run (as the Codex SDK's `env`); None: this process's.
     #: Out of the repr, as `api_key`: it holds keys, and options end up in logs.
     env: Mapping[str, str] | None = field(default=None, repr=False)
@@ -108,6 +110,7 @@ def build_request(
         images=turn.images,
         skip_git_repo_check=options.skip_git_repo_check,
         ephemeral=options.ephemeral,
+        ignore_rules=options.ignore_rules,
         json=True,
         color="never",
         output_schema=turn.output_schema,

@@ -260,6 +260,7 @@ _API_WORDS = (
     ("in -c override", "in Agent(config=...)"),
     ("in command-line flag", "in an Agent option"),
     ("--skip-git-repo-check", "skip_git_repo_check=True"),
+    ("--ignore-rules", "ignore_rules=True"),
     ("-m/--model", "model="),
     ("e.g. -m gpt-5.5", "e.g. model='gpt-5.5'"),
     ("--output-schema", "output_schema="),

@@ -124,6 +124,11 @@ _EXEC_OPTIONS: list[Callable[[Any], Any]] = [
         "--skip-git-repo-check", is_flag=True, help="Allow running outside a git repository."
     ),
     click.option("--ephemeral", is_flag=True, help="Do not write a session rollout."),
+    click.option(
+        "--ignore-rules",
+        is_flag=True,
+        help="Do not apply command rules (rules/*.rules in the config home and the project).",
+    ),
     click.option("--json", "json_mode", is_flag=True, help="Print JSONL events on stdout."),
     click.option("--experimental-json", "experimental_json", is_flag=True, hidden=True),
     click.option(

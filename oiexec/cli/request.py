@@ -68,6 +68,7 @@ def build_request(params: dict[str, Any], prompt: str, **extra: Any) -> ExecRequ
         images=tuple(Path(p).expanduser() for p in params.get("images", ())),
         skip_git_repo_check=bool(params.get("skip_git_repo_check")),
         ephemeral=bool(params.get("ephemeral")),
+        ignore_rules=bool(params.get("ignore_rules")),
         json=bool(params.get("json_mode") or params.get("experimental_json")),
         color=params.get("color") or "auto",
         output_last_message=_path(params, "last_message_file"),

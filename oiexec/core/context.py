@@ -5,10 +5,10 @@ from __future__ import annotations
 import contextlib
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Protocol
 
 from oiexec.core.events import ItemCompleted, ItemStarted, ItemUpdated, ThreadEvent, ThreadItem
 from oiexec.core.redact import redact_value
@@ -62,6 +62,13 @@ class WriteRefusals:
             self._count += 1
 
 
+class CommandRules(Protocol):
+    """The run's command rules (`.rules` files, oiexec/tools/rules): why a command may not
+    start, as text for the model, or None when it may."""
+
+    def refusal(self, argv: Sequence[str]) -> str | None: ...
+
+
 @dataclass
 class ToolContext:
     """Per-run state shared by every tool call.
@@ -79,6 +86,8 @@ class ToolContext:
     cleanup: contextlib.ExitStack = field(default_factory=contextlib.ExitStack)
     #: Writes the read-only sandbox refused this run (see `WriteRefusals`).
     refused_writes: WriteRefusals = field(default_factory=WriteRefusals)
+    #: What the command rules forbid; None: no rules (none found, or `--ignore-rules`).
+    command_rules: CommandRules | None = None
 
     def remaining(self) -> float | None:
         """Seconds left before the run's `--timeout`, or None without one."""

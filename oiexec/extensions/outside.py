@@ -23,12 +23,12 @@ from __future__ import annotations
 
 import os
 import re
-import shlex
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 
 from oiexec.core import programs
 from oiexec.core.redact import looks_secret, redact
+from oiexec.core.shell_split import simple_commands
 
 __all__ = ["argv_refusal", "command_refusal", "outside_env"]
 
@@ -40,8 +40,6 @@ _WRAPPERS = frozenset({"exec", "command", "nohup", "env", "nice", "timeout", "xa
 #: Builtins and words after which checking stops (no program of their own).
 _SKIPPED = frozenset({"for", "case", "select", "function"})
 _SOURCE = frozenset({".", "source"})
-_OPERATORS = frozenset({";", "&&", "||", "|", "&", "(", ")", ";;", "|&", ";&"})
-_REDIRECTS = frozenset({">", ">>", "<", "<<", "<<<", ">&", "<&", ">|", "&>", "&>>", "<>"})
 #: Interpreters whose first operand is a script they run (unless -c/-e/-m says otherwise).
 _INTERPRETERS = ("sh", "bash", "dash", "zsh", "ksh", "python", "node", "perl", "ruby", "php",
                  "deno", "bun", "tsx", "ts-node", "lua", "Rscript")  # fmt: skip
@@ -139,26 +137,12 @@ def _assignment(word: str) -> bool:
 def command_refusal(command: str, cwd: Path, path_value: str) -> str | None:
     """Why the shell command `command` (a hook) may not run outside the sandbox, or None:
     the first refusal among its simple commands."""
-    lexer = shlex.shlex(command.replace("\n", " ; "), posix=True, punctuation_chars=True)
-    lexer.whitespace_split = True
     try:
-        tokens = list(lexer)
+        commands = simple_commands(command)
     except ValueError as exc:
         return f"cannot be checked ({exc}); write it as plain commands"
-    simple: list[str] = []
-    skip_next = False
-    for token in [*tokens, ";"]:
-        if skip_next:
-            skip_next = False
-            continue
-        if token in _REDIRECTS:
-            skip_next = True  # the file, not a program
-            continue
-        if token not in _OPERATORS:
-            simple.append(token)
-            continue
-        refusal = argv_refusal(simple, cwd, path_value) if simple else None
+    for simple in commands:
+        refusal = argv_refusal(simple, cwd, path_value)
         if refusal is not None:
             return refusal
-        simple = []
     return None

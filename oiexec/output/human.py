@@ -162,6 +162,9 @@ class HumanProcessor:
             case CommandExecutionItem():
                 ok = item.status == "completed"
                 verdict = "succeeded" if ok else f"{item.status} (exit {item.exit_code})"
+                if item.status == "declined":  # never started, so its command was not shown
+                    self._write(self._style("exec ", fg="magenta", bold=True) + item.command)
+                    verdict = "declined (not run)"
                 self._write(self._style(verdict, fg="green" if ok else "red"))
                 lines = item.aggregated_output.rstrip("\n").splitlines()
                 if len(lines) > _OUTPUT_TAIL_LINES:

@@ -157,7 +157,9 @@ class _CheckRunner:
         started = time.monotonic()
         argv = [self._shell, "-c", spec.command]
         try:
-            running = start_command(ctx, self._registry, argv, cwd=ctx.cwd, env=dict(ctx.env))
+            running = start_command(
+                ctx, self._registry, argv, cwd=ctx.cwd, env=dict(ctx.env), rules=False
+            )
         except NotStarted as exc:
             self._record(CheckAttempt(attempt, spec.command, None, exc.message, 0.0))
             if exc.declined:

@@ -403,6 +403,7 @@ class _Run:
             env=env,
             warn=self.warn,
             deadline=self.deadline,
+            command_rules=p.command_rules,
         )
         self.stack.enter_context(ctx.cleanup)
         self.ctx = ctx

@@ -29,6 +29,7 @@ from oiexec.core.redact import register_secret
 from oiexec.core.types import ImageInput
 from oiexec.git import is_git_marker
 from oiexec.harness.instructions import Instructions
+from oiexec.runner.command_rules import load_command_rules
 from oiexec.runner.inputs import read_images, read_output_schema
 from oiexec.runner.policy import RefusalTracker, add_dir_warnings, run_policy
 from oiexec.runner.programs import trust_run_programs
@@ -39,6 +40,7 @@ from oiexec.runner.signals import deadline_alarm
 from oiexec.sandbox.selfguard import protect_runner
 
 if TYPE_CHECKING:
+    from oiexec.core.context import CommandRules
     from oiexec.session.index import LoadedSession
 
 __all__ = ["GIT_CHECK_MESSAGE", "Prepared", "RunHooks", "StartupWarnings", "prepare"]
@@ -123,6 +125,8 @@ class Prepared:
     harness_choice: str | ConfigError | None = None
     #: The user's base and developer instructions (runner/instructions.py).
     instructions: Instructions = field(default_factory=Instructions)
+    #: The command rules every model command is judged by (runner/command_rules.py).
+    command_rules: CommandRules | None = None
 
     @property
     def harness_id(self) -> str | None:
@@ -206,6 +210,7 @@ def prepare(request: ExecRequest, hooks: RunHooks, warnings: StartupWarnings) ->
     # Before any command runs: the key must not be readable from this process by them.
     protect_runner([provider.env_key or ""])
     images = read_images(request.images)
+    rules = load_command_rules(config, ignore=request.ignore_rules, warnings=warnings.texts)
     policy = run_policy(config, request, trusted=config.trusted)
     if hooks.sandbox_mode:
         policy = dataclasses.replace(policy, mode=hooks.sandbox_mode)
@@ -247,7 +252,7 @@ def prepare(request: ExecRequest, hooks: RunHooks, warnings: StartupWarnings) ->
     return Prepared(
         request, hooks, config, provider_id, provider, api_key, images, output_schema, policy,
         sandbox, facts, started=started, continued=continued, changes=tuple(changes),
-        harness_choice=harness, instructions=instructions,
+        harness_choice=harness, instructions=instructions, command_rules=rules,
     )  # fmt: skip
 
 

@@ -33,6 +33,8 @@ class ExecRequest:
     add_dirs: tuple[Path, ...] = ()
     skip_git_repo_check: bool = False
     ephemeral: bool = False
+    #: `--ignore-rules`: no command rules (`.rules` files) are read or applied.
+    ignore_rules: bool = False
     json: bool = False
     color: Literal["always", "never", "auto"] = "auto"
     output_last_message: Path | None = None

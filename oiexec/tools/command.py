@@ -1,7 +1,9 @@
 """The command runner: every model-run command goes through the sandbox and is reported as one
 `command_execution` item, started once and completed exactly once.
 
-The lifecycle: prepare through the sandbox (a refusal is a `declined` item and nothing runs),
+The lifecycle: the run's command rules (a refusal is a `declined` item, nothing runs, and
+the model reads the rule's justification as the call's error), prepare through the sandbox
+(a refusal is a `declined` item and nothing runs),
 item started, spawn (a failure is a `failed` item), wait bounded by the call's timeout and the
 run's deadline, the sandbox's `after()` checks (whose failure is a note, never a lost
 result), the launcher's own failure told apart from the command's, item completed. A command
@@ -20,7 +22,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from oiexec.core.context import ItemEmitter, ToolContext
-from oiexec.core.errors import SandboxUnavailable
+from oiexec.core.errors import SandboxUnavailable, ToolInputError
 from oiexec.core.events import CommandExecutionItem, CommandStatus
 from oiexec.core.policy import PreparedCommand
 from oiexec.core.redact import redact
@@ -34,6 +36,7 @@ __all__ = [
     "after_notes",
     "deadline_bound",
     "launch",
+    "refuse_by_rules",
     "setup_failed",
     "start_command",
     "stop",
@@ -78,6 +81,17 @@ def deadline_bound(ctx: ToolContext, seconds: float) -> tuple[float, bool]:
     if remaining is not None and remaining <= seconds:
         return max(0.0, remaining), True
     return seconds, False
+
+
+def refuse_by_rules(ctx: ToolContext, argv: list[str], shown: str) -> None:
+    """Before a model's command starts: when the run's command rules refuse `argv`, report
+    it as a `declined` item (shown as `shown`) and raise the refusal the model reads."""
+    rules = ctx.command_rules
+    refusal = rules.refusal(argv) if rules is not None else None
+    if refusal is None:
+        return
+    CommandItem.declined(ctx.items, shown, refusal)
+    raise ToolInputError(refusal, kind="denied")
 
 
 def _prepare(ctx: ToolContext, argv: list[str], cwd: Path, env: dict[str, str]) -> PreparedCommand:
@@ -183,13 +197,18 @@ def start_command(
     cwd: Path,
     env: dict[str, str],
     tty: bool = False,
+    rules: bool = True,
 ) -> RunningCommand:
-    """Prepare, report and spawn `argv`; raises `NotStarted` (item already completed).
+    """Prepare, report and spawn `argv`; raises `NotStarted` (item already completed), or
+    `ToolInputError` when a command rule refuses it (`refuse_by_rules`; `rules=False`
+    for a command the user gave, such as `--check`'s, which no rule judges).
 
     The session's `on_close` finishes the item, so a command the registry kills at the end
     of the run is reported too.
     """
     shown = shlex.join(argv)
+    if rules:
+        refuse_by_rules(ctx, argv, shown)
     try:
         prepared = _prepare(ctx, argv, cwd, env)
     except Declined as exc:

@@ -5,7 +5,7 @@
 from __future__ import annotations
 
 from oiexec.core.errors import ToolInputError
-from oiexec.tools.command import CommandItem
+from oiexec.tools.command import CommandItem, refuse_by_rules
 from oiexec.tools.framework import Invocation
 from oiexec.tools.interpreters import LANGUAGE_ALIASES, InterpreterPool
 from oiexec.tools.options import ExecuteOptions
@@ -33,7 +33,10 @@ def execute(inv: Invocation) -> Result:
     if not isinstance(pool, InterpreterPool):
         pool = InterpreterPool(inv.ctx)
         inv.rt.extras[_POOL] = pool
-    item = CommandItem.start(inv.ctx.items, displayed_command(language, code))
+    shown = displayed_command(language, code)
+    if language == "shell":  # code of other languages has no command words to judge
+        refuse_by_rules(inv.ctx, [inv.rt.shell, "-c", code], shown)
+    item = CommandItem.start(inv.ctx.items, shown)
     result = pool.run(language, code, inv.opts(ExecuteOptions).timeout_s)
     output = result.output.rstrip("\n")
     if result.error and result.error not in output:

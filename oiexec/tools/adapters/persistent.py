@@ -20,7 +20,14 @@ from dataclasses import replace
 from oiexec.core.context import ToolContext
 from oiexec.core.policy import PreparedCommand
 from oiexec.core.redact import redact
-from oiexec.tools.command import CommandItem, Declined, launch, setup_failed, stop
+from oiexec.tools.command import (
+    CommandItem,
+    Declined,
+    launch,
+    refuse_by_rules,
+    setup_failed,
+    stop,
+)
 from oiexec.tools.framework import Runtime
 from oiexec.tools.process import ProcessSession, StdinClosed
 from oiexec.tools.results import CommandRun
@@ -158,7 +165,9 @@ def run_persistent(ctx: ToolContext, rt: Runtime, command: str, *, timeout_s: fl
     if not isinstance(shell, PersistentShell):
         shell = PersistentShell(ctx, shell=rt.shell, env={**ctx.env, **rt.env})
         rt.extras[_KEY] = shell
-    item = CommandItem.start(ctx.items, shlex.join([rt.shell, "-c", command]))
+    argv = [rt.shell, "-c", command]
+    refuse_by_rules(ctx, argv, shlex.join(argv))
+    item = CommandItem.start(ctx.items, shlex.join(argv))
     run = shell.run(command, timeout_s)
     if run.refused is not None:
         item.complete(run.refused, None, "declined")
