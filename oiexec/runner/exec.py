@@ -386,6 +386,7 @@ class _Run:
         from oiexec.runner.extras import open_extras
         from oiexec.runner.loop_setup import continued_context, new_loop
         from oiexec.runner.mcp import start_mcp_servers
+        from oiexec.runner.stall_watch import watch_stalls
         from oiexec.session.index import FILE_STATE
 
         p, request, settings = self.p, self.request, self.p.config.settings
@@ -492,6 +493,7 @@ class _Run:
             gate=extras.gate,
             deadline=self.deadline,
         )
+        watch_stalls(loop, p, self.collector.commands, self.warn, self.stack)
         return loop, history
 
     def _record_usage(self, usage: Usage, *, wait_s: float = PRICE_WAIT_S) -> None:
