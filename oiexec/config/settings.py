@@ -244,6 +244,13 @@ class Settings(BaseModel):
             )
         return value
 
+    @field_validator("model_fallbacks")
+    @classmethod
+    def _fallbacks_name_models(cls, value: list[str]) -> list[str]:
+        if any(not entry.strip() for entry in value):
+            raise ValueError('each entry must name a model, e.g. "openrouter/qwen/qwen3-coder"')
+        return value
+
     @field_validator("check")
     @classmethod
     def _check_names_a_command(cls, value: str | None) -> str | None:

@@ -382,8 +382,8 @@ class _Run:
     def _build(self) -> tuple[AgentLoop, list[HistoryItem]]:
         from oiexec.core.context import ToolContext
         from oiexec.harness.registry import HarnessInputs, build_harness
-        from oiexec.providers.registry import create_client
         from oiexec.runner.extras import open_extras
+        from oiexec.runner.fallbacks import open_client
         from oiexec.runner.loop_setup import continued_context, new_loop
         from oiexec.runner.mcp import start_mcp_servers
         from oiexec.runner.stall_watch import watch_stalls
@@ -434,13 +434,18 @@ class _Run:
         ctx.cleanup.callback(harness.close)
         self.harness = harness
         extras.know_tools(harness.tools())
-        client = create_client(
+        client = open_client(
             p.provider_id,
             p.provider,
             p.api_key,
+            model=settings.model,
+            fallbacks=p.fallbacks,
             extra_headers={"session-id": thread_id, "thread-id": thread_id},
             # The human transcript's heartbeat while the model has not answered.
             wait_observer=self.processor if isinstance(self.processor, HumanProcessor) else None,
+            items=self.items,
+            store=self.store,
+            runlog=self.runlog,
         )
         self.stack.callback(client.close)
 

@@ -28,6 +28,7 @@ from oiexec.core.policy import SandboxMode, SandboxPolicy
 from oiexec.core.redact import register_secret
 from oiexec.core.types import ImageInput
 from oiexec.git import is_git_marker
+from oiexec.runner.fallbacks import Fallback, resolve_fallbacks
 from oiexec.runner.inputs import read_images, read_output_schema
 from oiexec.runner.policy import RefusalTracker, add_dir_warnings, run_policy
 from oiexec.runner.programs import trust_run_programs
@@ -120,6 +121,8 @@ class Prepared:
     changes: tuple[SettingChange, ...] = ()
     #: The harness chosen for the run's settings, or why none can be (see `harness_id`).
     harness_choice: str | ConfigError | None = None
+    #: `model_fallbacks`, checked (runner/fallbacks.py).
+    fallbacks: tuple[Fallback, ...] = ()
 
     @property
     def harness_id(self) -> str | None:
@@ -200,8 +203,11 @@ def prepare(request: ExecRequest, hooks: RunHooks, warnings: StartupWarnings) ->
     api_key = resolve_api_key(provider_id, provider)
     register_secret(api_key)
     check_local_server(provider_id, provider)
-    # Before any command runs: the key must not be readable from this process by them.
-    protect_runner([provider.env_key or ""])
+    fallbacks = resolve_fallbacks(
+        config, provider_id, harness if isinstance(harness, str) else None
+    )
+    # Before any command runs: the keys must not be readable from this process by them.
+    protect_runner([provider.env_key or "", *(f.provider.env_key or "" for f in fallbacks)])
     images = read_images(request.images)
     policy = run_policy(config, request, trusted=config.trusted)
     if hooks.sandbox_mode:
@@ -243,7 +249,7 @@ def prepare(request: ExecRequest, hooks: RunHooks, warnings: StartupWarnings) ->
     return Prepared(
         request, hooks, config, provider_id, provider, api_key, images, output_schema, policy,
         sandbox, facts, started=started, continued=continued, changes=tuple(changes),
-        harness_choice=harness,
+        harness_choice=harness, fallbacks=fallbacks,
     )  # fmt: skip
 
 
