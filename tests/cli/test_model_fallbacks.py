@@ -1,7 +1,7 @@
 """`model_fallbacks` through the real CLI: a transient failure that outlasts the retries moves
 the turn to the next model (on another provider and wire here), says so as Codex says a
 reroute, and the session remembers it for `resume`; a request the provider refuses does not
-move. Resolving the entries is tested in tests/runner/test_fallbacks.py."""
+move. Resolving the entries is tested in tests/providers/test_fallbacks.py."""
 
 from __future__ import annotations
 
