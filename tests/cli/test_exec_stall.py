@@ -70,3 +70,11 @@ def test_off_by_default(model_server: ModelServer, repo: Path) -> None:
     result = run_cli([*exec_args(model_server), "go"], cwd=repo)
     assert result.returncode == 0, result.stderr
     assert len(model_server.model_requests) == 6
+
+
+def test_batch_passes_the_limit_to_every_task() -> None:
+    from oiexec.cli.batch_cmd import _exec_argv, run_command
+
+    ctx = run_command.make_context("run", ["tasks.jsonl", "--out", "d", "--stall-turns", "3"])
+    argv = _exec_argv(ctx)
+    assert argv[argv.index("--stall-turns") + 1] == "3"
