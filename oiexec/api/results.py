@@ -40,7 +40,8 @@ class Turn:
     exit_code: ExitCode
     #: The `turn.failed` message, e.g. "turn limit reached ...".
     reason: str | None
-    #: The limit that ended the turn: "max_turns", "timeout", "max_tokens" or "max_cost".
+    #: The limit that ended the turn: "max_turns", "timeout", "max_tokens", "max_cost" or
+    #: "stalled" (`stall_turns`).
     limit: str | None
     #: The change the turn made to the working tree, as a patch `git apply` accepts.
     diff: str | None

@@ -198,6 +198,13 @@ _EXEC_OPTIONS: list[Callable[[Any], Any]] = [
         help="Fail (exit 10) once the run has cost more than USD at the model's price.",
     ),
     click.option(
+        "--stall-turns",
+        type=COUNT_PARAM,
+        metavar="N",
+        help="Fail (exit 12) once the run repeats a failing command N times, or makes N "
+        "turns in a row without progress (default: `stall_turns`, else off).",
+    ),
+    click.option(
         "--check",
         "check",
         metavar="CMD",

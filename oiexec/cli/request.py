@@ -79,6 +79,7 @@ def build_request(params: dict[str, Any], prompt: str, **extra: Any) -> ExecRequ
         timeout=params.get("timeout_s"),
         max_tokens=params.get("max_tokens"),
         max_cost=params.get("max_cost"),
+        stall_turns=params.get("stall_turns"),
         dangerously_bypass=bool(params.get("bypass")),
         check=params.get("check"),
         max_attempts=params.get("max_attempts"),

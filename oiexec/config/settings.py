@@ -196,6 +196,13 @@ class Settings(BaseModel):
     #: Seconds one check run may take; a check still running then is killed and fails.
     check_timeout: SecondsKey = 1800.0
     hide_agent_reasoning: bool = False
+    #: `--stall-turns N`: end the run (exit 12) once it repeats a failing command N times with
+    #: the workspace unchanged, or makes N turns in a row without progress (agent/stall.py).
+    #: None (the default): no watchdog.
+    stall_turns: CountKey | None = None
+    #: `provider/model` entries tried in order when the model's provider is still failing
+    #: with a transient error after its retries (runner/fallbacks.py).
+    model_fallbacks: list[str] = Field(default_factory=list)
 
     #: `[mcp_servers.<id>]`: MCP servers started with the run (oiexec.mcp).
     mcp_servers: dict[str, McpServerConfig] = Field(default_factory=dict)
@@ -248,6 +255,13 @@ class Settings(BaseModel):
     def _names_a_file(cls, value: str | None) -> str | None:
         if value is not None and not value.strip():
             raise ValueError("must be the path of a text file, e.g. ~/prompts/base.md, not blank")
+        return value
+
+    @field_validator("model_fallbacks")
+    @classmethod
+    def _fallbacks_name_models(cls, value: list[str]) -> list[str]:
+        if any(not entry.strip() for entry in value):
+            raise ValueError('each entry must name a model, e.g. "openrouter/qwen/qwen3-coder"')
         return value
 
     @field_validator("check")

@@ -7,11 +7,14 @@
     │   ├── MaxTurnsExceeded    exit 4
     │   ├── RunTimedOut         exit 5
     │   ├── MaxTokensExceeded   exit 9  (`--max-tokens`)
-    │   └── MaxCostExceeded     exit 10 (`--max-cost`)
+    │   ├── MaxCostExceeded     exit 10 (`--max-cost`)
+    │   └── Stalled             exit 12 (`--stall-turns`: the run goes in circles)
     ├── SandboxUnavailable      exit 6
     ├── CheckFailed             exit 8  (`--check` still failing after the last attempt)
     ├── NoChange                exit 11 (`--require-change` and the run changed no file)
     ├── ProviderError           exit 1  (the model provider failed after retries)
+    │   ├── ProviderUnavailable exit 1  (a transient failure outlasted the retries: the
+    │   │                               one `model_fallbacks` moves on from)
     │   └── ContextWindowExceeded exit 1 (the request is larger than the model's window)
     └── SessionError            exit 1  (unknown or unreadable session)
     Interrupted                 exit 130 (SIGINT), 143 (SIGTERM)
@@ -52,6 +55,8 @@ class ExitCode(IntEnum):
     MAX_TOKENS = 9
     MAX_COST = 10
     NO_CHANGE = 11
+    #: `--stall-turns`: the run repeated a failing command or stopped making progress.
+    STALLED = 12
     #: `batch --max-total-cost`: the tasks' costs reached the limit and some were not started.
     TOTAL_COST = 13
     INTERRUPTED = 130
@@ -111,6 +116,13 @@ class MaxCostExceeded(LimitExceeded):
     limit = "max_cost"
 
 
+class Stalled(LimitExceeded):
+    """`--stall-turns` (`stall_turns`): the run went in circles (agent/stall.py)."""
+
+    exit_code = ExitCode.STALLED
+    limit = "stalled"
+
+
 class SandboxUnavailable(OiexecError):
     exit_code = ExitCode.SANDBOX_UNAVAILABLE
 
@@ -129,6 +141,13 @@ class NoChange(OiexecError):
 
 class ProviderError(OiexecError):
     """The provider answered with an error we do not retry, or retries ran out."""
+
+
+class ProviderUnavailable(ProviderError):
+    """A transient failure (5xx, 408/409/429, a dropped or idle stream, no connection) that
+    was still failing when the retries ran out: the provider may be back later, or another
+    model may answer now (`model_fallbacks`). Anything else the provider refused (a bad key,
+    a bad request) is a plain `ProviderError`, which no other model would fix."""
 
 
 class ContextWindowExceeded(ProviderError):

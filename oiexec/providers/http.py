@@ -3,7 +3,9 @@
 Two retry budgets, as in Codex: `request_max_retries` covers a request that fails before the
 stream starts (connection errors, 408/409/429/5xx); `stream_max_retries` covers a stream that
 drops or goes idle after a 200, by re-sending the whole request. Wires return only complete
-responses, so a retried stream never yields anything twice.
+responses, so a retried stream never yields anything twice. A failure still worth retrying
+when its budget is spent is `ProviderUnavailable` (what `model_fallbacks` moves on from); one
+not worth retrying (a bad key, a bad request) is a plain `ProviderError`.
 
 `stream_idle_timeout_ms` bounds every wait for something complete: the response headers, then
 each SSE event with data (`providers.idle`: keepalive comments and events, blank lines and
@@ -31,7 +33,7 @@ from tenacity import RetryCallState, Retrying, retry_if_exception_type, stop_aft
 
 from oiexec.config.environment import RETRY_BASE_DELAY_ENV
 from oiexec.config.settings import ProviderConfig
-from oiexec.core.errors import ProviderError
+from oiexec.core.errors import ProviderError, ProviderUnavailable
 from oiexec.core.protocols import RetryCallback
 from oiexec.core.redact import redact
 from oiexec.core.version import __version__
@@ -291,7 +293,7 @@ class ProviderHttp:
                 with attempt:
                     return self._stream_once(path, body, parse, on_retry)
         except StreamInterrupted as exc:
-            raise ProviderError(self._clean(exc.reason)) from None
+            raise ProviderUnavailable(self._clean(exc.reason)) from None
         finally:
             self._observer.answered()
         raise AssertionError("unreachable: tenacity either returns or raises")
@@ -367,7 +369,7 @@ class ProviderHttp:
                 with attempt:
                     return self._send(path, body)
         except _RetryableRequest as exc:
-            raise ProviderError(exc.message) from None
+            raise ProviderUnavailable(exc.message) from None
         raise AssertionError("unreachable: tenacity either returns or raises")
 
     def _send(self, path: str, body: dict[str, Any]) -> tuple[httpx.Response, IdleWatch]:

@@ -382,10 +382,11 @@ class _Run:
     def _build(self) -> tuple[AgentLoop, list[HistoryItem]]:
         from oiexec.core.context import ToolContext
         from oiexec.harness.registry import HarnessInputs, build_harness
-        from oiexec.providers.registry import create_client
         from oiexec.runner.extras import open_extras
+        from oiexec.runner.fallbacks import open_client
         from oiexec.runner.loop_setup import continued_context, new_loop
         from oiexec.runner.mcp import start_mcp_servers
+        from oiexec.runner.stall_watch import watch_stalls
         from oiexec.session.index import FILE_STATE
 
         p, request, settings = self.p, self.request, self.p.config.settings
@@ -435,13 +436,18 @@ class _Run:
         ctx.cleanup.callback(harness.close)
         self.harness = harness
         extras.know_tools(harness.tools())
-        client = create_client(
+        client = open_client(
             p.provider_id,
             p.provider,
             p.api_key,
+            model=settings.model,
+            fallbacks=p.fallbacks,
             extra_headers={"session-id": thread_id, "thread-id": thread_id},
             # The human transcript's heartbeat while the model has not answered.
             wait_observer=self.processor if isinstance(self.processor, HumanProcessor) else None,
+            items=self.items,
+            store=self.store,
+            runlog=self.runlog,
         )
         self.stack.callback(client.close)
 
@@ -494,6 +500,7 @@ class _Run:
             gate=extras.gate,
             deadline=self.deadline,
         )
+        watch_stalls(loop, p, self.collector.commands, self.warn, self.stack)
         return loop, history
 
     def _record_usage(self, usage: Usage, *, wait_s: float = PRICE_WAIT_S) -> None:

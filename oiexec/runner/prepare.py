@@ -30,6 +30,7 @@ from oiexec.core.types import ImageInput
 from oiexec.git import is_git_marker
 from oiexec.harness.instructions import Instructions
 from oiexec.runner.command_rules import load_command_rules
+from oiexec.runner.fallbacks import Fallback, resolve_fallbacks
 from oiexec.runner.inputs import read_images, read_output_schema
 from oiexec.runner.policy import RefusalTracker, add_dir_warnings, run_policy
 from oiexec.runner.programs import trust_run_programs
@@ -127,6 +128,8 @@ class Prepared:
     instructions: Instructions = field(default_factory=Instructions)
     #: The command rules every model command is judged by (runner/command_rules.py).
     command_rules: CommandRules | None = None
+    #: `model_fallbacks`, checked (runner/fallbacks.py).
+    fallbacks: tuple[Fallback, ...] = ()
 
     @property
     def harness_id(self) -> str | None:
@@ -207,8 +210,11 @@ def prepare(request: ExecRequest, hooks: RunHooks, warnings: StartupWarnings) ->
     api_key = resolve_api_key(provider_id, provider)
     register_secret(api_key)
     check_local_server(provider_id, provider)
-    # Before any command runs: the key must not be readable from this process by them.
-    protect_runner([provider.env_key or ""])
+    fallbacks = resolve_fallbacks(
+        config, provider_id, harness if isinstance(harness, str) else None
+    )
+    # Before any command runs: the keys must not be readable from this process by them.
+    protect_runner([provider.env_key or "", *(f.provider.env_key or "" for f in fallbacks)])
     images = read_images(request.images)
     rules = load_command_rules(config, ignore=request.ignore_rules, warnings=warnings.texts)
     policy = run_policy(config, request, trusted=config.trusted)
@@ -253,6 +259,7 @@ def prepare(request: ExecRequest, hooks: RunHooks, warnings: StartupWarnings) ->
         request, hooks, config, provider_id, provider, api_key, images, output_schema, policy,
         sandbox, facts, started=started, continued=continued, changes=tuple(changes),
         harness_choice=harness, instructions=instructions, command_rules=rules,
+        fallbacks=fallbacks,
     )  # fmt: skip
 
 

@@ -50,6 +50,8 @@ class ExecRequest:
     max_tokens: int | None = None
     #: `--max-cost USD`: what this run may cost at the model's catalog price (exit 10).
     max_cost: float | None = None
+    #: `--stall-turns N`: the stall watchdog's limit (None: config's `stall_turns`).
+    stall_turns: int | None = None
     dangerously_bypass: bool = False
     #: `--check CMD`: the run succeeds only when CMD passes after the model's final answer.
     check: str | None = None

@@ -27,6 +27,7 @@ from oiexec.session.records import (
     CompactedRecord,
     EventMsgRecord,
     FileReadState,
+    ModelRerouted,
     ResponseItemRecord,
     RolloutRecord,
     SessionMeta,
@@ -242,6 +243,11 @@ class _Reading:
             self.outcome = outcome_of(payload)
         elif isinstance(event, FileReadState):
             self.file_state.append(payload)
+        elif isinstance(event, ModelRerouted) and event.model and event.model_provider:
+            # The run moved to a fallback model: a resume goes on with it.
+            self.settings = replace(
+                self.settings, model=event.model, model_provider=event.model_provider
+            )
         elif isinstance(event, TokenCount) and event.total_token_usage is not None:
             self.usage, self.last_token_count = event.total_token_usage, payload
             self.cost_usd = event.session_cost_usd

@@ -307,6 +307,20 @@ class TurnAborted(_Model):
     closed_calls: Int = None
 
 
+class ModelRerouted(_Model):
+    """The run moved to a model of `model_fallbacks`: a resume continues on `model` at
+    `model_provider`."""
+
+    _required = ("model", "model_provider")
+
+    type: Literal["model_rerouted"]
+    #: The model it left, as `provider/model`.
+    previous: Str = None
+    model: Str = None
+    model_provider: Str = None
+    reason: Str = None
+
+
 class OtherEvent(_Model):
     """An `event_msg` type this build does not write (Codex's, a newer oiexec's): skipped."""
 
@@ -324,6 +338,7 @@ _EVENT_TYPES = frozenset(
         "thread_event",
         "file_read_state",
         "turn_aborted",
+        "model_rerouted",
     }
 )
 
@@ -346,6 +361,7 @@ EventMsg = Annotated[
     | Annotated[ThreadEventMsg, Tag("thread_event")]
     | Annotated[FileReadState, Tag("file_read_state")]
     | Annotated[TurnAborted, Tag("turn_aborted")]
+    | Annotated[ModelRerouted, Tag("model_rerouted")]
     | Annotated[OtherEvent, Tag("other")],
     Discriminator(_tagger(_EVENT_TYPES, "other")),
 ]

@@ -67,6 +67,7 @@ UNSTARTED = frozenset({"not_run", "cost_limit"})
 _BY_EXIT = {
     ExitCode.SUCCESS: "success",
     ExitCode.MAX_TURNS: "limit",
+    ExitCode.STALLED: "limit",
     ExitCode.TIMEOUT: "timeout",
     ExitCode.SANDBOX_UNAVAILABLE: "sandbox",
     ExitCode.CHECK_FAILED: "check_failed",
