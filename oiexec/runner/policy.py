@@ -45,6 +45,7 @@ def build_policy(settings: Settings, request: ExecRequest, *, trusted: bool) -> 
         cwd=request.cwd,
         extra_roots=tuple(r if r.is_absolute() else request.cwd / r for r in roots),
         network_access=extra.network_access,
+        allowed_domains=tuple(extra.allowed_domains),
         exclude_tmpdir_env_var=extra.exclude_tmpdir_env_var,
         exclude_slash_tmp=extra.exclude_slash_tmp,
         require=resolve_require(settings.sandbox_require),
