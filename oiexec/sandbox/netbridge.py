@@ -1,6 +1,6 @@
 """Run inside a bwrap sandbox whose network is an allowlist, in front of the command:
 
-    python3 -I -S netbridge.py SOCKET -- COMMAND...
+    python3 -I -S -c "$(cat netbridge.py)" SOCKET -- COMMAND...
 
 It listens on 127.0.0.1 (an ephemeral port) in the sandbox's own network namespace, which has
 nothing else, forwards each connection to the runner's proxy on the Unix socket SOCKET
@@ -86,8 +86,12 @@ def main(argv: list[str]) -> int:
         return 125
     path, command = argv[1], argv[3:]
     listener = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
-    listener.bind(("127.0.0.1", 0))
-    listener.listen(MAX_CONNECTIONS)
+    try:
+        listener.bind(("127.0.0.1", 0))
+        listener.listen(MAX_CONNECTIONS)
+    except OSError as exc:
+        sys.stderr.write(f"oiexec network bridge: cannot listen on 127.0.0.1: {exc}\n")
+        return 125
     port = listener.getsockname()[1]
     _detach_forwarder(listener, path)
     listener.close()

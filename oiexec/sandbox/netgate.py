@@ -11,6 +11,7 @@ open the whole network.
 
 from __future__ import annotations
 
+import functools
 import os
 import sys
 from collections.abc import Callable
@@ -27,6 +28,12 @@ _SOCKET = "proxy.sock"
 #: sun_path holds 108 bytes, the final NUL included.
 _MAX_SOCKET_PATH = 107
 _BRIDGE = Path(__file__).resolve().with_name("netbridge.py")
+
+
+@functools.cache
+def _bridge_source() -> str:
+    return _BRIDGE.read_text(encoding="utf-8")
+
 
 DenialListener = Callable[[Denial], None]
 
@@ -79,10 +86,12 @@ class NetGate:
         return ["--ro-bind", str(self._dir), str(self._dir)]
 
     def wrap(self, argv: list[str]) -> list[str]:
-        """`argv` behind the bridge, run by the runner's own interpreter (isolated mode)."""
+        """`argv` behind the bridge, run by the runner's own interpreter (isolated mode).
+        Its source goes on the command line: the package may lie where the sandbox has a
+        private /tmp, and a file of it could be changed by a command between runs."""
         proxy = self._start()
         python = os.path.realpath(sys.executable)
-        return [python, "-I", "-S", str(_BRIDGE), str(proxy.path), "--", *argv]
+        return [python, "-I", "-S", "-c", _bridge_source(), str(proxy.path), "--", *argv]
 
     def flush(self) -> list[str]:
         """Report denials since the last call to the listener; notes for the model."""
