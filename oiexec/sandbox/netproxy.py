@@ -103,35 +103,52 @@ class NetProxy:
 
     async def _serve(self) -> None:
         self._stop = asyncio.Event()
+        self._ready.set()
+        loop = asyncio.get_running_loop()
         slots = asyncio.Semaphore(MAX_CLIENTS)
+        #: Every accepted socket until its connection is done: closed at the end whatever
+        #: state its task is in (a task not started yet would never close it).
+        conns: set[socket.socket] = set()
         tasks: set[asyncio.Task[None]] = set()
 
-        async def client(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
-            if slots.locked():
-                writer.write(response(503, "Service Unavailable", "too many connections\n"))
-                await _close(writer)
-                return
-            async with slots:
-                task = asyncio.current_task()
-                assert task is not None
+        async def accept() -> None:
+            while True:
+                conn, _ = await loop.sock_accept(self._listener)
+                conns.add(conn)
+                task = asyncio.create_task(client(conn))
                 tasks.add(task)
-                try:
-                    await self._handle(reader, writer)
-                except (TimeoutError, OSError, asyncio.IncompleteReadError):
-                    pass
-                finally:
-                    tasks.discard(task)
-                    await _close(writer)
+                task.add_done_callback(tasks.discard)
 
-        server = await asyncio.start_unix_server(client, sock=self._listener, limit=MAX_HEAD)
-        self._ready.set()
-        async with server:
+        async def client(conn: socket.socket) -> None:
+            writer: asyncio.StreamWriter | None = None
+            try:
+                reader, writer = await asyncio.open_unix_connection(sock=conn, limit=MAX_HEAD)
+                if slots.locked():
+                    writer.write(response(503, "Service Unavailable", "too many connections\n"))
+                    return
+                async with slots:
+                    await self._handle(reader, writer)
+            except (TimeoutError, OSError, asyncio.IncompleteReadError):
+                pass
+            except asyncio.CancelledError:
+                pass  # the proxy is closing: the connection ends below
+            finally:
+                if writer is not None:
+                    await _close(writer)
+                conn.close()
+                conns.discard(conn)
+
+        acceptor = asyncio.create_task(accept())
+        try:
             await self._stop.wait()
-            server.close()
+        finally:
+            acceptor.cancel()
             for task in list(tasks):
                 task.cancel()
             if tasks:
                 await asyncio.wait(list(tasks), timeout=5)
+            for conn in list(conns):
+                conn.close()
 
     async def _handle(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
         try:
