@@ -98,13 +98,16 @@ class NetGate:
         if self._proxy is None:
             return []
         notes = []
-        for denial in self._proxy.take_denials():
-            self.denied += 1
+        denials, more = self._proxy.take_denials()
+        self.denied += len(denials) + more
+        for denial in denials:
             if self.listener is not None:
                 self.listener(denial)
             notes.append(
                 f"network: the sandbox's proxy refused {denial.target()}: not in allowed_domains"
             )
+        if more:
+            notes.append(f"network: the sandbox's proxy refused {more} more request(s)")
         return notes
 
     def close(self) -> None:

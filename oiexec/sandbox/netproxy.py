@@ -35,6 +35,8 @@ CONNECT_TIMEOUT_S = 10.0
 #: A tunnel with no byte either way for this long is closed.
 IDLE_TIMEOUT_S = 300.0
 _CHUNK = 64 * 1024
+#: Denials kept one by one (each is a stderr line); past this they are only counted.
+MAX_REPORTED = 200
 
 
 @dataclass(frozen=True)
@@ -56,6 +58,9 @@ class NetProxy:
         self._allowlist = allowlist
         self._denials: list[Denial] = []
         self._taken = 0
+        #: Denials past MAX_REPORTED, and how many of them were taken.
+        self._unreported = 0
+        self._unreported_taken = 0
         self._lock = threading.Lock()
         self._listener = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
         try:
@@ -74,12 +79,14 @@ class NetProxy:
 
     # -- what the sandbox asks ----------------------------------------------------------
 
-    def take_denials(self) -> list[Denial]:
-        """Denials recorded since the last call."""
+    def take_denials(self) -> tuple[list[Denial], int]:
+        """Denials recorded since the last call, and how many more were only counted."""
         with self._lock:
             new = self._denials[self._taken :]
             self._taken = len(self._denials)
-            return new
+            more = self._unreported - self._unreported_taken
+            self._unreported_taken = self._unreported
+            return new, more
 
     def close(self) -> None:
         if self._loop.is_closed():
@@ -111,13 +118,18 @@ class NetProxy:
         conns: set[socket.socket] = set()
         tasks: set[asyncio.Task[None]] = set()
 
-        async def accept() -> None:
-            while True:
-                conn, _ = await loop.sock_accept(self._listener)
-                conns.add(conn)
-                task = asyncio.create_task(client(conn))
-                tasks.add(task)
-                task.add_done_callback(tasks.discard)
+        def accept() -> None:
+            # Synchronous, so an accepted socket is in `conns` before anything can cancel.
+            try:
+                conn, _ = self._listener.accept()
+            except (BlockingIOError, InterruptedError):
+                return
+            except OSError:
+                return  # out of descriptors, say: the client sees its connection refused
+            conns.add(conn)
+            task = asyncio.create_task(client(conn))
+            tasks.add(task)
+            task.add_done_callback(tasks.discard)
 
         async def client(conn: socket.socket) -> None:
             writer: asyncio.StreamWriter | None = None
@@ -138,11 +150,11 @@ class NetProxy:
                 conn.close()
                 conns.discard(conn)
 
-        acceptor = asyncio.create_task(accept())
+        loop.add_reader(self._listener.fileno(), accept)
         try:
             await self._stop.wait()
         finally:
-            acceptor.cancel()
+            loop.remove_reader(self._listener.fileno())
             for task in list(tasks):
                 task.cancel()
             if tasks:
@@ -158,9 +170,12 @@ class NetProxy:
             writer.write(response(exc.status, "Bad Request", f"oiexec proxy: {exc.reason}\n"))
             return
         if not self._allowlist.allows(request.host):
-            denial = Denial(request.method, request.host, request.port)
+            denial = Denial(request.method, request.host[:255], request.port)
             with self._lock:
-                self._denials.append(denial)
+                if len(self._denials) < MAX_REPORTED:
+                    self._denials.append(denial)
+                else:
+                    self._unreported += 1
             body = (
                 f"oiexec network allowlist: {denial.target()} is not allowed; commands may "
                 f"reach only {self._allowlist.describe()} "

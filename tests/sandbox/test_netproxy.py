@@ -149,9 +149,21 @@ def test_a_denied_host_gets_403_and_is_recorded(proxy: NetProxy) -> None:
     answer = _exchange(proxy, b"CONNECT 169.254.169.254:80 HTTP/1.1\r\n\r\n")
     assert answer.startswith(b"HTTP/1.1 403 Forbidden\r\n")
     assert b"169.254.169.254:80 is not allowed; commands may reach only localhost" in answer
-    [denial] = proxy.take_denials()
+    [denial], more = proxy.take_denials()
     assert (denial.method, denial.host, denial.port) == ("CONNECT", "169.254.169.254", 80)
-    assert proxy.take_denials() == []
+    assert more == 0
+    assert proxy.take_denials() == ([], 0)
+
+
+def test_denials_past_the_limit_are_counted_not_kept(
+    proxy: NetProxy, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(netproxy, "MAX_REPORTED", 2)
+    for n in range(5):
+        _exchange(proxy, f"CONNECT h{n}.example:443 HTTP/1.1\r\n\r\n".encode())
+    denials, more = proxy.take_denials()
+    assert [d.host for d in denials] == ["h0.example", "h1.example"]
+    assert more == 3
 
 
 def test_an_oversized_head_is_refused_at_the_limit(proxy: NetProxy) -> None:
