@@ -30,6 +30,19 @@ _MAX_SOCKET_PATH = 107
 _BRIDGE = Path(__file__).resolve().with_name("netbridge.py")
 
 
+def _python() -> str:
+    """The runner's interpreter, unless it lies where the sandbox has a private directory
+    (/tmp, $TMPDIR): then the system's."""
+    python = Path(os.path.realpath(sys.executable))
+    private = [Path("/tmp"), *([Path(os.environ["TMPDIR"])] if os.environ.get("TMPDIR") else [])]
+    if not any(python.is_relative_to(os.path.realpath(p)) for p in private):
+        return str(python)
+    for fallback in ("/usr/bin/python3", "/usr/local/bin/python3"):
+        if os.access(fallback, os.X_OK):
+            return fallback
+    return str(python)
+
+
 @functools.cache
 def _bridge_source() -> str:
     return _BRIDGE.read_text(encoding="utf-8")
@@ -90,8 +103,7 @@ class NetGate:
         Its source goes on the command line: the package may lie where the sandbox has a
         private /tmp, and a file of it could be changed by a command between runs."""
         proxy = self._start()
-        python = os.path.realpath(sys.executable)
-        return [python, "-I", "-S", "-c", _bridge_source(), str(proxy.path), "--", *argv]
+        return [_python(), "-I", "-S", "-c", _bridge_source(), str(proxy.path), "--", *argv]
 
     def flush(self) -> list[str]:
         """Report denials since the last call to the listener; notes for the model."""

@@ -46,7 +46,8 @@ class Denial:
     port: int
 
     def target(self) -> str:
-        host = f"[{self.host}]" if ":" in self.host else self.host
+        bare = ":" in self.host and not self.host.startswith("[")
+        host = f"[{self.host}]" if bare else self.host
         return f"{host}:{self.port}"
 
 
