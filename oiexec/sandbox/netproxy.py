@@ -35,6 +35,7 @@ CONNECT_TIMEOUT_S = 10.0
 #: A tunnel with no byte either way for this long is closed.
 IDLE_TIMEOUT_S = 300.0
 _CHUNK = 64 * 1024
+_REASONS = {400: "Bad Request", 431: "Request Header Fields Too Large"}
 #: Denials kept one by one (each is a stderr line); past this they are only counted.
 MAX_REPORTED = 200
 
@@ -168,7 +169,8 @@ class NetProxy:
             head = await asyncio.wait_for(_read_head(reader), HEAD_TIMEOUT_S)
             request = parse_head(head)
         except BadRequest as exc:
-            writer.write(response(exc.status, "Bad Request", f"oiexec proxy: {exc.reason}\n"))
+            reason = _REASONS.get(exc.status, "Bad Request")
+            writer.write(response(exc.status, reason, f"oiexec proxy: {exc.reason}\n"))
             return
         if not self._allowlist.allows(request.host):
             denial = Denial(request.method, request.host[:255], request.port)
