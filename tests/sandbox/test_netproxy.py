@@ -17,8 +17,11 @@ import pytest
 from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
+from oiexec.core.errors import ConfigError
 from oiexec.core.hostrules import HostAllowlist, parse_pattern
+from oiexec.core.policy import SandboxPolicy
 from oiexec.sandbox import netproxy
+from oiexec.sandbox.netgate import refuse_unisolated
 from oiexec.sandbox.netproxy import NetProxy
 from oiexec.sandbox.proxy_request import MAX_HEAD, BadRequest, parse_head
 
@@ -243,3 +246,62 @@ def test_close_ends_open_tunnels(proxy: NetProxy) -> None:
         assert left == b""  # closed, not left waiting for the head
         assert time.monotonic() - started < 8
     assert not proxy.path.exists()
+
+
+# -- what the bwrap backend adds for an allowlist -------------------------------------------
+
+
+def _allowlist_policy(cwd: Path) -> SandboxPolicy:
+    return SandboxPolicy(
+        mode="workspace-write",
+        cwd=cwd,
+        network_access=True,
+        allowed_domains=("pypi.org",),
+    )
+
+
+def test_bwrap_keeps_its_own_network_and_binds_only_the_proxy_socket(tmp_path: Path) -> None:
+    from oiexec.sandbox.bwrap import BwrapFeatures, BwrapSandbox
+
+    sandbox = BwrapSandbox(_allowlist_policy(tmp_path), BwrapFeatures(path="/usr/bin/bwrap"), {})
+    try:
+        prepared = sandbox.prepare(["echo", "hi"], cwd=tmp_path, env={})
+        argv = prepared.argv
+        assert "--unshare-net" in argv
+        gate = sandbox.net
+        assert gate is not None
+        binds = [argv[i + 1] for i, arg in enumerate(argv) if arg == "--ro-bind"]
+        [socket_dir] = [b for b in binds if Path(b).name.startswith("oiexec-net-")]
+        assert (Path(socket_dir) / "proxy.sock").is_socket()
+        assert oct(Path(socket_dir).stat().st_mode & 0o777) == "0o700"
+        command = argv[argv.index("--chdir") + 3 :]
+        assert command[1:4] == ["-I", "-S", "-c"]
+        assert command[5:] == [str(Path(socket_dir) / "proxy.sock"), "--", "echo", "hi"]
+        assert prepared.after() == []
+    finally:
+        sandbox.close()
+    assert not Path(socket_dir).exists()
+
+
+@pytest.mark.parametrize(
+    ("backend", "netns", "refused"),
+    [
+        ("bwrap", True, False),
+        ("bwrap", False, True),
+        ("landlock", False, True),
+        ("seatbelt", False, True),
+        ("unavailable", True, False),  # every command is refused anyway
+    ],
+)
+def test_backends_that_cannot_isolate_refuse_the_allowlist(
+    tmp_path: Path, backend: str, netns: bool, refused: bool
+) -> None:
+    policy = _allowlist_policy(tmp_path)
+    if not refused:
+        refuse_unisolated(policy, backend, netns)
+        return
+    with pytest.raises(ConfigError) as caught:
+        refuse_unisolated(policy, backend, netns)
+    assert caught.value.message.startswith(
+        "[sandbox_workspace_write] allowed_domains cannot be enforced: "
+    )
