@@ -5,6 +5,10 @@ A pattern is a host name (`pypi.org`, only that host), `*.` and a name (`*.npmjs
 subdomain of it, not the name itself) or an IP address (only that literal). Names are compared
 lower-cased without a trailing dot. Nothing else is a pattern: no scheme, port, path, lone `*`
 or wildcard inside a name, so a typo cannot silently allow more (or less) than meant.
+
+A name allowed only through a wildcard must resolve to a public address: whoever controls a
+subdomain's DNS could otherwise point it at the runner's machine or the metadata service.
+A name listed exactly (`localhost`, an internal mirror) may resolve anywhere.
 """
 
 from __future__ import annotations
@@ -83,6 +87,25 @@ def parse_pattern(text: str) -> HostPattern:
     return HostPattern(name, wildcard)
 
 
+def is_local_address(address: str) -> bool:
+    """Loopback, link-local (cloud metadata), private, unspecified, multicast or reserved,
+    an IPv4-mapped IPv6 address judged as its IPv4 one."""
+    try:
+        ip = ipaddress.ip_address(address.split("%", 1)[0])
+    except ValueError:
+        return True  # not an address we know how to judge: treat it as local
+    if isinstance(ip, ipaddress.IPv6Address) and ip.ipv4_mapped is not None:
+        ip = ip.ipv4_mapped
+    return (
+        ip.is_loopback
+        or ip.is_link_local
+        or ip.is_private
+        or ip.is_unspecified
+        or ip.is_multicast
+        or ip.is_reserved
+    )
+
+
 class HostAllowlist:
     """The parsed `allowed_domains`."""
 
@@ -90,8 +113,15 @@ class HostAllowlist:
         self.patterns = tuple(parse_pattern(p) for p in patterns)
 
     def allows(self, host: str) -> bool:
+        return self.match(host) is not None
+
+    def match(self, host: str) -> HostPattern | None:
+        """The pattern that allows `host` (an exact one before a wildcard), or None."""
         name = normalize_host(host)
-        return name is not None and any(p.matches(name) for p in self.patterns)
+        if name is None:
+            return None
+        found = [p for p in self.patterns if p.matches(name)]
+        return min(found, key=lambda p: p.wildcard, default=None)
 
     def describe(self) -> str:
         return ", ".join(str(p) for p in self.patterns)

@@ -25,7 +25,7 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
-from oiexec.core.hostrules import HostAllowlist
+from oiexec.core.hostrules import HostAllowlist, is_local_address
 from oiexec.sandbox.proxy_request import MAX_HEAD, BadRequest, ProxyRequest, parse_head, response
 
 MAX_CLIENTS = 128
@@ -172,7 +172,8 @@ class NetProxy:
             reason = _REASONS.get(exc.status, "Bad Request")
             writer.write(response(exc.status, reason, f"oiexec proxy: {exc.reason}\n"))
             return
-        if not self._allowlist.allows(request.host):
+        pattern = self._allowlist.match(request.host)
+        if pattern is None:
             denial = Denial(request.method, request.host[:255], request.port)
             with self._lock:
                 if len(self._denials) < MAX_REPORTED:
@@ -186,11 +187,9 @@ class NetProxy:
             )
             writer.write(response(403, "Forbidden", body))
             return
-        upstream = await _connect(request)
-        if upstream is None:
-            writer.write(
-                response(502, "Bad Gateway", f"oiexec proxy: cannot reach {request.host}\n")
-            )
+        upstream = await _connect(request, public_only=pattern.wildcard)
+        if isinstance(upstream, str):
+            writer.write(response(502, "Bad Gateway", f"oiexec proxy: {upstream}\n"))
             return
         up_reader, up_writer = upstream
         try:
@@ -214,9 +213,10 @@ async def _read_head(reader: asyncio.StreamReader) -> bytes:
 
 
 async def _connect(
-    request: ProxyRequest,
-) -> tuple[asyncio.StreamReader, asyncio.StreamWriter] | None:
-    """Resolve the (allowed) name here and connect to the first address that answers."""
+    request: ProxyRequest, *, public_only: bool
+) -> tuple[asyncio.StreamReader, asyncio.StreamWriter] | str:
+    """Resolve the (allowed) name here and connect to the first address that answers (only
+    public ones when `public_only`); else why not."""
     loop = asyncio.get_running_loop()
     try:
         infos = await asyncio.wait_for(
@@ -224,9 +224,13 @@ async def _connect(
             RESOLVE_TIMEOUT_S,
         )
     except (TimeoutError, OSError):
-        return None
+        return f"cannot resolve {request.host}"
+    local = 0
     for family, _, _, _, address in infos[:8]:
         if family not in (socket.AF_INET, socket.AF_INET6):
+            continue
+        if public_only and is_local_address(str(address[0])):
+            local += 1
             continue
         try:
             return await asyncio.wait_for(
@@ -235,7 +239,12 @@ async def _connect(
             )
         except (TimeoutError, OSError):
             continue
-    return None
+    if local:
+        return (
+            f"{request.host} resolves to a local address, which a name allowed by a wildcard "
+            "may not reach (list the name itself to allow it)"
+        )
+    return f"cannot connect to {request.host}"
 
 
 class _Idle:

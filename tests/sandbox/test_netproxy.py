@@ -18,7 +18,7 @@ from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
 from oiexec.core.errors import ConfigError
-from oiexec.core.hostrules import HostAllowlist, parse_pattern
+from oiexec.core.hostrules import HostAllowlist, is_local_address, parse_pattern
 from oiexec.core.policy import SandboxPolicy
 from oiexec.sandbox import netproxy
 from oiexec.sandbox.netgate import refuse_unisolated
@@ -305,3 +305,63 @@ def test_backends_that_cannot_isolate_refuse_the_allowlist(
     assert caught.value.message.startswith(
         "[sandbox_workspace_write] allowed_domains cannot be enforced: "
     )
+
+
+@pytest.mark.parametrize(
+    ("address", "local"),
+    [
+        ("127.0.0.1", True),
+        ("169.254.169.254", True),
+        ("10.1.2.3", True),
+        ("::1", True),
+        ("::ffff:127.0.0.1", True),
+        ("fe80::1%eth0", True),
+        ("0.0.0.0", True),
+        ("151.101.0.223", False),
+        ("2a04:4e42::223", False),
+    ],
+)
+def test_local_addresses(address: str, local: bool) -> None:
+    assert is_local_address(address) is local
+
+
+def test_a_wildcard_name_may_not_resolve_to_a_local_address(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """Whoever controls a subdomain's DNS must not reach the runner's machine through it;
+    a name listed exactly may (here `localhost`). DNS answers are faked: no resolver here
+    serves such names."""
+    upstream = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+    upstream.bind(("127.0.0.1", 0))
+    upstream.listen(4)
+    upstream.settimeout(5)
+    port = upstream.getsockname()[1]
+    real = socket.getaddrinfo
+
+    def fake(host: str, *args: object, **kwargs: object) -> object:
+        if host.endswith(".example.com"):
+            host = "127.0.0.1"
+        return real(host, *args, **kwargs)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(socket, "getaddrinfo", fake)
+    where = Path(tempfile.mkdtemp(prefix="oi-np-", dir="/tmp"))
+    server = NetProxy(HostAllowlist(("*.example.com", "exact.example.com")), where / "p.sock")
+    try:
+        answer = _exchange(server, f"CONNECT sub.example.com:{port} HTTP/1.1\r\n\r\n".encode())
+        assert answer.startswith(b"HTTP/1.1 502 ")
+        assert b"sub.example.com resolves to a local address" in answer
+        upstream.setblocking(False)
+        with pytest.raises(BlockingIOError):
+            upstream.accept()  # nothing was connected
+        upstream.settimeout(5)
+        with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as client:
+            client.settimeout(10)
+            client.connect(str(server.path))
+            client.sendall(f"CONNECT exact.example.com:{port} HTTP/1.1\r\n\r\n".encode())
+            assert client.recv(100).startswith(b"HTTP/1.1 200 Connection established")
+            conn, _ = upstream.accept()  # the tunnel's far end
+            conn.close()
+    finally:
+        server.close()
+        upstream.close()
+        shutil.rmtree(where, ignore_errors=True)
