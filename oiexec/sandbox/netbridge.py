@@ -19,6 +19,7 @@ import os
 import socket
 import sys
 import threading
+import time
 
 MAX_CONNECTIONS = 128
 _CHUNK = 64 * 1024
@@ -58,11 +59,19 @@ def _serve_one(client: socket.socket, path: str, slots: threading.Semaphore) -> 
 def serve(listener: socket.socket, path: str) -> None:
     slots = threading.Semaphore(MAX_CONNECTIONS)
     while True:
-        client, _ = listener.accept()
+        try:
+            client, _ = listener.accept()
+        except OSError:
+            time.sleep(0.1)  # out of descriptors, say: the command may close some
+            continue
         if not slots.acquire(blocking=False):
             client.close()
             continue
-        threading.Thread(target=_serve_one, args=(client, path, slots), daemon=True).start()
+        try:
+            threading.Thread(target=_serve_one, args=(client, path, slots), daemon=True).start()
+        except RuntimeError:  # no thread to be had (the command's process limit)
+            client.close()
+            slots.release()
 
 
 def _detach_forwarder(listener: socket.socket, path: str) -> None:
