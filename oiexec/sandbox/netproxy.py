@@ -35,6 +35,9 @@ CONNECT_TIMEOUT_S = 10.0
 #: A tunnel with no byte either way for this long is closed.
 IDLE_TIMEOUT_S = 300.0
 _CHUNK = 64 * 1024
+#: How long, and how much, the client's unread input is drained before a refusal closes.
+LINGER_S = 2.0
+LINGER_BYTES = 1024 * 1024
 _REASONS = {400: "Bad Request", 431: "Request Header Fields Too Large"}
 #: Denials kept one by one (each is a stderr line); past this they are only counted.
 MAX_REPORTED = 200
@@ -138,7 +141,8 @@ class NetProxy:
             try:
                 reader, writer = await asyncio.open_unix_connection(sock=conn, limit=MAX_HEAD)
                 if slots.locked():
-                    writer.write(response(503, "Service Unavailable", "too many connections\n"))
+                    reply = response(503, "Service Unavailable", "too many connections\n")
+                    await _answer(reader, writer, reply)
                     return
                 async with slots:
                     await self._handle(reader, writer)
@@ -170,7 +174,9 @@ class NetProxy:
             request = parse_head(head)
         except BadRequest as exc:
             reason = _REASONS.get(exc.status, "Bad Request")
-            writer.write(response(exc.status, reason, f"oiexec proxy: {exc.reason}\n"))
+            await _answer(
+                reader, writer, response(exc.status, reason, f"oiexec proxy: {exc.reason}\n")
+            )
             return
         pattern = self._allowlist.match(request.host)
         if pattern is None:
@@ -185,11 +191,13 @@ class NetProxy:
                 f"reach only {self._allowlist.describe()} "
                 "([sandbox_workspace_write] allowed_domains)\n"
             )
-            writer.write(response(403, "Forbidden", body))
+            await _answer(reader, writer, response(403, "Forbidden", body))
             return
         upstream = await _connect(request, public_only=pattern.wildcard)
         if isinstance(upstream, str):
-            writer.write(response(502, "Bad Gateway", f"oiexec proxy: {upstream}\n"))
+            await _answer(
+                reader, writer, response(502, "Bad Gateway", f"oiexec proxy: {upstream}\n")
+            )
             return
         up_reader, up_writer = upstream
         try:
@@ -201,6 +209,24 @@ class NetProxy:
             await asyncio.gather(_pipe(reader, up_writer, idle), _pipe(up_reader, writer, idle))
         finally:
             await _close(up_writer)
+
+
+async def _answer(reader: asyncio.StreamReader, writer: asyncio.StreamWriter, reply: bytes) -> None:
+    """Send `reply` and end the connection so that the client reads it: what the client
+    still sends (a body, a request not read yet) is read and dropped for a moment first,
+    since closing a socket with unread input resets the connection and loses the reply."""
+    writer.write(reply)
+    with contextlib.suppress(OSError, TimeoutError):
+        await asyncio.wait_for(writer.drain(), LINGER_S)
+        if writer.can_write_eof():
+            writer.write_eof()
+        deadline = time.monotonic() + LINGER_S
+        dropped = 0
+        while dropped < LINGER_BYTES and (left := deadline - time.monotonic()) > 0:
+            data = await asyncio.wait_for(reader.read(_CHUNK), left)
+            if not data:
+                break
+            dropped += len(data)
 
 
 async def _read_head(reader: asyncio.StreamReader) -> bytes:

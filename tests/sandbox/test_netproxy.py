@@ -365,3 +365,33 @@ def test_a_wildcard_name_may_not_resolve_to_a_local_address(
         server.close()
         upstream.close()
         shutil.rmtree(where, ignore_errors=True)
+
+
+def test_connections_past_the_limit_get_503(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(netproxy, "MAX_CLIENTS", 1)
+    where = Path(tempfile.mkdtemp(prefix="oi-np-", dir="/tmp"))
+    server = NetProxy(HostAllowlist(("localhost",)), where / "p.sock")
+    try:
+        with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as holder:
+            holder.settimeout(10)
+            holder.connect(str(server.path))
+            holder.sendall(b"GET http://localhost/ HTTP/1.1\r\n")  # holds the one slot
+            deadline = time.monotonic() + 10
+            answer = b""
+            while time.monotonic() < deadline:  # until the holder's task has its slot
+                answer = _exchange(server, b"CONNECT example.com:443 HTTP/1.1\r\n\r\n")
+                if answer.startswith(b"HTTP/1.1 503 "):
+                    break
+            assert answer.startswith(b"HTTP/1.1 503 Service Unavailable"), answer
+    finally:
+        server.close()
+        shutil.rmtree(where, ignore_errors=True)
+
+
+def test_a_refused_request_with_a_body_still_reads_its_403(proxy: NetProxy) -> None:
+    """The body is never read for a refusal; closing over it would reset the connection and
+    the client would see an error instead of the reason."""
+    body = b"x" * 100_000
+    head = f"POST http://evil.example/upload HTTP/1.1\r\nContent-Length: {len(body)}\r\n\r\n"
+    answer = _exchange(proxy, head.encode() + body)
+    assert answer.startswith(b"HTTP/1.1 403 Forbidden"), answer[:100]
