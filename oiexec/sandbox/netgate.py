@@ -14,6 +14,7 @@ from __future__ import annotations
 import functools
 import os
 import sys
+import threading
 from collections.abc import Callable
 from pathlib import Path
 
@@ -79,6 +80,7 @@ class NetGate:
         #: Told of each denial, from the thread that ends a command (`flush`).
         self.listener: DenialListener | None = None
         self.denied = 0
+        self._lock = threading.Lock()
 
     def _start(self) -> NetProxy:
         if self._proxy is None:
@@ -110,8 +112,9 @@ class NetGate:
         if self._proxy is None:
             return []
         notes = []
-        denials, more = self._proxy.take_denials()
-        self.denied += len(denials) + more
+        with self._lock:  # commands end on the tool threads, the run on its own
+            denials, more = self._proxy.take_denials()
+            self.denied += len(denials) + more
         for denial in denials:
             if self.listener is not None:
                 self.listener(denial)
