@@ -30,6 +30,7 @@ from oiexec.config.number_keys import (
     SizeKey,
 )
 from oiexec.config.permissions import PermissionProfile
+from oiexec.core.hostrules import parse_pattern
 from oiexec.core.policy import SandboxMode
 
 WireApi = Literal["responses", "chat", "messages"]
@@ -102,6 +103,16 @@ class SandboxWorkspaceWrite(_Table):
     network_access: bool = False
     exclude_tmpdir_env_var: bool = False
     exclude_slash_tmp: bool = False
+    #: With `network_access`: the only hosts commands reach, through the runner's proxy
+    #: (oiexec.core.hostrules says what an entry may be).
+    allowed_domains: list[str] = Field(default_factory=list)
+
+    @field_validator("allowed_domains")
+    @classmethod
+    def _domains_are_patterns(cls, value: list[str]) -> list[str]:
+        for entry in value:
+            parse_pattern(entry)  # its ValueError names the entry and what is wrong
+        return value
 
 
 class SandboxLimitsConfig(_Table):

@@ -80,6 +80,16 @@ class SandboxPolicy:
     #: Paths commands must not read or write at all (a profile's `deny` rules); a backend
     #: that cannot hide them is refused before the run (oiexec.runner.prepare).
     deny_paths: tuple[Path, ...] = ()
+    #: `[sandbox_workspace_write] allowed_domains`: with the network on, the only hosts
+    #: commands reach, through the runner's proxy (oiexec.sandbox.netproxy).
+    allowed_domains: tuple[str, ...] = ()
+
+    @property
+    def network_allowlist(self) -> bool:
+        """Whether commands reach the network only through the allowlist proxy: in
+        workspace-write with network access (off, nothing is reachable anyway; with no
+        sandbox at all there is nothing to route through it)."""
+        return bool(self.allowed_domains) and self.mode == "workspace-write" and self.network_access
 
     @property
     def network_disabled(self) -> bool:
@@ -128,6 +138,8 @@ class SandboxPolicy:
         if not self.exclude_tmpdir_env_var:
             parts.append("$TMPDIR")
         net = ", network on" if self.network_access else ""
+        if self.network_allowlist:
+            net = f", network: {', '.join(self.allowed_domains)} only"
         return f"workspace-write [{', '.join(parts)}]{net}{rules}"
 
 
@@ -164,6 +176,12 @@ def loosenings(ceiling: SandboxPolicy, policy: SandboxPolicy) -> list[str]:
     found: list[str] = []
     if ceiling.network_disabled and not policy.network_disabled:
         found.append("network access is on, and off in the ceiling")
+    elif ceiling.network_allowlist and not policy.network_disabled:
+        wider = [d for d in policy.allowed_domains if d not in ceiling.allowed_domains]
+        if not policy.network_allowlist:
+            found.append("network access is unrestricted, and an allowlist in the ceiling")
+        elif wider:
+            found.append(f"network hosts {', '.join(wider)} are allowed, not in the ceiling")
     allowed = ceiling.writable_roots()
     for root in policy.writable_roots():
         if not any(root == top or root.is_relative_to(top) for top in allowed):

@@ -27,7 +27,13 @@ import tempfile
 from pathlib import Path
 
 #: Every prefix `make` is used with (so `sweep` knows them all).
-PREFIXES = ("oiexec-tmp-", "oiexec-output-", "oiexec-tasks-", "oiexec-diff-")
+PREFIXES = (
+    "oiexec-tmp-",
+    "oiexec-output-",
+    "oiexec-tasks-",
+    "oiexec-diff-",
+    "oiexec-net-",
+)
 _NAME = re.compile(r"(?P<pid>\d+)\.(?P<start>\d+)\.(?P<tag>[0-9a-f]{8})-[A-Za-z0-9_]+")
 _DIR_FLAGS = os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC
 

@@ -48,6 +48,7 @@ from oiexec.runner.changes import (
 from oiexec.runner.check import check_header, checked_policy
 from oiexec.runner.extras import check_hook_files
 from oiexec.runner.loop_setup import open_runlog
+from oiexec.runner.network_report import NetworkReport
 from oiexec.runner.policy import command_env
 from oiexec.runner.prepare import Prepared, RunHooks, StartupWarnings, prepare
 from oiexec.runner.reports import (
@@ -169,6 +170,7 @@ class _Run:
         if self.runlog is not None:
             sinks.append(self.runlog)
         self.dispatcher = Dispatcher(sinks)
+        self.network = NetworkReport(prepared.sandbox.network_gate, self.warn, self.runlog)
         stack.callback(self.dispatcher.close)
         self.items = ItemEmitter(self.dispatcher.emit)
         self.result = RunResult(exit_code=ExitCode.SUCCESS, thread_id=self.store.thread_id)
@@ -258,6 +260,7 @@ class _Run:
                 },
             )
         self.result.usage = usage
+        self.network.finish()
         self.processor.spent(self.spend)
         self.result.turns = loop.steps if loop is not None else 0
         self.result.commands = self.collector.commands

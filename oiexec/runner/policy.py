@@ -8,7 +8,7 @@ import sys
 import sysconfig
 from collections.abc import Mapping
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from oiexec.config.loader import LoadedConfig
 from oiexec.config.permissions import apply_profile
@@ -25,6 +25,9 @@ from oiexec.core.policy import (
 from oiexec.core.redact import register_secret
 from oiexec.runner.request import ExecRequest
 from oiexec.tools.shell_env import CommandEnv, HiddenInstall, build_command_env
+
+if TYPE_CHECKING:
+    from oiexec.sandbox.netgate import NetGate
 
 
 def effective_mode(settings: Settings, *, trusted: bool, bypass: bool) -> SandboxMode:
@@ -45,6 +48,7 @@ def build_policy(settings: Settings, request: ExecRequest, *, trusted: bool) -> 
         cwd=request.cwd,
         extra_roots=tuple(r if r.is_absolute() else request.cwd / r for r in roots),
         network_access=extra.network_access,
+        allowed_domains=tuple(extra.allowed_domains),
         exclude_tmpdir_env_var=extra.exclude_tmpdir_env_var,
         exclude_slash_tmp=extra.exclude_slash_tmp,
         require=resolve_require(settings.sandbox_require),
@@ -159,6 +163,12 @@ class RefusalTracker:
 
     def describe(self) -> dict[str, Any]:
         return self._inner.describe()
+
+    @property
+    def network_gate(self) -> NetGate | None:
+        """The network allowlist's proxy, when the backend runs one (bwrap)."""
+        gate: NetGate | None = getattr(self._inner, "net", None)
+        return gate
 
     def close(self) -> None:
         self._inner.close()

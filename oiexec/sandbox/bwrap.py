@@ -19,7 +19,7 @@ import stat
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from oiexec.core.policy import PreparedCommand, SandboxPolicy
 from oiexec.sandbox import fault_switches, landlock, profiles, seccomp
@@ -28,6 +28,9 @@ from oiexec.sandbox.limits import Limiter
 from oiexec.sandbox.paths import PROTECTED_NAMES, protected_gitdirs, real_writable_roots
 from oiexec.sandbox.privtmp import PrivateRoot, PrivateTmp
 from oiexec.sandbox.profile_paths import ProfilePaths, pin_mounts, profile_mounts
+
+if TYPE_CHECKING:
+    from oiexec.sandbox.netgate import NetGate
 
 SETUP_FAILURE_EXIT_CODE = 125
 
@@ -189,7 +192,8 @@ def _command_args(
     args += [f for f in data["optional_flags"] if features.keeps(f)]
     mounts = build_mounts(policy, features, private, guards)
     args += mounts.args
-    if policy.network_disabled:
+    if policy.network_disabled or policy.network_allowlist:
+        # The allowlist's only way out is the proxy's socket (netgate.py), bound in later.
         args += [f for f in data["network_off_flags"] if features.keeps(f)]
     args += ["--json-status-fd", str(status_fd), "--seccomp", str(seccomp_fd)]
     args += ["--setenv", "OPENINTERPRETER_SANDBOX", policy.mode]
@@ -289,12 +293,22 @@ class BwrapSandbox:
         # (A process limit it cannot enforce is in the report already: diagnosis.py.)
         self._limiter = Limiter(policy.limits, nproc_overhead=3, cgroup_overhead=3)
         self._profile_paths = ProfilePaths(policy)
+        #: The network allowlist's proxy (imported only when there is an allowlist).
+        self.net: NetGate | None = None
+        if policy.network_allowlist:
+            from oiexec.sandbox.netgate import NetGate
+
+            self.net = NetGate(policy)
         # Not with the network off in a network namespace of the command's own, which has
         # its own abstract sockets, and a /proc of its own (the domain also keeps ptrace
         # from host processes, which only the host's /proc would show): there it closes
         # nothing more, and applying it takes a `preexec_fn`, i.e. a fork of the runner.
         self._scope: landlock.AbstractSocketScope | None = None
-        isolated = policy.network_disabled and features.netns and features.proc
+        isolated = (
+            (policy.network_disabled or policy.network_allowlist)
+            and features.netns
+            and features.proc
+        )
         if not isolated and abstract_scope_gap(features.path, landlock_abi) is None:
             self._scope = landlock.AbstractSocketScope(landlock_abi)
 
@@ -320,6 +334,15 @@ class BwrapSandbox:
                 os.close(fd)
             raise
         real_cwd = os.path.realpath(cwd)
+        net = self.net
+        if net is not None:
+            try:
+                args += net.mount_args()
+            except BaseException:
+                for fd in (status_fd, seccomp_fd):
+                    os.close(fd)
+                raise
+            argv = net.wrap(argv)
         args += ["--chdir", real_cwd, "--", *argv]
         limits = self._limiter.prepare()
         # The limits go to the wrapper as shell builtins where they can, so that nothing has
@@ -333,7 +356,8 @@ class BwrapSandbox:
                     os.close(fd)
             # Guards stay until close(); only links on the way to a protected name can have
             # been swapped by the command (they cannot be mounted on).
-            return [*limits.release(kill=False), *restore_links(mounts.links)]
+            notes = [*limits.release(kill=False), *restore_links(mounts.links)]
+            return notes + (net.flush() if net is not None else [])
 
         return PreparedCommand(
             argv=wrap(self._features.path, args, status_fd, steps or ""),
@@ -353,6 +377,8 @@ class BwrapSandbox:
         """End of run, after every command has ended: drop the guards (removing those no
         other sandbox holds) and the private /tmp."""
         self._limiter.close()
+        if self.net is not None:
+            self.net.close()
         self._guards.close()
         self._tmp.close()
         if self._scope is not None:

@@ -56,6 +56,12 @@ def get_sandbox(policy: SandboxPolicy) -> Sandbox:
     # that were killed left in the temp dir.
     rundirs.sweep()
     report = decision.as_dict()
+    if policy.network_allowlist and decision.backend != "none":
+        from oiexec.sandbox.netgate import refuse_unisolated
+
+        features = decision.preflight.bwrap
+        netns = decision.backend == "bwrap" and features is not None and features.netns
+        refuse_unisolated(policy, decision.backend, netns or decision.backend == "unavailable")
     if decision.backend == "none":
         return NoSandbox(policy)
     if decision.backend == "bwrap":
