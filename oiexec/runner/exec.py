@@ -68,6 +68,7 @@ from oiexec.runner.sessions import (
     turn_context,
 )
 from oiexec.runner.signals import deadline_alarm
+from oiexec.runner.telemetry import open_telemetry
 
 if TYPE_CHECKING:
     from oiexec.agent.loop import AgentLoop
@@ -168,6 +169,10 @@ class _Run:
         self.runlog = open_runlog(prepared, self.warn)
         if self.runlog is not None:
             sinks.append(self.runlog)
+        #: `[otel]`: spans fed by the events, the client and the gate (None: not configured).
+        self.telemetry = open_telemetry(prepared, self.warn)
+        if self.telemetry is not None:
+            sinks.append(self.telemetry)
         self.dispatcher = Dispatcher(sinks)
         stack.callback(self.dispatcher.close)
         self.items = ItemEmitter(self.dispatcher.emit)
@@ -280,6 +285,16 @@ class _Run:
         if self.result.final_message is not None and self._ok():
             self.processor.final_output(self.result.final_message)
         self._notify()
+        if self.telemetry is not None:  # last: the answer is out; the export is bounded
+            self.telemetry.finish(
+                exit_code=int(self.result.exit_code),
+                failure=self.result.failure,
+                duration_s=self.result.duration_s,
+                spend=self.spend,
+                turns=self.result.turns,
+                final_message=self.result.final_message,
+                warn=self.warn,
+            )
         return self.result
 
     def _refused_writes(self) -> None:
@@ -442,6 +457,8 @@ class _Run:
             wait_observer=self.processor if isinstance(self.processor, HumanProcessor) else None,
         )
         self.stack.callback(client.close)
+        if self.telemetry is not None:
+            client = self.telemetry.client(client)
 
         history: list[HistoryItem] = list(self.session.history)
         if not history:
@@ -489,7 +506,7 @@ class _Run:
             store=self.store,
             on_step=self.processor.step,
             final=final,
-            gate=extras.gate,
+            gate=extras.gate if self.telemetry is None else self.telemetry.gate(extras.gate),
             deadline=self.deadline,
         )
         return loop, history
