@@ -29,7 +29,7 @@ __all__ = ["open_telemetry", "signal_url"]
 Signal = Literal["traces", "metrics"]
 _SIGNAL_PATH = re.compile(r"/v1/(?:logs|traces|metrics)/?$")
 _VARIABLE = re.compile(r"\$\{([A-Za-z_][A-Za-z0-9_]*)\}")
-INSTALL_HINT = "pip install 'oiexec[otel]'"
+INSTALL_HINT = "a dependency of oiexec: reinstall it"
 
 
 def signal_url(endpoint: str, signal: Signal, *, own: bool) -> str:

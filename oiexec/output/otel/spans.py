@@ -18,8 +18,7 @@ import time
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
-from opentelemetry import trace
-from opentelemetry.trace import Span, Status, StatusCode
+from opentelemetry.trace import Span, Status, StatusCode, set_span_in_context
 
 from oiexec.core.errors import ExitCode
 from oiexec.core.events import (
@@ -108,7 +107,7 @@ class OtelRun:
         attributes: dict[str, Any],
         start_ns: int | None = None,
     ) -> Span:
-        context = trace.set_span_in_context(parent) if parent is not None else None
+        context = set_span_in_context(parent) if parent is not None else None
         return self._tracer.start_span(
             name,
             context=context,
