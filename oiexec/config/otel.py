@@ -54,20 +54,35 @@ class OtlpEndpoint(_Table):
 
 
 class OtelExporter(_Table):
-    """`{ otlp-http = { ... } }` or Codex's `{ otlp-grpc = { ... } }` (exactly one)."""
+    """`{ otlp-http = { ... } }` or Codex's `{ otlp-grpc = { ... } }`; `"none"` (and Codex's
+    built-in `"statsig"`) read as neither: nothing is exported there."""
 
     otlp_http: OtlpEndpoint | None = Field(default=None, alias="otlp-http")
     otlp_grpc: OtlpEndpoint | None = Field(default=None, alias="otlp-grpc")
 
+    @model_validator(mode="before")
+    @classmethod
+    def _none_is_off(cls, value: object) -> object:
+        if value in ("none", "statsig"):
+            return {}
+        if isinstance(value, str):
+            raise ValueError(
+                'must be "none" or a table such as '
+                '{ otlp-http = { endpoint = "https://otel.example.com:4318" } }'
+            )
+        if isinstance(value, dict) and not value:
+            raise ValueError('set `otlp-http = { endpoint = "..." }`, or "none"')
+        return value
+
     @model_validator(mode="after")
-    def _exactly_one(self) -> OtelExporter:
-        if (self.otlp_http is None) == (self.otlp_grpc is None):
-            raise ValueError('set exactly one of `otlp-http` and `otlp-grpc`, or "none"')
+    def _at_most_one(self) -> OtelExporter:
+        if self.otlp_http is not None and self.otlp_grpc is not None:
+            raise ValueError("set one of `otlp-http` and `otlp-grpc`, not both")
         return self
 
-
-#: `"none"` turns a destination off (`"statsig"` is Codex's built-in default: off here too).
-ExporterSetting = Literal["none", "statsig"] | OtelExporter
+    @property
+    def off(self) -> bool:
+        return self.otlp_http is None and self.otlp_grpc is None
 
 
 class OtelConfig(_Table):
@@ -75,9 +90,10 @@ class OtelConfig(_Table):
 
     #: `deployment.environment.name` of everything exported (Codex's default).
     environment: str = "dev"
-    exporter: ExporterSetting = "none"
-    trace_exporter: ExporterSetting | None = None
-    metrics_exporter: ExporterSetting | None = None
+    exporter: OtelExporter | None = None
+    #: A signal's own destination (`"none"` turns it off); unset, `exporter`'s.
+    trace_exporter: OtelExporter | None = None
+    metrics_exporter: OtelExporter | None = None
     #: Export the prompt text (on the turn span); off by default, as in Codex.
     log_user_prompt: bool = False
     #: oiexec's opt-in for what the model produced: the final answer, tool arguments and
@@ -90,4 +106,4 @@ class OtelConfig(_Table):
         """The exporter a signal goes to: its own key, else `exporter`; None when off."""
         own = self.trace_exporter if signal == "traces" else self.metrics_exporter
         chosen = self.exporter if own is None else own
-        return chosen if isinstance(chosen, OtelExporter) else None
+        return None if chosen is None or chosen.off else chosen
