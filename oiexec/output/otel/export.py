@@ -11,6 +11,7 @@ the SDK's exit hooks (which would wait on the network after the last line was pr
 from __future__ import annotations
 
 import logging
+import re
 import threading
 import time
 from collections.abc import Callable
@@ -82,9 +83,7 @@ class Exporters:
             failed = _run_bounded([(name, job) for name, _, job in jobs], wait_s)
         if failed:
             where = sorted({_where(c.url) for name, c, _ in jobs if name in failed})
-            reason = log.reason() or (
-                f"no answer within {wait_s:g}s" if any(v == "late" for v in failed.values()) else ""
-            )
+            reason = log.reason() or f"no answer within {wait_s:g}s"
             what = " and ".join(name for name, _, _ in jobs if name in failed)
             warn(
                 f"otel: {what} not exported to {', '.join(where)}"
@@ -92,9 +91,9 @@ class Exporters:
             )
 
 
-def _run_bounded(jobs: list[tuple[str, Callable[[], bool]]], wait_s: float) -> dict[str, str]:
+def _run_bounded(jobs: list[tuple[str, Callable[[], bool]]], wait_s: float) -> set[str]:
     """Runs each job in a daemon thread; the names of those that failed or did not finish
-    within `wait_s` ("failed" / "late")."""
+    within `wait_s`."""
     outcomes: dict[str, bool] = {}
 
     def run(name: str, job: Callable[[], bool]) -> None:
@@ -113,13 +112,7 @@ def _run_bounded(jobs: list[tuple[str, Callable[[], bool]]], wait_s: float) -> d
     deadline = time.monotonic() + wait_s + 0.5  # the exporter's own timeout ends first
     for thread in threads:
         thread.join(max(0.0, deadline - time.monotonic()))
-    failed: dict[str, str] = {}
-    for name, _ in jobs:
-        if name not in outcomes:
-            failed[name] = "late"
-        elif not outcomes[name]:
-            failed[name] = "failed"
-    return failed
+    return {name for name, _ in jobs if not outcomes.get(name, False)}
 
 
 def _export_spans(collector: Collector, spans: tuple[ReadableSpan, ...], wait_s: float) -> bool:
@@ -195,5 +188,17 @@ class _SdkLog(logging.Handler):
             self._messages.append(record.msg if isinstance(record.msg, str) else "export error")
 
     def reason(self) -> str:
-        errors = [m for m in self._messages if m]
-        return errors[-1] if errors else ""
+        """Why the first failure happened, in few words: the socket error (`Connection
+        refused`), else the SDK's first message."""
+        for message in self._messages:
+            errno = _ERRNO.search(message)
+            if errno:
+                return errno.group(1).strip()
+        # A timeout is said by the caller, with the time waited.
+        timeouts = ("timed out", "timeout")
+        other = [m for m in self._messages if not any(t in m.lower() for t in timeouts)]
+        return other[0] if other else ""
+
+
+#: `[Errno 111] Connection refused` inside the exporter's message about a failed connection.
+_ERRNO = re.compile(r"\[Errno -?\d+\] ([^\"')]+)")
