@@ -24,7 +24,7 @@ if TYPE_CHECKING:
     from oiexec.output.otel.spans import OtelRun
     from oiexec.runner.prepare import Prepared
 
-__all__ = ["open_telemetry", "signal_url"]
+__all__ = ["collector_for", "open_telemetry", "signal_url"]
 
 Signal = Literal["traces", "metrics"]
 _SIGNAL_PATH = re.compile(r"/v1/(?:logs|traces|metrics)/?$")
@@ -49,8 +49,8 @@ def open_telemetry(prepared: Prepared, warn: Callable[[str], None]) -> OtelRun |
     config = prepared.config.settings.otel
     if config is None:
         return None
-    traces = _collector(config, "traces", prepared.config.home, warn)
-    metrics = _collector(config, "metrics", prepared.config.home, warn)
+    traces = collector_for(config, "traces", prepared.config.home, warn)
+    metrics = collector_for(config, "metrics", prepared.config.home, warn)
     if traces is None and metrics is None:
         return None
     try:
@@ -82,7 +82,7 @@ def open_telemetry(prepared: Prepared, warn: Callable[[str], None]) -> OtelRun |
     return OtelRun(options, started=prepared.started, prompt=prepared.request.prompt)
 
 
-def _collector(
+def collector_for(
     config: OtelConfig, signal: Signal, home: Path, warn: Callable[[str], None]
 ) -> Collector | None:
     from oiexec.output.otel.options import Collector
