@@ -79,7 +79,11 @@ def open_telemetry(prepared: Prepared, warn: Callable[[str], None]) -> OtelRun |
             **({"oiexec.harness": harness} if harness else {}),
         },
     )
-    return OtelRun(options, started=prepared.started, prompt=prepared.request.prompt)
+    try:
+        return OtelRun(options, started=prepared.started, prompt=prepared.request.prompt)
+    except Exception as exc:  # the SDK refusing to start must not stop the run
+        warn(f"otel: nothing exported: {type(exc).__name__}: {exc}")
+        return None
 
 
 def collector_for(

@@ -13,12 +13,13 @@ arguments, command output) are exported only when opted in; headers and keys nev
 
 from __future__ import annotations
 
+import contextlib
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from typing import TYPE_CHECKING, Any
 
-from opentelemetry.trace import Span, Status, StatusCode, set_span_in_context
+from opentelemetry.trace import INVALID_SPAN, Span, Status, StatusCode, set_span_in_context
 
 from oiexec.core.errors import ExitCode
 from oiexec.core.events import (
@@ -97,6 +98,8 @@ class OtelRun:
         self._tool: Span | None = None
         self._commands: dict[str, Span] = {}
         self._command_count: dict[str, int] = {}
+        #: The first failure while recording (`_guarded`), said once by `finish`.
+        self._fault: str | None = None
 
     # -- spans ------------------------------------------------------------------------------
 
@@ -115,13 +118,23 @@ class OtelRun:
             start_time=start_ns,
         )
 
+    @contextlib.contextmanager
+    def _guarded(self) -> Iterator[None]:
+        """One step of recording, under the lock; a failure in it (a bug here or in the SDK)
+        is kept for one warning at the end, never raised into the run."""
+        with self._lock:
+            try:
+                yield
+            except Exception as exc:
+                self._fault = self._fault or f"{type(exc).__name__}: {exc}"
+
     def _parent(self) -> Span:
         return self._tool or self._turn or self._run
 
     # -- EventSink ---------------------------------------------------------------------------
 
     def emit(self, event: ThreadEvent) -> None:
-        with self._lock:
+        with self._guarded():
             self._on_event(event)
 
     def _on_event(self, event: ThreadEvent) -> None:
@@ -198,12 +211,14 @@ class OtelRun:
         return _TracedGate(inner, self)
 
     def _model_span(self, request: ModelRequest) -> Span:
-        with self._lock:
-            return self._start(
+        span: Span = INVALID_SPAN
+        with self._guarded():
+            span = self._start(
                 "oiexec.model_request",
                 self._turn or self._run,
                 {"gen_ai.operation.name": "chat", "gen_ai.request.model": request.model},
             )
+        return span
 
     def _tool_started(self, call: ToolCall) -> None:
         attributes: dict[str, Any] = {
@@ -212,11 +227,11 @@ class OtelRun:
         }
         if self._options.log_outputs:
             attributes["gen_ai.tool.call.arguments"] = _text(call.arguments)
-        with self._lock:
+        with self._guarded():
             self._tool = self._start("oiexec.tool_call", self._turn or self._run, attributes)
 
     def _tool_ended(self, output: ToolOutput | None, refusal: str | None = None) -> None:
-        with self._lock:
+        with self._guarded():
             span, self._tool = self._tool, None
             if span is None:
                 return
@@ -250,6 +265,8 @@ class OtelRun:
         except Exception as exc:  # telemetry must never change how a run ends
             warn(f"otel: telemetry not recorded: {type(exc).__name__}: {exc}")
             return
+        if self._fault is not None:
+            warn(f"otel: telemetry incomplete: {_text(self._fault)}")
         self._exporters.send(warn)
 
     def _end_run(
