@@ -19,7 +19,9 @@ __all__ = ["OtelConfig", "OtelExporter", "OtlpEndpoint", "OtlpTls"]
 
 
 class _Table(BaseModel):
-    model_config = ConfigDict(extra="forbid", strict=True, populate_by_name=True)
+    model_config = ConfigDict(
+        extra="forbid", strict=True, populate_by_name=True, serialize_by_alias=True
+    )
 
 
 class OtlpTls(_Table):
