@@ -228,6 +228,9 @@ class OtelRun:
         if self._options.log_outputs:
             attributes["gen_ai.tool.call.arguments"] = _text(call.arguments)
         with self._guarded():
+            if self._tool is not None:  # a hook raised in `before`: that call never ran
+                self._tool.set_status(Status(StatusCode.ERROR, "the call did not run"))
+                self._tool.end()
             self._tool = self._start("oiexec.tool_call", self._turn or self._run, attributes)
 
     def _tool_ended(self, output: ToolOutput | None, refusal: str | None = None) -> None:
