@@ -169,8 +169,9 @@ class _Run:
         self.runlog = open_runlog(prepared, self.warn)
         if self.runlog is not None:
             sinks.append(self.runlog)
-        #: `[otel]`: spans fed by the events, the client and the gate (None: not configured).
-        self.telemetry = open_telemetry(prepared, self.warn)
+        #: `[otel]`: spans fed by the events, the client and the gate (None: not configured);
+        #: what it cannot use is said with the config notes, after the header.
+        self.telemetry = open_telemetry(prepared, warnings.notes.append)
         if self.telemetry is not None:
             sinks.append(self.telemetry)
         self.dispatcher = Dispatcher(sinks)

@@ -130,11 +130,18 @@ def test_a_run_exports_its_spans_and_metrics_without_prompt_output_or_keys(
 def test_prompt_and_outputs_are_exported_when_opted_in(
     model_server: ModelServer, repo: Path, oi_home: Path, collector: OtlpReceiver
 ) -> None:
-    _config(oi_home, collector.url, "log_user_prompt = true\nlog_outputs = true")
+    # Metrics to Codex's gRPC exporter, which oiexec does not speak: said, and skipped.
+    grpc = 'metrics_exporter = { otlp-grpc = { endpoint = "http://127.0.0.1:4317" } }'
+    _config(oi_home, collector.url, f"log_user_prompt = true\nlog_outputs = true\n{grpc}")
 
     done = _run(model_server, repo)
 
     assert done.returncode == 0, done.stderr
+    assert [line for line in done.stderr.splitlines() if "otel" in line] == [
+        "warning: otel: metrics_exporter uses otlp-grpc, which oiexec does not speak "
+        "(use otlp-http): metrics not exported"
+    ]
+    assert [e.path for e in collector.exports] == ["/v1/traces"]
     spans = _by_name(collector.spans())
     assert spans["oiexec.turn"][0].attributes["oiexec.prompt"] == PROMPT
     assert spans["oiexec.run"][0].attributes["oiexec.final_message"] == ANSWER
