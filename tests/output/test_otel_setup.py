@@ -7,6 +7,8 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
+from hypothesis import assume, given
+from hypothesis import strategies as st
 
 from oiexec.config.otel import OtelConfig
 from oiexec.core.redact import redact
@@ -101,3 +103,25 @@ def test_headers_take_variables_from_the_environment_and_are_masked(
     # The token is a secret from now on: whatever the run writes masks it.
     assert redact("sent tok-8d1f0c2b9e") == "sent [REDACTED]"
     assert redact("Bearer tok-8d1f0c2b9e") == "[REDACTED]"
+
+
+_HOSTS = st.from_regex(r"[a-z][a-z0-9-]{0,20}(\.[a-z][a-z0-9-]{0,20}){0,3}", fullmatch=True)
+_PATHS = st.lists(st.from_regex(r"[A-Za-z0-9._~-]{1,12}", fullmatch=True), max_size=4)
+
+
+@given(
+    scheme=st.sampled_from(["http", "https"]),
+    host=_HOSTS,
+    port=st.none() | st.integers(1, 65535),
+    parts=_PATHS,
+    signal_path=st.sampled_from(["", "/v1/logs", "/v1/traces", "/v1/metrics", "/"]),
+)
+def test_the_shared_endpoint_keeps_its_collector_and_gets_one_signal_path(
+    scheme: str, host: str, port: int | None, parts: list[str], signal_path: str
+) -> None:
+    base = f"{scheme}://{host}" + (f":{port}" if port else "") + "".join(f"/{p}" for p in parts)
+    # A path already ending in a signal's is read as that signal's URL (the case above).
+    assume(not base.endswith(("/v1/logs", "/v1/traces", "/v1/metrics")))
+    for signal in ("traces", "metrics"):
+        url = signal_url(base + signal_path, signal, own=False)
+        assert url == f"{base}/v1/{signal}"
