@@ -89,11 +89,11 @@ def open_telemetry(prepared: Prepared, warn: Callable[[str], None]) -> OtelRun |
 def collector_for(
     config: OtelConfig, signal: Signal, home: Path, warn: Callable[[str], None]
 ) -> Collector | None:
-    from oiexec.output.otel.options import Collector
-
     destination = config.destination(signal)
     if destination is None:
         return None
+    from oiexec.output.otel.options import Collector
+
     key = "trace_exporter" if signal == "traces" else "metrics_exporter"
     own = getattr(config, key) is not None
     name = key if own else "exporter"
