@@ -29,6 +29,7 @@ from oiexec.config.number_keys import (
     SecondsKey,
     SizeKey,
 )
+from oiexec.config.otel import OtelConfig
 from oiexec.config.permissions import PermissionProfile
 from oiexec.core.hostrules import parse_pattern
 from oiexec.core.policy import SandboxMode
@@ -224,6 +225,8 @@ class Settings(BaseModel):
     program_paths: dict[str, str] = Field(default_factory=dict)
     #: Credential-looking variables (and the provider key) hooks get; others are removed.
     hooks_env_vars: list[str] = Field(default_factory=list)
+    #: `[otel]`: spans and metrics over OTLP/HTTP (oiexec.output.otel); None exports nothing.
+    otel: OtelConfig | None = None
 
     projects: dict[str, ProjectConfig] = Field(default_factory=dict)
     profiles: dict[str, dict[str, Any]] = Field(default_factory=dict)

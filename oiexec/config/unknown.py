@@ -120,8 +120,11 @@ def _dict_value_model(annotation: Any) -> type[BaseModel] | None:
 def unknown_keys(model: type[BaseModel], data: dict[str, Any]) -> list[list[str]]:
     """Key paths in `data` that `model` does not define (checked through nested tables)."""
     found: list[list[str]] = []
+    # A key spelled as in TOML (`otlp-http`) names the field it is the alias of.
+    fields = {info.alias: info for info in model.model_fields.values() if info.alias}
+    fields.update(model.model_fields)
     for key, value in data.items():
-        info = model.model_fields.get(key)
+        info = fields.get(key)
         if info is None:
             found.append([key])
             continue

@@ -69,6 +69,7 @@ from oiexec.runner.sessions import (
     turn_context,
 )
 from oiexec.runner.signals import deadline_alarm
+from oiexec.runner.telemetry import open_telemetry
 
 if TYPE_CHECKING:
     from oiexec.agent.loop import AgentLoop
@@ -169,6 +170,11 @@ class _Run:
         self.runlog = open_runlog(prepared, self.warn)
         if self.runlog is not None:
             sinks.append(self.runlog)
+        #: `[otel]`: spans fed by the events, the client and the gate (None: not configured);
+        #: what it cannot use is said with the config notes, after the header.
+        self.telemetry = open_telemetry(prepared, warnings.notes.append)
+        if self.telemetry is not None:
+            sinks.append(self.telemetry)
         self.dispatcher = Dispatcher(sinks)
         self.network = NetworkReport(prepared.sandbox.network_gate, self.warn, self.runlog)
         stack.callback(self.dispatcher.close)
@@ -283,6 +289,16 @@ class _Run:
         if self.result.final_message is not None and self._ok():
             self.processor.final_output(self.result.final_message)
         self._notify()
+        if self.telemetry is not None:  # last: the answer is out; the export is bounded
+            self.telemetry.finish(
+                exit_code=int(self.result.exit_code),
+                failure=self.result.failure,
+                duration_s=self.result.duration_s,
+                spend=self.spend,
+                turns=self.result.turns,
+                final_message=self.result.final_message,
+                warn=self.warn,
+            )
         return self.result
 
     def _refused_writes(self) -> None:
@@ -453,6 +469,8 @@ class _Run:
             runlog=self.runlog,
         )
         self.stack.callback(client.close)
+        if self.telemetry is not None:
+            client = self.telemetry.client(client)
 
         history: list[HistoryItem] = list(self.session.history)
         if not history:
@@ -500,7 +518,7 @@ class _Run:
             store=self.store,
             on_step=self.processor.step,
             final=final,
-            gate=extras.gate,
+            gate=extras.gate if self.telemetry is None else self.telemetry.gate(extras.gate),
             deadline=self.deadline,
         )
         watch_stalls(loop, p, self.collector.commands, self.warn, self.stack)
