@@ -15,8 +15,8 @@ import pytest
 
 from oiexec.harness.compaction import DEFAULT_HEADING, DEFAULT_INSTRUCTION
 from oiexec.session.index import iter_rollouts, read_records
-from tests.support import cli_client
 from tests.conftest import exec_args, run_cli
+from tests.support import cli_client
 from tests.support.model_server import ModelServer, Reply, Step, call, fault, reply, user_texts
 
 WINDOW = 16_000

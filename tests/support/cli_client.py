@@ -58,7 +58,6 @@ class _Server:
     def fits(self, env: dict[str, str]) -> bool:
         return self.proc.poll() is None and _startup_vars(env) == _startup_vars(self.env)
 
-
     def close(self) -> None:
         """The worker is done: the server exits when its end of the socket closes."""
         self.control.close()
@@ -108,13 +107,7 @@ def run(
     if os.environ.get("TESTS_CLI_FRESH") != "1":
         server = _fork_server()
         if server.fits(env):
-            if os.environ.get("TESTS_CLI_LOG"):
-                with open(os.environ["TESTS_CLI_LOG"], "a") as f:
-                    f.write("forked\n")
             return _forked(server, argv, cwd=cwd, data=data, env=env, timeout=timeout)
-    if os.environ.get("TESTS_CLI_LOG"):
-        with open(os.environ["TESTS_CLI_LOG"], "a") as f:
-            f.write(f"fresh {argv[:2]}\n")
     proc = subprocess.run(
         [sys.executable, "-m", "oiexec", *argv],
         cwd=cwd,
