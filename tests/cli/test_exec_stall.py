@@ -75,6 +75,12 @@ def test_off_by_default(model_server: ModelServer, repo: Path) -> None:
 def test_batch_passes_the_limit_to_every_task() -> None:
     from oiexec.cli.batch_cmd import _exec_argv, run_command
 
-    ctx = run_command.make_context("run", ["tasks.jsonl", "--out", "d", "--stall-turns", "3"])
+    # The help option names the CLI's root gives every command: click keeps the first help
+    # option it builds for a command, and this context has no parent to inherit them from.
+    ctx = run_command.make_context(
+        "run",
+        ["tasks.jsonl", "--out", "d", "--stall-turns", "3"],
+        help_option_names=["-h", "--help"],
+    )
     argv = _exec_argv(ctx)
     assert argv[argv.index("--stall-turns") + 1] == "3"
