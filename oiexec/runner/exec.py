@@ -34,7 +34,7 @@ from oiexec.core.events import (
 )
 from oiexec.core.protocols import EventProcessor, EventSink, Harness
 from oiexec.core.redact import redact
-from oiexec.core.types import HistoryItem, Message
+from oiexec.core.types import HistoryItem
 from oiexec.core.version import __version__
 from oiexec.output.dispatch import Dispatcher
 from oiexec.output.human import HumanProcessor, use_color
@@ -66,7 +66,6 @@ from oiexec.runner.sessions import (
     SessionSink,
     open_session,
     outcome_status,
-    turn_context,
 )
 from oiexec.runner.signals import deadline_alarm
 from oiexec.runner.telemetry import open_telemetry
@@ -403,7 +402,7 @@ class _Run:
         from oiexec.harness.registry import HarnessInputs, build_harness
         from oiexec.runner.extras import open_extras
         from oiexec.runner.fallbacks import open_client
-        from oiexec.runner.loop_setup import continued_context, new_loop
+        from oiexec.runner.loop_setup import new_loop, opening_history
         from oiexec.runner.mcp import start_mcp_servers
         from oiexec.runner.stall_watch import watch_stalls
         from oiexec.session.index import FILE_STATE
@@ -472,32 +471,9 @@ class _Run:
         if self.telemetry is not None:
             client = self.telemetry.client(client)
 
-        history: list[HistoryItem] = list(self.session.history)
-        if not history:
-            for item in harness.initial_context(request.cwd, p.policy):
-                history.append(item)
-                self.store.append("response_item", item.model_dump())
-        else:
-            history.extend(continued_context(self.p, harness, self.store, self.warn, self.changes))
-        self.store.append(
-            "turn_context",
-            turn_context(
-                self.request.cwd,
-                self.p.policy,
-                self.p.config.settings,
-                provider_id=self.p.provider_id,
-                harness_id=harness.id,
-                output_schema=self.p.output_schema,
-                changes=self.changes,
-            ),
+        history = opening_history(
+            p, harness, self.store, list(self.session.history), extras, self.warn, self.changes
         )
-        # SessionStart / UserPromptSubmit hooks: context for the model, or a refused prompt.
-        for item in extras.opening_context(request.prompt, resumed=bool(self.session.history)):
-            history.append(item)
-            self.store.append("response_item", item.model_dump())
-        prompt = Message(role="user", text=request.prompt, images=p.images)
-        history.append(prompt)
-        self.store.append("response_item", prompt.model_dump())
 
         final = extras.final_policy(
             checked_policy(

@@ -1,6 +1,7 @@
 """What `runner/exec.py` builds for a run from its prepared settings: the agent loop (with the
-model options and limits the request and config ask for), the run log, and the history a
-resumed or forked session needs before the new prompt.
+model options and limits the request and config ask for), the run log, and the history the
+loop starts from (a new thread's opening context, or what a resumed or forked session needs
+before the new prompt).
 
 Kept apart from the composition root so that it reads as the steps of a run, not as the
 arguments of constructors.
@@ -11,7 +12,13 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import TYPE_CHECKING
 
-from oiexec.runner.sessions import SettingChange, environment_differs, killed_note
+from oiexec.core.types import Message
+from oiexec.runner.sessions import (
+    SettingChange,
+    environment_differs,
+    killed_note,
+    turn_context,
+)
 
 if TYPE_CHECKING:
     from oiexec.agent.final import FinalAnswerPolicy
@@ -21,9 +28,10 @@ if TYPE_CHECKING:
     from oiexec.core.protocols import Harness, ModelClient, SessionStore, ToolGate
     from oiexec.core.types import HistoryItem
     from oiexec.output.runlog import RunLogSink
+    from oiexec.runner.extras import Extras
     from oiexec.runner.prepare import Prepared
 
-__all__ = ["continued_context", "new_loop", "open_runlog"]
+__all__ = ["continued_context", "new_loop", "open_runlog", "opening_history"]
 
 
 def new_loop(
@@ -129,3 +137,45 @@ def continued_context(
         return []
     store.append("response_item", item.model_dump())
     return [item]
+
+
+def opening_history(
+    p: Prepared,
+    harness: Harness,
+    store: SessionStore,
+    earlier: list[HistoryItem],
+    extras: Extras,
+    warn: Callable[[str], None],
+    changes: list[SettingChange],
+) -> list[HistoryItem]:
+    """The history the loop starts from, each new item written to the rollout as it is added:
+    the session's own (`earlier`), or the harness's opening context on a new thread; the
+    turn's context record; what SessionStart / UserPromptSubmit hooks add; then the prompt."""
+    request = p.request
+    history = list(earlier)
+    if not history:
+        for item in harness.initial_context(request.cwd, p.policy):
+            history.append(item)
+            store.append("response_item", item.model_dump())
+    else:
+        history.extend(continued_context(p, harness, store, warn, changes))
+    store.append(
+        "turn_context",
+        turn_context(
+            request.cwd,
+            p.policy,
+            p.config.settings,
+            provider_id=p.provider_id,
+            harness_id=harness.id,
+            output_schema=p.output_schema,
+            changes=changes,
+        ),
+    )
+    # Hook context for the model, or a refused prompt.
+    for item in extras.opening_context(request.prompt, resumed=bool(earlier)):
+        history.append(item)
+        store.append("response_item", item.model_dump())
+    prompt = Message(role="user", text=request.prompt, images=p.images)
+    history.append(prompt)
+    store.append("response_item", prompt.model_dump())
+    return history
