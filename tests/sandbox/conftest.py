@@ -23,6 +23,7 @@ from pathlib import Path
 import pytest
 
 import oiexec
+from tests.support import cli_client
 
 REPO_ROOT = Path(oiexec.__file__).resolve().parent.parent
 #: Runs the runner. Not realpath'd: in a virtualenv, bin/python is a link whose target lacks
@@ -38,6 +39,9 @@ IS_ROOT = os.geteuid() == 0
 #: Who runs the runner: root and nobody when the suite runs as root, else the current user.
 USERS = ("root", "nobody") if IS_ROOT else ("user",)
 TEST_HOOKS = {"OIEXEC_SANDBOX_TEST_HOOKS": "1"}
+#: The start-up variables of every box's runner (`Box.env`): its calls share a fork server.
+_BOX_STARTUP = {"PYTHONPATH": str(REPO_ROOT), "LANG": "C.UTF-8"}
+cli_client.share_startup(_BOX_STARTUP)
 
 
 def unprivileged_ids() -> tuple[int, int]:
@@ -109,8 +113,7 @@ class Box:
         return {
             "PATH": os.environ.get("PATH", "/usr/bin:/bin"),
             "HOME": str(self.root),
-            "PYTHONPATH": str(REPO_ROOT),
-            "LANG": "C.UTF-8",
+            **_BOX_STARTUP,
             **TEST_HOOKS,
             **self.extra_env,
             **extra,
@@ -140,16 +143,22 @@ class Box:
             args = ["doctor", *backend_args(backend), *args[1:]]
         else:
             args = [*backend_args(backend), *args]
-        argv = self.as_me([RUNNER_PYTHON, "-m", "oiexec.cli.sandbox_cmd", *args])
-        return subprocess.run(
-            argv,
-            cwd=self.ws,
-            env={**self.env(), **(env or {})},
-            capture_output=True,
-            text=True,
-            timeout=timeout,
-            check=False,
+        return self._runner(
+            "oiexec.cli.sandbox_cmd", args, env={**self.env(), **(env or {})}, timeout=timeout
         )
+
+    def _runner(
+        self, module: str, args: list[str], *, env: dict[str, str], timeout: float
+    ) -> subprocess.CompletedProcess[str]:
+        """`python -m MODULE *args` in the workspace as this box's user, stdin closed: forked
+        from the worker's CLI fork server (tests/support/cli_client.py), as `as_me` would
+        start it."""
+        code, out, err = cli_client.run(
+            args, cwd=self.ws, data=None, env=env, timeout=timeout, module=module,
+            user=None if not IS_ROOT or self.who == "root" else unprivileged_ids(),
+        )  # fmt: skip
+        argv = self.as_me([RUNNER_PYTHON, "-m", module, *args])
+        return subprocess.CompletedProcess(argv, code, out.decode(), err.decode())
 
     def exec(
         self,
@@ -162,18 +171,13 @@ class Box:
     ) -> subprocess.CompletedProcess[str]:
         """`interpreter exec --json` in the workspace, as this box's user; `provider_args`
         are the scripted model's `config_args()`."""
-        argv = self.as_me(
-            [RUNNER_PYTHON, "-m", "oiexec", "exec", "--json", "-s", mode,
-             *exec_backend_args(backend), *provider_args, *extra, "go"]
-        )  # fmt: skip
-        return subprocess.run(
-            argv,
-            cwd=self.ws,
+        args = ["exec", "--json", "-s", mode, *exec_backend_args(backend), *provider_args,
+                *extra, "go"]  # fmt: skip
+        return self._runner(
+            "oiexec",
+            args,
             env=self.env(OPENINTERPRETER_HOME=str(self.root / "home"), **(env or {})),
-            capture_output=True,
-            text=True,
             timeout=timeout,
-            stdin=subprocess.DEVNULL,
         )
 
     def run(

@@ -1,6 +1,8 @@
-"""Runs the real `interpreter` CLI for a test: forked from the worker's CLI fork server
-(`cli_server.py`) when a fork gives what a fresh `python -m oiexec` would, started fresh
-otherwise (or everywhere with TESTS_CLI_FRESH=1, to compare).
+"""Runs the real `interpreter` CLI (`python -m oiexec`, or another of its modules) for a
+test: forked from one of the worker's CLI fork servers (`cli_server.py`), each started with
+one set of start-up variables (`PYTHON*`, `LC_*`, `LANG`: they act while Python starts, so
+calls that differ in them never share a server), when that set is shared (`share_startup`);
+fresh otherwise, and every call fresh with TESTS_CLI_FRESH=1, to compare.
 
 Either way the caller gets what `subprocess.run(..., capture_output=True, timeout=...)`
 gives: the exit status (negative for a signal), both streams read to their end, and
@@ -40,23 +42,19 @@ def _startup_vars(env: dict[str, str]) -> dict[str, str]:
 
 
 class _Server:
-    def __init__(self) -> None:
+    def __init__(self, env: dict[str, str]) -> None:
         ours, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)
-        self.env = dict(os.environ)
         self.proc = subprocess.Popen(
             [sys.executable, "-c", _BOOT, str(REPO_ROOT), str(theirs.fileno())],
             pass_fds=[theirs.fileno()],
             stdin=subprocess.DEVNULL,
             stdout=subprocess.DEVNULL,
             cwd=REPO_ROOT,
-            env=self.env,
+            env=env,
         )
         theirs.close()
         self.control = ours
         self.lock = threading.Lock()
-
-    def fits(self, env: dict[str, str]) -> bool:
-        return self.proc.poll() is None and _startup_vars(env) == _startup_vars(self.env)
 
     def close(self) -> None:
         """The worker is done: the server exits when its end of the socket closes."""
@@ -68,31 +66,41 @@ class _Server:
             self.proc.wait()
 
 
-_server: _Server | None = None
-_server_lock = threading.Lock()
+#: One server per set of start-up variables in use (the suite's own; the sandbox boxes').
+_servers: dict[frozenset[tuple[str, str]], _Server] = {}
+_servers_lock = threading.Lock()
 
 
 @atexit.register
-def _close_server() -> None:
-    if _server is not None:
-        _server.close()
+def _close_servers() -> None:
+    for server in _servers.values():
+        server.close()
 
 
-def _fork_server() -> _Server:
-    global _server
-    with _server_lock:
-        if _server is None or _server.proc.poll() is not None:
-            _server = _Server()
-        return _server
+#: The start-up variables a forked call may have: the worker's own, and those a conftest
+#: declares for its CLI calls (`share_startup`). A call with others (a planted PYTHONPATH, an
+#: import profile) starts fresh: its start-up is what it tests.
+_SHARED = {frozenset(_startup_vars(dict(os.environ)).items())}
+
+
+def share_startup(env: dict[str, str]) -> None:
+    """Lets calls whose start-up variables are exactly `env`'s share a fork server."""
+    _SHARED.add(frozenset(_startup_vars(env).items()))
+
+
+def _fork_server(env: dict[str, str]) -> _Server:
+    key = frozenset(_startup_vars(env).items())
+    with _servers_lock:
+        server = _servers.get(key)
+        if server is None or server.proc.poll() is not None:
+            server = _servers[key] = _Server(env)
+        return server
 
 
 def parents() -> set[int]:
     """The processes whose children are this worker's CLI processes: the worker itself (a
-    fresh call) and its fork server (a forked one)."""
-    found = {os.getpid()}
-    if _server is not None and _server.proc.poll() is None:
-        found.add(_server.proc.pid)
-    return found
+    fresh call) and its fork servers (a forked one)."""
+    return {os.getpid()} | {s.proc.pid for s in _servers.values() if s.proc.poll() is None}
 
 
 def run(
@@ -102,14 +110,21 @@ def run(
     data: bytes | None,
     env: dict[str, str],
     timeout: float,
+    module: str = "oiexec",
+    user: tuple[int, int] | None = None,
 ) -> tuple[int, bytes, bytes]:
-    """(exit status, stdout, stderr) of `python -m oiexec *argv`."""
-    if os.environ.get("TESTS_CLI_FRESH") != "1":
-        server = _fork_server()
-        if server.fits(env):
-            return _forked(server, argv, cwd=cwd, data=data, env=env, timeout=timeout)
+    """(exit status, stdout, stderr) of `python -m MODULE *argv` in `cwd` with exactly
+    `env`, as `user` (uid, gid; with no supplementary groups) when given."""
+    shared = frozenset(_startup_vars(env).items()) in _SHARED
+    if shared and os.environ.get("TESTS_CLI_FRESH") != "1":
+        request: dict[str, object] = {"module": module, "argv": list(argv), "cwd": str(cwd)}
+        request |= {"env": env, "user": list(user) if user is not None else None}
+        return _forked(_fork_server(env), request, data=data, timeout=timeout)
+    prefix = []
+    if user is not None:
+        prefix = ["setpriv", f"--reuid={user[0]}", f"--regid={user[1]}", "--clear-groups"]
     proc = subprocess.run(
-        [sys.executable, "-m", "oiexec", *argv],
+        [*prefix, sys.executable, "-m", module, *argv],
         cwd=cwd,
         input=data,
         stdin=None if data is not None else subprocess.DEVNULL,
@@ -121,13 +136,7 @@ def run(
 
 
 def _forked(
-    server: _Server,
-    argv: list[str],
-    *,
-    cwd: Path,
-    data: bytes | None,
-    env: dict[str, str],
-    timeout: float,
+    server: _Server, request: dict[str, object], *, data: bytes | None, timeout: float
 ) -> tuple[int, bytes, bytes]:
     deadline = time.monotonic() + timeout
     ours, theirs = socket.socketpair()
@@ -144,9 +153,9 @@ def _forked(
         for fd in (in_r, out_w, err_w):
             os.close(fd)
         theirs.close()
-    request = json.dumps({"argv": list(argv), "cwd": str(cwd), "env": env}).encode()
-    ours.sendall(request)
+    ours.sendall(json.dumps(request).encode())
     ours.shutdown(socket.SHUT_WR)
+    argv = [sys.executable, "-m", str(request["module"]), *request["argv"]]  # type: ignore[misc]
     return _collect(ours, in_w, data or b"", out_r, err_r, deadline, argv, timeout)
 
 
@@ -178,9 +187,7 @@ def _collect(
                 if pid is not None:
                     with contextlib.suppress(ProcessLookupError, PermissionError):
                         os.killpg(pid, signal.SIGKILL)
-                raise subprocess.TimeoutExpired(
-                    [sys.executable, "-m", "oiexec", *argv], timeout, bytes(out), bytes(err)
-                )
+                raise subprocess.TimeoutExpired(argv, timeout, bytes(out), bytes(err))
             for key, _ in sel.select(left):
                 if key.fd == in_w:
                     try:

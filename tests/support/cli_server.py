@@ -13,23 +13,28 @@ variables unlike the server's, `-X importtime`) `tests/support/cli_client.py` ru
 
 Protocol: the client sends one SOCK_SEQPACKET message with four descriptors (stdin, stdout,
 stderr, and its end of a request socket). The server forks; the child reads the request
-(JSON: argv, cwd, env) from the request socket to its end, and the server writes `pid N` on
-it at once and `exit CODE` when the child has been reaped. Single-threaded, so forking is
-safe; nothing listens anywhere (a socketpair inherited from the client).
+(JSON: module, argv, cwd, env, and the user to become) from the request socket to its end,
+and the server writes `pid N` on it at once and `exit CODE` when the child has been reaped.
+Single-threaded, so forking is safe; nothing listens anywhere (a socketpair inherited from
+the client).
 """
 
 from __future__ import annotations
 
 import contextlib
+import ctypes
 import gc
 import importlib
 import json
 import os
+import runpy
 import select
 import signal
 import socket
 import sys
 from typing import Any
+
+_PR_SET_DUMPABLE = 4
 
 
 def _preload() -> None:
@@ -37,7 +42,7 @@ def _preload() -> None:
     from oiexec.runner.zygote import PRELOAD
 
     _entry._lean()  # what `main` does before importing the CLI
-    for name in ("oiexec.cli", *PRELOAD):
+    for name in ("oiexec.cli", "oiexec.cli.sandbox_cmd", *PRELOAD):
         with contextlib.suppress(ImportError):
             importlib.import_module(name)
     gc.collect()
@@ -62,12 +67,12 @@ def _serve(control: socket.socket) -> _Child:
     waiting: dict[int, socket.socket] = {}
     while True:
         with contextlib.suppress(InterruptedError):
-            ready, _, _ = select.select([control, wake_r], [], [])
+            ready, _, _ = select.select([control.fileno(), wake_r], [], [])
         if wake_r in ready:
             with contextlib.suppress(BlockingIOError):
                 os.read(wake_r, 4096)
         _reap(waiting)
-        if control not in ready:
+        if control.fileno() not in ready:
             continue
         message, fds, _flags, _addr = socket.recv_fds(control, 16, 8)
         if not message:  # the client (the test worker) is gone
@@ -104,7 +109,7 @@ def _reap(waiting: dict[int, socket.socket]) -> None:
 
 
 def _become(child: _Child) -> None:
-    """In the forked child: become the `python -m oiexec` process the request describes."""
+    """In the forked child: become the `python -m MODULE` process the request describes."""
     signal.set_wakeup_fd(-1)
     signal.signal(signal.SIGCHLD, signal.SIG_DFL)
     signal.signal(signal.SIGINT, signal.default_int_handler)
@@ -118,6 +123,15 @@ def _become(child: _Child) -> None:
     os.close(reply)
     request: dict[str, Any] = json.loads(b"".join(chunks))
     os.setsid()
+    user = request.get("user")
+    if user is not None:  # as `setpriv --reuid --regid --clear-groups` would start it
+        uid, gid = user
+        os.setgroups([])
+        os.setresgid(gid, gid, gid)
+        os.setresuid(uid, uid, uid)
+        # A changed uid leaves the process undumpable (its /proc entries root's); a program
+        # started by setpriv is dumpable again after its exec.
+        ctypes.CDLL(None, use_errno=True).prctl(_PR_SET_DUMPABLE, 1)
     os.chdir(request["cwd"])
     os.environ.clear()
     os.environ.update(request["env"])
@@ -127,12 +141,10 @@ def _become(child: _Child) -> None:
     # `python -m` puts the working directory first on the module path.
     sys.path_importer_cache.pop(sys.path[0], None)
     sys.path[0] = os.getcwd()
-    import oiexec
-    from oiexec._entry import main
-
-    sys.argv = [os.path.join(os.path.dirname(oiexec.__file__), "__main__.py"), *request["argv"]]
-
-    main()  # SystemExit from here ends the process through the interpreter's normal exit
+    sys.argv = ["-m", *request["argv"]]
+    # As `python -m MODULE` runs it: a fresh `__main__`, argv[0] its file; a SystemExit
+    # ends the process through the interpreter's normal exit.
+    runpy.run_module(request["module"], run_name="__main__", alter_sys=True)
 
 
 def main(fd: int) -> None:
