@@ -144,6 +144,9 @@ def _become(child: _Child) -> None:
     sys.argv = ["-m", *request["argv"]]
     # As `python -m MODULE` runs it: a fresh `__main__`, argv[0] its file; a SystemExit
     # ends the process through the interpreter's normal exit.
+    # A module the server preloaded runs afresh as `__main__`, as in a fresh process where
+    # nothing had imported it (runpy warns about a module it finds already imported).
+    sys.modules.pop(request["module"], None)
     runpy.run_module(request["module"], run_name="__main__", alter_sys=True)
 
 

@@ -15,7 +15,7 @@ import re
 import threading
 import time
 from collections.abc import Callable
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 from urllib.parse import urlsplit
 
 from opentelemetry.sdk.metrics import MeterProvider
@@ -115,20 +115,26 @@ def _run_bounded(jobs: list[tuple[str, Callable[[], bool]]], wait_s: float) -> s
     return {name for name, _ in jobs if not outcomes.get(name, False)}
 
 
+def _exporter_options(collector: Collector, wait_s: float) -> dict[str, Any]:
+    """What both OTLP/HTTP exporters are built with: where, with which headers and TLS
+    files, and how long one request may take."""
+    return {
+        "endpoint": collector.url,
+        "headers": collector.headers,
+        "timeout": wait_s,
+        "certificate_file": collector.ca_certificate,
+        "client_certificate_file": collector.client_certificate,
+        "client_key_file": collector.client_private_key,
+    }
+
+
 def _export_spans(collector: Collector, spans: tuple[ReadableSpan, ...], wait_s: float) -> bool:
     from opentelemetry.exporter.otlp.proto.http.trace_exporter import OTLPSpanExporter
     from opentelemetry.sdk.trace.export import SpanExportResult
 
     if not spans:
         return True
-    exporter = OTLPSpanExporter(
-        endpoint=collector.url,
-        headers=collector.headers,
-        timeout=wait_s,
-        certificate_file=collector.ca_certificate,
-        client_certificate_file=collector.client_certificate,
-        client_key_file=collector.client_private_key,
-    )
+    exporter = OTLPSpanExporter(**_exporter_options(collector, wait_s))
     try:
         return exporter.export(spans) == SpanExportResult.SUCCESS
     finally:
@@ -139,14 +145,7 @@ def _export_metrics(collector: Collector, data: MetricsData, wait_s: float) -> b
     from opentelemetry.exporter.otlp.proto.http.metric_exporter import OTLPMetricExporter
     from opentelemetry.sdk.metrics.export import MetricExportResult
 
-    exporter = OTLPMetricExporter(
-        endpoint=collector.url,
-        headers=collector.headers,
-        timeout=wait_s,
-        certificate_file=collector.ca_certificate,
-        client_certificate_file=collector.client_certificate,
-        client_key_file=collector.client_private_key,
-    )
+    exporter = OTLPMetricExporter(**_exporter_options(collector, wait_s))
     try:
         result = exporter.export(data, timeout_millis=wait_s * 1000)
         return result == MetricExportResult.SUCCESS
