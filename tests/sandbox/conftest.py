@@ -138,24 +138,35 @@ class Box:
         backend: str | None = None,
         env: dict[str, str] | None = None,
         timeout: float = 60,
+        fresh: bool = False,
     ) -> subprocess.CompletedProcess[str]:
         if args and args[0] == "doctor":
             args = ["doctor", *backend_args(backend), *args[1:]]
         else:
             args = [*backend_args(backend), *args]
         return self._runner(
-            "oiexec.cli.sandbox_cmd", args, env={**self.env(), **(env or {})}, timeout=timeout
+            "oiexec.cli.sandbox_cmd",
+            args,
+            env={**self.env(), **(env or {})},
+            timeout=timeout,
+            fresh=fresh,
         )
 
     def _runner(
-        self, module: str, args: list[str], *, env: dict[str, str], timeout: float
+        self,
+        module: str,
+        args: list[str],
+        *,
+        env: dict[str, str],
+        timeout: float,
+        fresh: bool = False,
     ) -> subprocess.CompletedProcess[str]:
         """`python -m MODULE *args` in the workspace as this box's user, stdin closed: forked
         from the worker's CLI fork server (tests/support/cli_client.py), as `as_me` would
         start it."""
         code, out, err = cli_client.run(
             args, cwd=self.ws, data=None, env=env, timeout=timeout, module=module,
-            user=None if not IS_ROOT or self.who == "root" else unprivileged_ids(),
+            user=None if not IS_ROOT or self.who == "root" else unprivileged_ids(), fresh=fresh,
         )  # fmt: skip
         argv = self.as_me([RUNNER_PYTHON, "-m", module, *args])
         return subprocess.CompletedProcess(argv, code, out.decode(), err.decode())
@@ -168,9 +179,11 @@ class Box:
         *extra: str,
         env: dict[str, str] | None = None,
         timeout: float = 120,
+        fresh: bool = False,
     ) -> subprocess.CompletedProcess[str]:
         """`interpreter exec --json` in the workspace, as this box's user; `provider_args`
-        are the scripted model's `config_args()`."""
+        are the scripted model's `config_args()`; `fresh`: in a process started afresh (see
+        `cli_client.run`)."""
         args = ["exec", "--json", "-s", mode, *exec_backend_args(backend), *provider_args,
                 *extra, "go"]  # fmt: skip
         return self._runner(
@@ -178,6 +191,7 @@ class Box:
             args,
             env=self.env(OPENINTERPRETER_HOME=str(self.root / "home"), **(env or {})),
             timeout=timeout,
+            fresh=fresh,
         )
 
     def run(

@@ -64,7 +64,8 @@ def _exec(
 ) -> subprocess.CompletedProcess[str]:
     # A key variable whose name does not look secret: only the provider's `env_key` marks it.
     provider = server.config_args(env_key="PROVIDER_CRED")
-    return box.exec(provider, mode, backend, env={"PROVIDER_CRED": key})
+    # Fresh: a forked runner's /proc/PID/environ would be its fork server's, without the key.
+    return box.exec(provider, mode, backend, env={"PROVIDER_CRED": key}, fresh=True)
 
 
 def _probe_call(box: Box, key: str) -> str:
@@ -128,6 +129,7 @@ def test_interpreter_sandbox_applies_the_exec_environment_policy(box: Box) -> No
     result = box.cli(
         ["-s", "read-only", "--", "/bin/sh", "-c", script],
         env={"OPENAI_API_KEY": key, "SOME_TOKEN": key[::-1], "PLAIN": "kept"},
+        fresh=True,  # the runner's own environment block, as a fresh process has it
     )
     assert result.returncode == 0, result.stderr
     assert key not in result.stdout and key[::-1] not in result.stdout

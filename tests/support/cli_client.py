@@ -50,7 +50,10 @@ class _Server:
             stdin=subprocess.DEVNULL,
             stdout=subprocess.DEVNULL,
             cwd=REPO_ROOT,
-            env=env,
+            # Only what acts at start-up: a child's environment is the call's (os.environ),
+            # but its initial block (/proc/PID/environ) is the server's, which must carry
+            # no test's key.
+            env={**_startup_vars(env), "PATH": env.get("PATH", os.defpath)},
         )
         theirs.close()
         self.control = ours
@@ -112,11 +115,14 @@ def run(
     timeout: float,
     module: str = "oiexec",
     user: tuple[int, int] | None = None,
+    fresh: bool = False,
 ) -> tuple[int, bytes, bytes]:
     """(exit status, stdout, stderr) of `python -m MODULE *argv` in `cwd` with exactly
-    `env`, as `user` (uid, gid; with no supplementary groups) when given."""
+    `env`, as `user` (uid, gid; with no supplementary groups) when given; in a process
+    started afresh with `fresh` (a test of what the process image holds: a forked child's
+    `/proc/PID/environ` and `cmdline` are its server's)."""
     shared = frozenset(_startup_vars(env).items()) in _SHARED
-    if shared and os.environ.get("TESTS_CLI_FRESH") != "1":
+    if shared and not fresh and os.environ.get("TESTS_CLI_FRESH") != "1":
         request: dict[str, object] = {"module": module, "argv": list(argv), "cwd": str(cwd)}
         request |= {"env": env, "user": list(user) if user is not None else None}
         return _forked(_fork_server(env), request, data=data, timeout=timeout)
