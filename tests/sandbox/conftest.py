@@ -160,12 +160,13 @@ class Box:
         env: dict[str, str],
         timeout: float,
         fresh: bool = False,
+        cwd: Path | None = None,
     ) -> subprocess.CompletedProcess[str]:
-        """`python -m MODULE *args` in the workspace as this box's user, stdin closed: forked
-        from the worker's CLI fork server (tests/support/cli_client.py), as `as_me` would
-        start it."""
+        """`python -m MODULE *args` in `cwd` (the workspace by default) as this box's user,
+        stdin closed: forked from the worker's CLI fork server (tests/support/cli_client.py),
+        as `as_me` would start it."""
         code, out, err = cli_client.run(
-            args, cwd=self.ws, data=None, env=env, timeout=timeout, module=module,
+            args, cwd=cwd or self.ws, data=None, env=env, timeout=timeout, module=module,
             user=None if not IS_ROOT or self.who == "root" else unprivileged_ids(), fresh=fresh,
         )  # fmt: skip
         argv = self.as_me([RUNNER_PYTHON, "-m", module, *args])
@@ -186,12 +187,27 @@ class Box:
         `cli_client.run`)."""
         args = ["exec", "--json", "-s", mode, *exec_backend_args(backend), *provider_args,
                 *extra, "go"]  # fmt: skip
+        return self.interpreter(args, env=env, timeout=timeout, fresh=fresh)
+
+    def interpreter(
+        self,
+        args: list[str],
+        *,
+        env: dict[str, str] | None = None,
+        timeout: float = 120,
+        fresh: bool = False,
+        cwd: Path | None = None,
+    ) -> subprocess.CompletedProcess[str]:
+        """`interpreter *args` in `cwd` (the workspace by default) as this box's user, with
+        the box's home as OPENINTERPRETER_HOME, stdin closed (forked from the CLI fork
+        server, see `_runner`)."""
         return self._runner(
             "oiexec",
             args,
             env=self.env(OPENINTERPRETER_HOME=str(self.root / "home"), **(env or {})),
             timeout=timeout,
             fresh=fresh,
+            cwd=cwd,
         )
 
     def run(

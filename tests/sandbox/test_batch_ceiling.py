@@ -5,13 +5,12 @@ task without the key writes, in each backend, as root and unprivileged."""
 from __future__ import annotations
 
 import json
-import subprocess
 from pathlib import Path
 
 import pytest
 
 from tests.batch.conftest import write_tasks
-from tests.sandbox.conftest import BACKENDS, RUNNER_PYTHON, Box, exec_backend_args
+from tests.sandbox.conftest import BACKENDS, Box, exec_backend_args
 from tests.sandbox.support import commit_all
 from tests.support.model_server import ModelServer, call, reply, tool_outputs
 
@@ -35,19 +34,11 @@ def test_a_tighter_task_runs_tightened(box: Box, model_server: ModelServer, back
             reply(tool_calls=[call("exec_command", {"cmd": write})]),
             reply("done"),
         )
-    argv = box.as_me(
-        [RUNNER_PYTHON, "-m", "oiexec", "batch", str(tasks), "--out", str(out), "-j", "1",
-         "-s", "workspace-write", *exec_backend_args(backend), *model_server.config_args()]
-    )  # fmt: skip
-    done = subprocess.run(
-        argv,
-        cwd=box.ws,
-        env=box.env(OPENINTERPRETER_HOME=str(box.root / "home")),
-        capture_output=True,
-        text=True,
+    done = box.interpreter(
+        ["batch", str(tasks), "--out", str(out), "-j", "1", "-s", "workspace-write",
+         *exec_backend_args(backend), *model_server.config_args()],
         timeout=180,
-        check=False,
-    )
+    )  # fmt: skip
     # The tightened task's write was refused: it did not do what it was asked, so it is not a
     # success and the batch fails (issue 23), while the control succeeded.
     assert done.returncode == 1, done.stderr + _logs(out)

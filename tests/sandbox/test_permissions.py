@@ -11,7 +11,6 @@ import errno
 import json
 import os
 import socket
-import subprocess
 from pathlib import Path
 from typing import Any, Literal
 
@@ -21,7 +20,6 @@ from oiexec.core.errors import ExitCode
 from tests.sandbox.conftest import (
     IS_ROOT,
     PYTHON,
-    RUNNER_PYTHON,
     Box,
     exec_backend_args,
     unprivileged_ids,
@@ -64,19 +62,10 @@ def _exec(
     box: Box, server: ModelServer, backend: str | None, *extra: str, harness: str = "native"
 ) -> dict[str, Any]:
     wire: Literal["chat", "responses"] = "chat" if harness == "qwen-code" else "responses"
-    argv = box.as_me(
-        [RUNNER_PYTHON, "-m", "oiexec", "exec", "--json", *exec_backend_args(backend),
-         *server.config_args(wire_api=wire), "-c", f'harness="{harness}"', *extra, "go"]
+    proc = box.interpreter(
+        ["exec", "--json", *exec_backend_args(backend), *server.config_args(wire_api=wire),
+         "-c", f'harness="{harness}"', *extra, "go"]
     )  # fmt: skip
-    proc = subprocess.run(
-        argv,
-        cwd=box.ws,
-        env=box.env(OPENINTERPRETER_HOME=str(box.root / "home")),
-        capture_output=True,
-        text=True,
-        timeout=120,
-        stdin=subprocess.DEVNULL,
-    )
     events = [json.loads(line) for line in proc.stdout.splitlines() if line.strip()]
     return {"code": proc.returncode, "events": events, "stderr": proc.stderr}
 
@@ -291,19 +280,10 @@ def test_a_resumed_run_keeps_the_profile(box: Box, model_server: ModelServer) ->
     )
     first = _exec(box, model_server, "bwrap")
     assert first["code"] == 0, first["stderr"]
-    argv = box.as_me(
-        [RUNNER_PYTHON, "-m", "oiexec", "exec", "--json", *exec_backend_args("bwrap"),
-         *model_server.config_args(), "-c", 'harness="native"', "resume", "--last", "again"]
+    proc = box.interpreter(
+        ["exec", "--json", *exec_backend_args("bwrap"), *model_server.config_args(),
+         "-c", 'harness="native"', "resume", "--last", "again"]
     )  # fmt: skip
-    proc = subprocess.run(
-        argv,
-        cwd=box.ws,
-        env=box.env(OPENINTERPRETER_HOME=str(box.root / "home")),
-        capture_output=True,
-        text=True,
-        timeout=120,
-        stdin=subprocess.DEVNULL,
-    )
     assert proc.returncode == 0, proc.stderr
     [output] = list(tool_outputs(model_server.bodies[-1]).values())
     assert "done" in output

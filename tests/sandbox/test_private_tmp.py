@@ -20,7 +20,6 @@ from tests.sandbox.conftest import (
     RUNNER_PYTHON,
     Box,
     backend_args,
-    exec_backend_args,
     unprivileged_ids,
 )
 from tests.support.model_server import ModelServer, call, reply, tool_outputs
@@ -88,15 +87,7 @@ def test_tmp_persists_across_commands_of_one_run_but_not_on_the_host(
         reply(tool_calls=[call("exec_command", {"cmd": f"cat /tmp/{name}; ls -a /tmp"})]),
         reply("done"),
     )
-    env = box.env(OPENINTERPRETER_HOME=str(box.root / "home"))
-    argv = box.as_me(
-        [RUNNER_PYTHON, "-m", "oiexec", "exec", "--json", "-s", "workspace-write",
-         *exec_backend_args("bwrap"), *model_server.config_args(), "go"]
-    )  # fmt: skip
-    proc = subprocess.run(
-        argv, cwd=box.ws, env=env, capture_output=True, text=True, timeout=120,
-        stdin=subprocess.DEVNULL,
-    )  # fmt: skip
+    proc = box.exec(model_server.config_args(), "workspace-write", "bwrap")
     assert proc.returncode == 0, proc.stderr
     events = [json.loads(line) for line in proc.stdout.splitlines() if line.strip()]
     assert events[-1]["type"] == "turn.completed"

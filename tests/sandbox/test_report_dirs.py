@@ -9,7 +9,6 @@ from __future__ import annotations
 import json
 import os
 import stat
-import subprocess
 import threading
 import time
 from collections.abc import Callable
@@ -21,7 +20,6 @@ import pytest
 from tests.sandbox.conftest import (
     BACKENDS,
     IS_ROOT,
-    RUNNER_PYTHON,
     Box,
     exec_backend_args,
     unprivileged_ids,
@@ -202,20 +200,12 @@ def test_a_fifo_or_directory_target_is_refused_before_the_model_runs(
 
 
 def _batch(box: Box, server: ModelServer, backend: str, tasks: Path, out: Path) -> str:
-    argv = box.as_me(
-        [RUNNER_PYTHON, "-m", "oiexec", "batch", str(tasks), "--out", str(out), "--jobs", "1",
-         "-s", "workspace-write", "--add-dir", str(out), *exec_backend_args(backend),
-         *server.config_args(request_max_retries=0)]
-    )  # fmt: skip
-    done = subprocess.run(
-        argv,
-        cwd=box.ws,
-        env=box.env(OPENINTERPRETER_HOME=str(box.root / "home")),
-        capture_output=True,
-        text=True,
+    done = box.interpreter(
+        ["batch", str(tasks), "--out", str(out), "--jobs", "1", "-s", "workspace-write",
+         "--add-dir", str(out), *exec_backend_args(backend),
+         *server.config_args(request_max_retries=0)],
         timeout=180,
-        stdin=subprocess.DEVNULL,
-    )
+    )  # fmt: skip
     return done.stderr
 
 

@@ -142,14 +142,7 @@ def test_hooks_and_mcp_commands_in_the_workspace_are_refused(
     assert served.returncode == 3, served.stderr
     said = served.stdout + served.stderr  # a failed MCP start ends the turn: --json says so
     assert "command refused: `docs-mcp` is found first in" in said
-    listing = subprocess.run(
-        box.as_me([RUNNER_PYTHON, "-m", "oiexec", "mcp", "list", *flags]),
-        cwd=box.ws,
-        env=box.env(OPENINTERPRETER_HOME=str(box.root / "home"), **node_path),
-        capture_output=True,
-        text=True,
-        check=False,
-    )
+    listing = box.interpreter(["mcp", "list", *flags], env=node_path)
     assert "command refused: `docs-mcp` is found first in" in listing.stdout + listing.stderr
     relative = _mcp_flags("./node_modules/.bin/docs-mcp", required=True, cwd=".")
     served = box.exec(provider, "read-only", "bwrap", *relative)
@@ -217,15 +210,8 @@ def test_review_never_runs_the_reviewed_repositorys_git(
     (sub / "file.txt").write_text("x\n")
     commit_all(box.ws)
     path = os.pathsep.join([str(planted.parent), os.environ["PATH"]])
-    review = subprocess.run(
-        box.as_me(
-            [RUNNER_PYTHON, "-m", "oiexec", "review", *model_server.config_args(), "--uncommitted"]
-        ),
-        cwd=sub,
-        env=box.env(OPENINTERPRETER_HOME=str(box.root / "home"), PATH=path),
-        capture_output=True,
-        text=True,
-        check=False,
+    review = box.interpreter(
+        ["review", *model_server.config_args(), "--uncommitted"], env={"PATH": path}, cwd=sub
     )
     assert review.returncode == 0, review.stderr
     assert "nothing to review" in review.stderr  # git ran: the clean tree was seen
