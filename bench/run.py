@@ -71,7 +71,16 @@ def bench_env(**extra: str) -> dict[str, str]:
     shell often sets it): an installed package has its bytecode, and without it every module
     edited since the last write is compiled again on every run, which is not what a user
     pays (`main` below writes it once, with a warm-up run)."""
-    env = {k: v for k, v in os.environ.items() if k != "PYTHONDONTWRITEBYTECODE"}
+    env = {
+        k: v for k, v in os.environ.items() if k not in ("PYTHONDONTWRITEBYTECODE", "VIRTUAL_ENV")
+    }
+    # The runner gives its commands the PATH it was started with less its own virtualenv
+    # (tools/shell_env.py), so a `python3` there is not the runner's. The floor and codex get
+    # the same PATH: otherwise the commands differ (a bench started from an activated venv
+    # runs its `python3` directly for them, where ours resolve it through, say, pyenv's
+    # shims, a dozen shell processes per call) and that difference is counted as the runner's.
+    path = os.environ.get("PATH", "").split(os.pathsep)
+    env["PATH"] = os.pathsep.join(d for d in path if not (Path(d).parent / "pyvenv.cfg").exists())
     env.update(extra)
     return env
 
@@ -130,10 +139,11 @@ def commands_time(repo: Path) -> tuple[float, float]:
     time and CPU time (user + sys of the commands)."""
     import resource
 
+    env = bench_env()
     before = resource.getrusage(resource.RUSAGE_CHILDREN)
     started = time.perf_counter()
     for cmd in COMMANDS:
-        subprocess.run(["/bin/bash", "-c", cmd], cwd=repo, capture_output=True)
+        subprocess.run(["/bin/bash", "-c", cmd], cwd=repo, env=env, capture_output=True)
     wall = time.perf_counter() - started
     after = resource.getrusage(resource.RUSAGE_CHILDREN)
     return wall, (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)

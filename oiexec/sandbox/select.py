@@ -3,16 +3,16 @@
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from oiexec.core import rundirs
 from oiexec.core.errors import SandboxUnavailable
 from oiexec.core.policy import PreparedCommand, Sandbox, SandboxPolicy
 from oiexec.sandbox import fault_switches
-from oiexec.sandbox.diagnosis import Decision, decide
 from oiexec.sandbox.nosandbox import NoSandbox
-from oiexec.sandbox.paths import real_writable_roots
-from oiexec.sandbox.preflight import run_preflight
+
+if TYPE_CHECKING:
+    from oiexec.sandbox.diagnosis import Decision
 
 
 class UnavailableSandbox:
@@ -46,11 +46,22 @@ class UnavailableSandbox:
 def decide_for(policy: SandboxPolicy) -> Decision:
     """The backend decision for `policy`, from the cached preflight. Raises `ConfigError`
     when a test-only hook is set outside the test suite."""
+    # Imported here: a run without a sandbox (danger-full-access) never probes the host.
+    from oiexec.sandbox.diagnosis import decide
+    from oiexec.sandbox.paths import real_writable_roots
+    from oiexec.sandbox.preflight import run_preflight
+
     fault_switches.check()
     return decide(policy, run_preflight(real_writable_roots(policy)))
 
 
 def get_sandbox(policy: SandboxPolicy) -> Sandbox:
+    if policy.mode == "danger-full-access":
+        # No backend to choose: the host probes (a bwrap start, ~30 ms) would only be
+        # reported, and a run without a sandbox reports none.
+        fault_switches.check()
+        rundirs.sweep()
+        return NoSandbox(policy)
     decision = decide_for(policy)
     # Every run (and `interpreter sandbox`) starts here: the place to remove what runners
     # that were killed left in the temp dir.

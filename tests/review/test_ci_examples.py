@@ -49,8 +49,15 @@ def interpreter_commands(name: str) -> list[list[str]]:
     return commands
 
 
+def _root() -> click.Context:
+    """The root context as `interpreter` makes it: with the CLI's context settings (`-h`
+    beside `--help`). click caches each command's help option from the first context it
+    sees; a bare `click.Context(cli)` would leave `--help` alone cached for later tests."""
+    return cli.make_context("interpreter", [], resilient_parsing=True)
+
+
 def resolve(words: list[str]) -> tuple[click.Command, list[str]]:
-    ctx = click.Context(cli)
+    ctx = _root()
     command: click.Command = cli
     rest = list(words)
     while isinstance(command, click.Group) and rest and not rest[0].startswith("-"):
@@ -65,7 +72,7 @@ def check_parses(words: list[str], glob_target: str = ".") -> click.Command:
     command, rest = resolve(words)
     # A shell glob (`shard-*/`) names directories the job will have; stand in an existing one.
     rest = [glob_target if any(c in word for c in "*?[") else word for word in rest]
-    with command.make_context("interpreter", rest, resilient_parsing=False) as ctx:
+    with command.make_context(command.name, rest, parent=_root(), resilient_parsing=False) as ctx:
         assert ctx.params is not None
     return command
 
