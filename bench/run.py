@@ -219,6 +219,20 @@ def bench_version(argv: list[str], runs: int, *args: str) -> list[Measure]:
     return [run_measured([*argv, *flags], cwd=ROOT, env=env) for _ in range(runs)]
 
 
+def stack_floor(argv_for: list[str], runs: int) -> list[Measure]:
+    """The measured interpreter's Python importing click, pydantic (a model built) and httpx
+    (a client made), nothing of oiexec."""
+    python = Path(argv_for[0]).with_name("python") if argv_for[0].endswith("interpreter") else None
+    exe = str(python) if python is not None and python.exists() else sys.executable
+    code = (
+        "import click, httpx, pydantic\n"
+        "class M(pydantic.BaseModel):\n    x: int\n"
+        "M(x=1).model_dump_json(); httpx.Client().close()\n"
+    )
+    env = bench_env()
+    return [run_measured([exe, "-c", code], cwd=ROOT, env=env) for _ in range(max(5, runs))]
+
+
 def verdict(value: float, target: float) -> str:
     return "ok" if value <= target else "OVER TARGET"
 
@@ -309,6 +323,15 @@ def main() -> None:
             ratio = statistics.median(map(key, ours)) / statistics.median(map(key, theirs))
             shown = f"{ratio:.2f}x codex's (target <= {target:.2f}x)"
             print(f"  {what}: {shown} {verdict(ratio, target)}")
+        # What any runner built on this stack pays before it does anything: the interpreter
+        # starting and importing the three libraries every run needs. Beside codex's runner
+        # CPU it shows how much of the ratio is left to the runner's own code.
+        stack = statistics.median(m.cpu for m in stack_floor(oi, args.runs))
+        theirs_cpu = statistics.median(max(0.0, m.cpu - floor_cpu) for m in theirs)
+        print(
+            f"  stack floor (Python + click, pydantic, httpx imported): cpu {stack * 1000:.0f} ms"
+            f" = {stack / theirs_cpu:.2f}x codex's runner CPU"
+        )
     else:
         print("codex: not installed (npm i @openai/codex, or pass --codex PATH) — skipped")
 

@@ -23,6 +23,7 @@ from pathlib import Path
 import pytest
 
 import oiexec
+from oiexec.catalog.cache import CACHE_FILE as CATALOG_MEMO
 from tests.support import cli_client
 
 REPO_ROOT = Path(oiexec.__file__).resolve().parent.parent
@@ -201,6 +202,7 @@ class Box:
         """`interpreter *args` in `cwd` (the workspace by default) as this box's user, with
         the box's home as OPENINTERPRETER_HOME, stdin closed (forked from the CLI fork
         server, see `_runner`)."""
+        self._remember_catalog_answer()
         return self._runner(
             "oiexec",
             args,
@@ -209,6 +211,21 @@ class Box:
             fresh=fresh,
             cwd=cwd,
         )
+
+    def _remember_catalog_answer(self) -> None:
+        """The box's home gets the model catalog's answers the test's home has (the
+        `model_server` fixture remembers its server's there), as a user's earlier run that
+        day would have left them: without them every run in a box started the catalog probe
+        (~0.3 CPU-s). Loading the catalog is tested in tests/config/test_catalog*.py."""
+        source = Path(os.environ.get("OPENINTERPRETER_HOME", "/nonexistent")) / CATALOG_MEMO
+        home = self.root / "home"
+        target = home / CATALOG_MEMO
+        if target.exists() or not source.is_file():
+            return
+        target.parent.mkdir(parents=True, exist_ok=True)
+        shutil.copyfile(source, target)
+        if self.who != "root":
+            _chown_tree(home)
 
     def run(
         self, mode: str, script: str, *, backend: str, extra: list[str] | None = None
