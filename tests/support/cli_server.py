@@ -37,12 +37,48 @@ from typing import Any
 _PR_SET_DUMPABLE = 4
 
 
+#: What a run with MCP servers configured imports (the SDK's client side and its protocol
+#: types, ~0.8 CPU-s): many tests configure the test servers, and each of their runs would
+#: pay it afresh. Test-only: a user's run imports these only when it has servers.
+_MCP_CLIENT = (
+    "oiexec.mcp.manager",
+    "oiexec.mcp.approval",
+    "oiexec.mcp.naming",
+    "oiexec.mcp.resources",
+    "oiexec.mcp.tools",
+    "oiexec.mcp.sdk",
+    "anyio",
+    "mcp_types",
+    "mcp.client.session",
+    "mcp.client.stdio",
+    "mcp.client.streamable_http",
+    "mcp.shared.exceptions",
+)
+
+
+def _rest() -> list[str]:
+    """Every other module of the runner (~0.9 CPU-s and 57 MiB once per server): what one
+    run imports lazily (batch, review, a harness's own code, rich for progress) another
+    test's run would import again. Not the `mcp-server` side (`oiexec.api.mcp*`: started by
+    the MCP SDK's client, never forked here), OpenTelemetry (a few tests) or `__main__`s."""
+    import pkgutil
+
+    import oiexec
+
+    skip = ("oiexec.api.mcp", "oiexec.output.otel")
+    return [
+        m.name
+        for m in pkgutil.walk_packages(oiexec.__path__, "oiexec.")
+        if not m.name.endswith("__main__") and not m.name.startswith(skip)
+    ]
+
+
 def _preload() -> None:
     from oiexec import _entry
     from oiexec.runner.zygote import PRELOAD
 
     _entry._lean()  # what `main` does before importing the CLI
-    for name in ("oiexec.cli", "oiexec.cli.sandbox_cmd", *PRELOAD):
+    for name in ("oiexec.cli", "oiexec.cli.sandbox_cmd", *PRELOAD, *_MCP_CLIENT, *_rest()):
         with contextlib.suppress(ImportError):
             importlib.import_module(name)
     gc.collect()
