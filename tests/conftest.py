@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import os
+import signal
 import subprocess
 import sys
 from collections.abc import Callable, Iterator, Sequence
@@ -63,6 +64,18 @@ SLOW_FIRST = (
 
 
 def pytest_configure(config: pytest.Config) -> None:
+    """SIGINT as a terminal gives it, and the package byte-compiled once (below).
+
+    A shell without job control (a CI step's `cmd &`, `nohup`) starts background commands
+    with SIGINT ignored, and an ignored signal stays ignored across exec: the runners the
+    tests start and interrupt with SIGINT would never see it. Every process, workers
+    included, puts Python's own handler back, which its children then start with."""
+    if signal.getsignal(signal.SIGINT) is signal.SIG_IGN:
+        signal.signal(signal.SIGINT, signal.default_int_handler)
+    _compile_once(config)
+
+
+def _compile_once(config: pytest.Config) -> None:
     """Byte-compile the package and the test helpers once, before any test starts a process.
 
     Every test runs with PYTHONDONTWRITEBYTECODE (below), and an editable install is never

@@ -56,29 +56,12 @@ _MCP_CLIENT = (
 )
 
 
-def _rest() -> list[str]:
-    """Every other module of the runner (~0.9 CPU-s and 57 MiB once per server): what one
-    run imports lazily (batch, review, a harness's own code, rich for progress) another
-    test's run would import again. Not the `mcp-server` side (`oiexec.api.mcp*`: started by
-    the MCP SDK's client, never forked here), OpenTelemetry (a few tests) or `__main__`s."""
-    import pkgutil
-
-    import oiexec
-
-    skip = ("oiexec.api.mcp", "oiexec.output.otel")
-    return [
-        m.name
-        for m in pkgutil.walk_packages(oiexec.__path__, "oiexec.")
-        if not m.name.endswith("__main__") and not m.name.startswith(skip)
-    ]
-
-
 def _preload() -> None:
     from oiexec import _entry
     from oiexec.runner.zygote import PRELOAD
 
     _entry._lean()  # what `main` does before importing the CLI
-    for name in ("oiexec.cli", "oiexec.cli.sandbox_cmd", *PRELOAD, *_MCP_CLIENT, *_rest()):
+    for name in ("oiexec.cli", "oiexec.cli.sandbox_cmd", *PRELOAD, *_MCP_CLIENT):
         with contextlib.suppress(ImportError):
             importlib.import_module(name)
     gc.collect()
