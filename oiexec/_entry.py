@@ -32,21 +32,31 @@ def _help_page(args: list[str]) -> str | None:
     if not args or args[-1] not in ("--help", "-h"):
         return None
     words = args[:-1]
-    if any(word.startswith("-") for word in words):
+    if any(word.startswith("-") for word in words) or _columns() < 80:
         return None
-    import shutil
+    try:
+        from oiexec._help_pages import PAGES
+    except ImportError:
+        return None
+    return PAGES.get(" ".join(words))
 
-    if shutil.get_terminal_size().columns < 80:
-        return None
-    import json
-    from pathlib import Path
+
+def _columns() -> int:
+    """The terminal's width as click reads it (`shutil.get_terminal_size`: COLUMNS, else the
+    terminal of stdout, else 80), without importing shutil and what it brings."""
+    import os
 
     try:
-        pages = json.loads((Path(__file__).parent / "cli" / "help_pages.json").read_bytes())
-    except (OSError, ValueError):
-        return None
-    page = pages.get(" ".join(words))
-    return page if isinstance(page, str) else None
+        columns = int(os.environ.get("COLUMNS", "0"))
+    except ValueError:
+        columns = 0
+    if columns > 0:
+        return columns
+    stdout = sys.__stdout__
+    try:
+        return (os.get_terminal_size(stdout.fileno()).columns or 80) if stdout else 80
+    except (AttributeError, ValueError, OSError):
+        return 80
 
 
 def main() -> None:
