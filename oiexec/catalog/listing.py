@@ -15,9 +15,9 @@ from oiexec.catalog.data import (
     catalog_id,
     from_genai_prices,
     genai_provider,
-    md_catalog,
     md_price,
 )
+from oiexec.catalog.md_index import md_index
 from oiexec.config.providers import BUILTIN_PROVIDERS, LOCAL_PROVIDERS
 from oiexec.core.errors import UsageError
 
@@ -48,7 +48,7 @@ class ListedModel:
 
 def known_providers() -> tuple[list[str], list[str]]:
     """oiexec's built-in provider ids the catalog covers, and the catalog's other ids."""
-    catalog = md_catalog()
+    catalog = md_index()
     ours = sorted(p for p in BUILTIN_PROVIDERS if catalog_id(p) in catalog)
     mapped = {catalog_id(p) for p in ours}
     return ours, sorted(set(catalog) - mapped)
@@ -78,14 +78,14 @@ def list_models(provider: str | None = None, *, include_all: bool = False) -> li
 
 
 def _rows(provider: str, include_all: bool) -> list[ListedModel]:
-    catalog_provider = md_catalog()[catalog_id(provider)]
+    catalog_provider = md_index()[catalog_id(provider)]
     base_url = BUILTIN_PROVIDERS[provider].base_url if provider in BUILTIN_PROVIDERS else None
     gp_provider = genai_provider(provider, base_url or catalog_provider.api)
     rows = []
-    for model in sorted(catalog_provider.models.values(), key=lambda m: m.id):
+    for model_id, model in catalog_provider.models():
         if not (model.tool_call or include_all):
             continue
-        gp_window, price, _ = from_genai_prices(gp_provider, model.id)
+        gp_window, price, _ = from_genai_prices(gp_provider, model_id)
         if price is None:
             price, _ = md_price(model)
         if provider in LOCAL_PROVIDERS:
@@ -93,12 +93,12 @@ def _rows(provider: str, include_all: bool) -> list[ListedModel]:
         rows.append(
             ListedModel(
                 provider=provider,
-                model=model.id,
-                context_window=model.limit.context or gp_window,
+                model=model_id,
+                context_window=model.context or gp_window,
                 input_per_mtok=None if price is None else price.input_per_mtok,
                 output_per_mtok=None if price is None else price.output_per_mtok,
                 cached_input_per_mtok=None if price is None else price.cached_input_per_mtok,
-                tool_call=model.tool_call,
+                tool_call=bool(model.tool_call),
             )
         )
     return rows

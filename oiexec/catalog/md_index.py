@@ -47,6 +47,10 @@ class MdProvider:
         entry = self._raw.get(name)
         return _model(entry) if isinstance(entry, dict) else None
 
+    def models(self) -> list[tuple[str, MdModel]]:
+        """Every model of the provider, by id."""
+        return [(mid, _model(e)) for mid, e in sorted(self._raw.items()) if isinstance(e, dict)]
+
 
 @functools.cache
 def md_index() -> dict[str, MdProvider]:
@@ -96,9 +100,10 @@ def _model(entry: dict[str, Any]) -> MdModel:
 
 
 def _rate(value: object) -> float | None:
+    """A rate as the snapshot writes it (`1` stays `1`, as the typed API gives it)."""
     if isinstance(value, bool) or not isinstance(value, int | float):
         return None
-    return float(value) if math.isfinite(value) and value >= 0 else None
+    return value if math.isfinite(value) and value >= 0 else None
 
 
 def _count(value: object) -> bool:

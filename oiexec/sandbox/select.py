@@ -56,16 +56,15 @@ def decide_for(policy: SandboxPolicy) -> Decision:
 
 
 def get_sandbox(policy: SandboxPolicy) -> Sandbox:
+    # Every run (and `interpreter sandbox`) starts here: the place to remove what runners
+    # that were killed left in the temp dir.
+    rundirs.sweep()
     if policy.mode == "danger-full-access":
         # No backend to choose: the host probes (a bwrap start, ~30 ms) would only be
         # reported, and a run without a sandbox reports none.
         fault_switches.check()
-        rundirs.sweep()
         return NoSandbox(policy)
     decision = decide_for(policy)
-    # Every run (and `interpreter sandbox`) starts here: the place to remove what runners
-    # that were killed left in the temp dir.
-    rundirs.sweep()
     report = decision.as_dict()
     if policy.network_allowlist and decision.backend != "none":
         from oiexec.sandbox.netgate import refuse_unisolated

@@ -41,6 +41,11 @@ def _startup_vars(env: dict[str, str]) -> dict[str, str]:
     return {k: v for k, v in env.items() if k.startswith(_STARTUP_PREFIXES)}
 
 
+def _startup_key(env: dict[str, str]) -> frozenset[tuple[str, str]]:
+    """Which fork server serves a call with `env`."""
+    return frozenset(_startup_vars(env).items())
+
+
 class _Server:
     def __init__(self, env: dict[str, str]) -> None:
         ours, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)
@@ -83,16 +88,15 @@ def _close_servers() -> None:
 #: The start-up variables a forked call may have: the worker's own, and those a conftest
 #: declares for its CLI calls (`share_startup`). A call with others (a planted PYTHONPATH, an
 #: import profile) starts fresh: its start-up is what it tests.
-_SHARED = {frozenset(_startup_vars(dict(os.environ)).items())}
+_SHARED = {_startup_key(dict(os.environ))}
 
 
 def share_startup(env: dict[str, str]) -> None:
     """Lets calls whose start-up variables are exactly `env`'s share a fork server."""
-    _SHARED.add(frozenset(_startup_vars(env).items()))
+    _SHARED.add(_startup_key(env))
 
 
-def _fork_server(env: dict[str, str]) -> _Server:
-    key = frozenset(_startup_vars(env).items())
+def _fork_server(key: frozenset[tuple[str, str]], env: dict[str, str]) -> _Server:
     with _servers_lock:
         server = _servers.get(key)
         if server is None or server.proc.poll() is not None:
@@ -121,11 +125,11 @@ def run(
     `env`, as `user` (uid, gid; with no supplementary groups) when given; in a process
     started afresh with `fresh` (a test of what the process image holds: a forked child's
     `/proc/PID/environ` and `cmdline` are its server's)."""
-    shared = frozenset(_startup_vars(env).items()) in _SHARED
-    if shared and not fresh and os.environ.get("TESTS_CLI_FRESH") != "1":
+    key = _startup_key(env)
+    if key in _SHARED and not fresh and os.environ.get("TESTS_CLI_FRESH") != "1":
         request: dict[str, object] = {"module": module, "argv": list(argv), "cwd": str(cwd)}
         request |= {"env": env, "user": list(user) if user is not None else None}
-        return _forked(_fork_server(env), request, data=data, timeout=timeout)
+        return _forked(_fork_server(key, env), request, data=data, timeout=timeout)
     prefix = []
     if user is not None:
         prefix = ["setpriv", f"--reuid={user[0]}", f"--regid={user[1]}", "--clear-groups"]
