@@ -31,13 +31,27 @@ A second, separate tree holds what the model should see instead of the run endin
 
 Third-party errors are translated into this tree where they cross into the package, so the
 CLI only ever has to map `OiexecError.exit_code`.
+
+Every failure also belongs to one *failure class* (`FailureClass`, docs/exec.md "Failure
+classes"), which says what to do about it: `transient` (try again later: the provider or the
+network failed), `budget` (a limit was reached), `task` (the model did not get the task done),
+`config` and `usage` (fix the setup or the command line), `sandbox`, `internal`, and
+`interrupted`. Exit codes alone cannot say it: a provider outage and an internal error both exit
+1. `turn.failed`, JUnit failures and batch records carry the class; `batch --retry transient`
+reruns by it.
 """
 
 from __future__ import annotations
 
 from enum import IntEnum
 from pathlib import Path
-from typing import ClassVar, Literal
+from typing import ClassVar, Literal, get_args
+
+FailureClass = Literal[
+    "transient", "budget", "task", "config", "usage", "sandbox", "internal", "interrupted"
+]
+#: Every failure class, in the order reports list them.
+FAILURE_CLASSES: tuple[FailureClass, ...] = get_args(FailureClass)
 
 
 class ExitCode(IntEnum):
@@ -68,6 +82,8 @@ class OiexecError(Exception):
     """Base of every error the package raises on purpose."""
 
     exit_code: ClassVar[ExitCode] = ExitCode.FAILED
+    #: What kind of failure this is; anything not classed below is the runner's own fault.
+    failure_class: ClassVar[FailureClass] = "internal"
 
     def __init__(self, message: str, *, hint: str | None = None) -> None:
         super().__init__(message)
@@ -80,16 +96,19 @@ class OiexecError(Exception):
 
 class UsageError(OiexecError):
     exit_code = ExitCode.USAGE
+    failure_class: ClassVar[FailureClass] = "usage"
 
 
 class ConfigError(OiexecError):
     exit_code = ExitCode.CONFIG
+    failure_class: ClassVar[FailureClass] = "config"
 
 
 class LimitExceeded(OiexecError):
     """A run limit was reached; `limit` names it in `turn.failed`."""
 
     limit: ClassVar[str] = ""
+    failure_class: ClassVar[FailureClass] = "budget"
 
 
 class MaxTurnsExceeded(LimitExceeded):
@@ -121,26 +140,35 @@ class Stalled(LimitExceeded):
 
     exit_code = ExitCode.STALLED
     limit = "stalled"
+    # Not a budget running out: the model went in circles on the task.
+    failure_class: ClassVar[FailureClass] = "task"
 
 
 class SandboxUnavailable(OiexecError):
     exit_code = ExitCode.SANDBOX_UNAVAILABLE
+    failure_class: ClassVar[FailureClass] = "sandbox"
 
 
 class CheckFailed(OiexecError):
     """The `--check` command still failed after the last allowed attempt."""
 
     exit_code = ExitCode.CHECK_FAILED
+    failure_class: ClassVar[FailureClass] = "task"
 
 
 class NoChange(OiexecError):
     """`--require-change`: the run ended with an empty diff, so what was asked was not done."""
 
     exit_code = ExitCode.NO_CHANGE
+    failure_class: ClassVar[FailureClass] = "task"
 
 
 class ProviderError(OiexecError):
     """The provider answered with an error we do not retry, or retries ran out."""
+
+    # A refusal no retry fixes (a bad key, an unknown model, a request it rejects): the
+    # configuration must change. The transient kind is `ProviderUnavailable`.
+    failure_class: ClassVar[FailureClass] = "config"
 
 
 class ProviderUnavailable(ProviderError):
@@ -149,14 +177,18 @@ class ProviderUnavailable(ProviderError):
     model may answer now (`model_fallbacks`). Anything else the provider refused (a bad key,
     a bad request) is a plain `ProviderError`, which no other model would fix."""
 
+    failure_class: ClassVar[FailureClass] = "transient"
+
 
 class ContextWindowExceeded(ProviderError):
     """The provider refused the request as too long for the model (HTTP 413 or a
     context-length error). The loop compacts and retries once before giving up."""
 
+    failure_class: ClassVar[FailureClass] = "budget"  # the model's window is a token budget
+
 
 class SessionError(OiexecError):
-    pass
+    failure_class: ClassVar[FailureClass] = "usage"  # an unknown or unreadable session was named
 
 
 class Interrupted(BaseException):
@@ -244,3 +276,44 @@ def failure_of(exc: BaseException) -> tuple[str, ExitCode] | None:
     if isinstance(exc, Exception):
         return f"internal error: {type(exc).__name__}: {exc}", ExitCode.FAILED
     return None
+
+
+#: The class of a failure known only by its exit code (a task killed before it could say, a
+#: record written before classes existed). Exit 1 could be any of several; `internal` is the
+#: one that claims nothing.
+_CLASS_BY_EXIT: dict[int, FailureClass] = {
+    ExitCode.USAGE: "usage",
+    ExitCode.CONFIG: "config",
+    ExitCode.MAX_TURNS: "budget",
+    ExitCode.TIMEOUT: "budget",
+    ExitCode.MAX_TOKENS: "budget",
+    ExitCode.MAX_COST: "budget",
+    ExitCode.TOTAL_COST: "budget",
+    ExitCode.SANDBOX_UNAVAILABLE: "sandbox",
+    ExitCode.REVIEW_BLOCKED: "task",
+    ExitCode.CHECK_FAILED: "task",
+    ExitCode.NO_CHANGE: "task",
+    ExitCode.STALLED: "task",
+    ExitCode.INTERRUPTED: "interrupted",
+    ExitCode.TERMINATED: "interrupted",
+}
+
+
+def failure_class_of(exc: BaseException) -> FailureClass:
+    """The failure class of what ended a run (`Interrupted` and Ctrl-C are `interrupted`;
+    anything outside the tree is `internal`)."""
+    if isinstance(exc, OiexecError):
+        return exc.failure_class
+    if isinstance(exc, Interrupted | KeyboardInterrupt):
+        return "interrupted"
+    return "internal"
+
+
+def failure_class_for_exit(code: int) -> FailureClass | None:
+    """The failure class a bare exit code implies: None for 0, `interrupted` for a death by
+    signal (negative, as `subprocess` reports it), `internal` for 1 and anything unknown."""
+    if code == 0:
+        return None
+    if code < 0:
+        return "interrupted"
+    return _CLASS_BY_EXIT.get(code, "internal")

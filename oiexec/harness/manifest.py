@@ -14,10 +14,10 @@ import secrets
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, ClassVar
 
 from oiexec.core.context import ToolContext
-from oiexec.core.errors import OiexecError
+from oiexec.core.errors import FailureClass, OiexecError
 from oiexec.core.policy import SandboxPolicy
 from oiexec.core.protocols import HarnessStep, Observation, Tool
 from oiexec.core.types import (
@@ -70,6 +70,8 @@ _ANTHROPIC_EFFORT: dict[str, str] = {
 
 class FormatErrorLimit(OiexecError):
     """The model broke the action format more times in a row than the harness allows."""
+
+    failure_class: ClassVar[FailureClass] = "task"  # the model's own failure, not the runner's
 
 
 @dataclass(frozen=True)

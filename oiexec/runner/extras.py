@@ -14,11 +14,11 @@ import uuid
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, ClassVar
 
 from oiexec.agent.final import FinalAnswerPolicy, Retry
 from oiexec.core.context import ItemEmitter, ToolContext
-from oiexec.core.errors import ConfigError, OiexecError
+from oiexec.core.errors import ConfigError, FailureClass, OiexecError
 from oiexec.core.protocols import Tool, ToolGate
 from oiexec.core.types import Message
 from oiexec.extensions.skills import Skill
@@ -45,6 +45,9 @@ MAX_STOP_CONTINUATIONS = 3
 
 class PromptBlocked(OiexecError):
     """A UserPromptSubmit hook refused the prompt (exit 1, the turn fails with its reason)."""
+
+    # The configured hooks decided; rerunning changes nothing.
+    failure_class: ClassVar[FailureClass] = "config"
 
 
 @dataclass
