@@ -92,6 +92,15 @@ def batch_group() -> None:
     is_flag=True,
     help="Resume the sessions of tasks that finished unsuccessfully (same inputs).",
 )
+@click.option(
+    "--retry",
+    "retry_classes",
+    multiple=True,
+    metavar="CLASSES",
+    help="Resume only the unsuccessful tasks whose failure class is one of CLASSES, comma-"
+    "separated (transient, budget, task, config, usage, sandbox, internal, interrupted); e.g. "
+    "--retry transient after a provider outage. Repeatable.",
+)
 @click.option("--name", help="Batch name in the reports (default: the TASKS file name stem).")
 @click.option(
     "--max-total-cost",
@@ -111,6 +120,7 @@ def run_command(
     jobs: int | None,
     shard: str | None,
     retry_failed: bool,
+    retry_classes: tuple[str, ...],
     name: str | None,
     max_total_cost: float | None,
     **params: Any,
@@ -131,8 +141,8 @@ def run_command(
     events = Events(sys.stdout if json_mode else None)
     try:
         code = _run(
-            ctx, tasks_file, out_dir, jobs, shard, retry_failed, name, max_total_cost, params,
-            events,
+            ctx, tasks_file, out_dir, jobs, shard, (retry_failed, retry_classes), name,
+            max_total_cost, params, events,
         )  # fmt: skip
     except OiexecError as exc:
         # With --json a program reading stdout alone learns why the batch never started.
@@ -147,7 +157,7 @@ def _run(
     out_dir: str,
     jobs: int | None,
     shard: str | None,
-    retry_failed: bool,
+    retry: tuple[bool, tuple[str, ...]],
     name: str | None,
     max_total_cost: float | None,
     params: dict[str, Any],
@@ -156,9 +166,9 @@ def _run(
     from pathlib import Path
 
     from oiexec.cli.request import build_request
-    from oiexec.core.errors import UsageError
+    from oiexec.core.errors import FAILURE_CLASSES, UsageError
     from oiexec.runner.batch.ceiling import Ceiling
-    from oiexec.runner.batch.plan import ShardChoice, parse_shard, shard_from_env
+    from oiexec.runner.batch.plan import ShardChoice, parse_retry, parse_shard, shard_from_env
     from oiexec.runner.batch.pool import BatchOptions, run_batch
     from oiexec.runner.batch.warm import warm_up
 
@@ -174,6 +184,10 @@ def _run(
     # The flag wins over the CI's variables (which a job may set for other reasons).
     choice = ShardChoice(parse_shard(shard), "--shard") if shard is not None else shard_from_env()
     jobs = jobs or os.cpu_count() or 1
+    retry_failed, retry_classes = retry
+    classes: frozenset[str] = frozenset(FAILURE_CLASSES) if retry_failed else frozenset()
+    for text in retry_classes:
+        classes |= parse_retry(text)
     options = BatchOptions(
         tasks_file=tasks_path,
         out=Path(out_dir),
@@ -181,7 +195,7 @@ def _run(
         jobs=jobs,
         shard=choice.shard,
         shard_source=choice.source,
-        retry_failed=retry_failed,
+        retry=classes,
         exec_options=_exec_argv(ctx),
         timeout_s=params.get("timeout_s"),
         limit=ceiling.problems,

@@ -25,6 +25,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, TextIO
 
 if TYPE_CHECKING:
+    from oiexec.core.errors import FailureClass
     from oiexec.core.protocols import EventProcessor
 
 __all__ = ["JsonFailure", "json_failure"]
@@ -61,14 +62,15 @@ class JsonFailure:
         self._stdout = _Watched(sys.stdout)
         return JsonlProcessor(self._stdout, sys.stderr)
 
-    def fail(self, message: str) -> None:
+    def fail(self, message: str, failure_class: FailureClass = "usage") -> None:
         """The `turn.failed` line, unless the run already began the stream."""
         if not self.enabled or (self._stdout is not None and self._stdout.used):
             return
         from oiexec.core.events import ThreadError, TurnFailed, to_json_line
         from oiexec.core.redact import redact
 
-        line = redact(to_json_line(TurnFailed(error=ThreadError(message=message))))
+        event = TurnFailed(error=ThreadError(message=message), failure_class=failure_class)
+        line = redact(to_json_line(event))
         try:
             sys.stdout.write(line + "\n")
             sys.stdout.flush()
@@ -82,7 +84,7 @@ def json_failure(params: dict[str, Any]) -> Iterator[JsonFailure]:
     its first event; the error then goes on to the CLI (stderr, exit code) as before."""
     import click
 
-    from oiexec.core.errors import failure_of
+    from oiexec.core.errors import failure_class_of, failure_of
 
     state = JsonFailure(bool(params.get("json_mode") or params.get("experimental_json")))
     try:
@@ -96,5 +98,5 @@ def json_failure(params: dict[str, Any]) -> Iterator[JsonFailure]:
         failure = failure_of(exc)
         if failure is not None:
             # With the hint: it says what to do, and stdout may be all the reader sees.
-            state.fail(failure[0])
+            state.fail(failure[0], failure_class_of(exc))
         raise

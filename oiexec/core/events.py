@@ -20,6 +20,8 @@ from pydantic import (
     model_serializer,
 )
 
+from oiexec.core.errors import FailureClass
+
 SCHEMA_VERSION = "1"
 
 
@@ -238,6 +240,9 @@ class TurnFailed(_Model):
 
     type: Literal["turn.failed"] = "turn.failed"
     error: ThreadError
+    #: What kind of failure (docs/exec.md "Failure classes"); an oiexec addition, which
+    #: Codex's readers ignore: `batch --retry transient` and the reports decide on it.
+    failure_class: FailureClass = "internal"
 
 
 class ItemStarted(_Model):

@@ -228,7 +228,12 @@ class _Run:
             self.result.failure = redact(exc.message)
             self.result.limit = exc.limit if isinstance(exc, LimitExceeded) else None
             self._record_usage(usage)
-            self.dispatcher.emit(TurnFailed(error=ThreadError(message=self.result.failure)))
+            self.dispatcher.emit(
+                TurnFailed(
+                    error=ThreadError(message=self.result.failure),
+                    failure_class=exc.failure_class,
+                )
+            )
         except Exception as exc:
             # The run boundary: whatever broke, the turn ends as `turn.failed` with exit 1,
             # the session and reports are still written, and the traceback goes to the log.
@@ -238,7 +243,9 @@ class _Run:
             if self.runlog is not None:
                 self.runlog.exception("run.crashed", exc)
             self._record_usage(usage)
-            self.dispatcher.emit(TurnFailed(error=ThreadError(message=self.result.failure)))
+            self.dispatcher.emit(
+                TurnFailed(error=ThreadError(message=self.result.failure), failure_class="internal")
+            )
         except (KeyboardInterrupt, Interrupted) as exc:
             # Codex ends an interrupted turn silently; a CI consumer needs the stream to end,
             # so it is `turn.failed` naming the signal, with exit 130 (SIGINT) or 143 (SIGTERM).
@@ -248,7 +255,11 @@ class _Run:
             self.result.failure = interrupt.message
             self.warn(interrupt.message)
             self._record_usage(usage, wait_s=0.0)  # an interrupted run waits for nothing
-            self.dispatcher.emit(TurnFailed(error=ThreadError(message=interrupt.message)))
+            self.dispatcher.emit(
+                TurnFailed(
+                    error=ThreadError(message=interrupt.message), failure_class="interrupted"
+                )
+            )
         finally:
             self.result.duration_s = time.monotonic() - self.p.started
             self.store.append(

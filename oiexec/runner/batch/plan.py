@@ -15,11 +15,11 @@ import hashlib
 import json
 import os
 import re
-from collections.abc import Mapping, Sequence
+from collections.abc import Collection, Mapping, Sequence
 from dataclasses import dataclass
 from enum import Enum
 
-from oiexec.core.errors import UsageError
+from oiexec.core.errors import FAILURE_CLASSES, UsageError, failure_class_for_exit
 from oiexec.runner.batch.record import TaskRecord
 from oiexec.runner.batch.tasks import Task
 
@@ -28,7 +28,9 @@ __all__ = [
     "Shard",
     "ShardChoice",
     "decide",
+    "failure_class_of_record",
     "input_hash",
+    "parse_retry",
     "parse_shard",
     "select",
     "shard_from_env",
@@ -160,13 +162,40 @@ def input_hash(task: Task, options: Sequence[str], base: str | None) -> str:
 
 class Action(Enum):
     RUN = "run"  # start from a fresh workspace
-    RESUME = "resume"  # --retry-failed: continue the failed session in its kept workspace
+    RESUME = "resume"  # --retry / --retry-failed: continue the failed session in its workspace
     SKIP = "skip"  # finished earlier with the same inputs
 
 
-def decide(previous: TaskRecord | None, digest: str, *, retry_failed: bool) -> Action:
+def decide(previous: TaskRecord | None, digest: str, *, retry: Collection[str]) -> Action:
+    """What a rerun does with a task: run it (new, or its inputs changed), resume it (it
+    failed with a class in `retry`: `--retry-failed` passes every class), or skip it."""
     if previous is None or previous.input_hash != digest:
         return Action.RUN
-    if retry_failed and previous.status != "success":
+    if previous.status != "success" and failure_class_of_record(previous) in retry:
         return Action.RESUME
     return Action.SKIP
+
+
+def failure_class_of_record(record: TaskRecord) -> str | None:
+    """A finished task's failure class; for a record written before runs said theirs, what
+    its exit code implies (a status with no exit code is the batch's own doing: internal)."""
+    if record.status == "success":
+        return None
+    if record.failure_class is not None:
+        return record.failure_class
+    if record.exit_code is None:
+        return "internal"
+    return failure_class_for_exit(record.exit_code) or "internal"
+
+
+def parse_retry(text: str) -> frozenset[str]:
+    """`--retry transient,budget`: the classes named (any order, repeats ignored); `UsageError`
+    naming an unknown one and listing the known."""
+    names = [name.strip() for name in text.split(",")]
+    unknown = [name for name in names if name not in FAILURE_CLASSES]
+    if unknown or not names:
+        raise UsageError(
+            f"--retry: unknown failure class {unknown[0]!r}" if unknown else "--retry: no class",
+            hint="Name one or more of " + ", ".join(FAILURE_CLASSES) + ", separated by commas.",
+        )
+    return frozenset(names)

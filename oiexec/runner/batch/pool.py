@@ -59,7 +59,8 @@ class BatchOptions:
     name: str
     jobs: int
     shard: Shard | None
-    retry_failed: bool
+    #: Failure classes whose tasks a rerun resumes (`--retry`; `--retry-failed` is all).
+    retry: frozenset[str]
     #: Exec options for every task, in command-line form (they count in the input hash).
     exec_options: Sequence[str] = ()
     timeout_s: float | None = None
@@ -307,9 +308,7 @@ def _plan(
             # Another task's record (copied or planted) is not this one's; and the file may
             # have been reordered since: the record takes the task's position now.
             previous = replace(previous, index=task.index) if previous.id == task.id else None
-        plan.append(
-            (task, decide(previous, digest, retry_failed=options.retry_failed), previous, digest)
-        )
+        plan.append((task, decide(previous, digest, retry=options.retry), previous, digest))
     return plan
 
 

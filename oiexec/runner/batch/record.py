@@ -14,7 +14,7 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from oiexec.core.errors import ExitCode
+from oiexec.core.errors import FAILURE_CLASSES, ExitCode
 from oiexec.core.numbers import MAX_SECONDS, NumberRange
 from oiexec.output.reportfile import ReportDir
 
@@ -26,6 +26,7 @@ __all__ = [
     "RECORD_FILE",
     "STATUSES",
     "UNSTARTED",
+    "Attempt",
     "TaskRecord",
     "Tokens",
     "checked_record",
@@ -101,6 +102,16 @@ class Tokens:
 
 
 @dataclass
+class Attempt:
+    """One run of a task: how it ended. A retried task keeps one per run, oldest first."""
+
+    status: str
+    exit_code: int | None = None
+    #: Its failure class (docs/exec.md "Failure classes"); None when it succeeded.
+    failure_class: str | None = None
+
+
+@dataclass
 class TaskRecord:
     """What one task came to. Paths are relative to the batch's output directory."""
 
@@ -117,8 +128,13 @@ class TaskRecord:
     cost_usd: float | None = None
     duration_s: float = 0.0
     session_id: str | None = None
-    #: How many times the task was run (1 + each --retry-failed resume).
+    #: How many times the task was run (1 + each --retry-failed / --retry resume).
     attempts: int = 0
+    #: The failure class of the last run (docs/exec.md "Failure classes"), which
+    #: `batch --retry CLASSES` selects on; None on success and for a task never started.
+    failure_class: str | None = None
+    #: Every run of the task, oldest first, each with its own status and class.
+    history: list[Attempt] = field(default_factory=list)
     #: Writes the read-only sandbox refused in its last run (its JUnit report's
     #: `sandbox_refused_writes`); with exit 0 they make the status `write_refused`.
     refused_writes: int = 0
@@ -180,6 +196,10 @@ def checked_record(data: Any) -> TaskRecord:
         raise ValueError(problem)
     if record.status not in STATUSES:
         raise ValueError(f"unknown status {record.status[:60]!r}")
+    classes = [record.failure_class, *(attempt.failure_class for attempt in record.history)]
+    for value in classes:
+        if value is not None and value not in FAILURE_CLASSES:
+            raise ValueError(f"unknown failure class {value[:60]!r}")
     if record.refused_writes < 0:
         raise ValueError(f"refused_writes: must be 0 or more, not {record.refused_writes}")
     problem = _DURATION.problem(record.duration_s)

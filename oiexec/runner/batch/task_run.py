@@ -19,18 +19,17 @@ import time
 from collections.abc import Callable, Sequence
 from dataclasses import InitVar, dataclass, field
 from pathlib import Path
-from typing import Any
 
-from oiexec.core.errors import ExitCode
+from oiexec.core.errors import ExitCode, failure_class_for_exit
 from oiexec.git import GitError
 from oiexec.output.reportfile import ReportDir
+from oiexec.runner.batch.child_reports import read_events, read_junit
 from oiexec.runner.batch.launcher import Child, Launcher, LaunchError
 from oiexec.runner.batch.plan import Action
 from oiexec.runner.batch.record import (
     RECORD_FILE,
+    Attempt,
     TaskRecord,
-    Tokens,
-    is_session_id,
     read_output,
     status_for_exit,
     write_record,
@@ -127,6 +126,10 @@ def run_task(
     if record.message is not None:
         return record
     resumed = _resumed(task, action, previous, task_dir, note)
+    if action is Action.RESUME and previous is not None:
+        # A retry, resumed or (its session or worktree gone) started afresh: one more attempt
+        # of the same task, so its earlier ones stay on the record.
+        record.attempts, record.history = previous.attempts, list(previous.history)
     started = time.monotonic()
     try:
         cwd, base = _workspace(task, source, resumed, ctx, record)
@@ -134,7 +137,10 @@ def run_task(
         if ctx.children.stopping.is_set():  # a terminal's Ctrl-C reaches git too: not a failure
             return _stopped_before_start(record)
         record.message = f"could not prepare the workspace: {exc}"
+        # A ref or repository the task names that git cannot use: the task file's setup.
+        record.failure_class = "config"
         record.attempts += 1
+        record.history.append(Attempt(record.status, None, record.failure_class))
         write_record(ctx.out_dir, record)
         return record
     if ctx.children.stopping.is_set():
@@ -144,11 +150,12 @@ def run_task(
     record.attempts += 1
     record.cost_usd = None  # unknown until its reports say
     code, killed, lost = _run_once(task, ctx, cwd, task_dir, resumed)
-    _read_events(ctx.out, task_dir / PATHS["events"], record)
-    _read_junit(ctx.out, task_dir / PATHS["junit"], record, resumed.turns if resumed else 0)
+    read_events(ctx.out, task_dir / PATHS["events"], record)
+    read_junit(ctx.out, task_dir / PATHS["junit"], record, resumed.turns if resumed else 0)
     earlier = resumed.duration_s if resumed else 0.0
     record.duration_s = round(earlier + time.monotonic() - started, 3)
     _judge(record, code, killed, lost)
+    record.history.append(Attempt(record.status, record.exit_code, record.failure_class))
     if record.status == "interrupted" or (
         ctx.children.stopping.is_set() and code < 0 and lost is None
     ):
@@ -228,19 +235,26 @@ def _run_once(
 def _judge(record: TaskRecord, code: int, killed: str | None, lost: str | None) -> None:
     """The record's exit code, status and message from how the process ended and what its
     reports said."""
+    said = record.failure_class  # `turn.failed`'s, if the run lived to say it
     if lost is not None:
         record.exit_code, record.status, record.message = None, "failed", lost
+        record.failure_class = "internal"
     elif killed is not None:
         record.exit_code, record.status, record.message = int(ExitCode.TIMEOUT), "timeout", killed
+        record.failure_class = "budget"
     elif code < 0:
         record.exit_code, record.status = code, "failed"
         record.message = f"killed by signal {-code}"
+        record.failure_class = "interrupted"
     else:
         record.exit_code, record.status = code, status_for_exit(code)
+        # The run's own word first: exit 1 is a provider outage as well as a crash.
+        record.failure_class = said if code != 0 and said else failure_class_for_exit(code)
     if record.status == "success" and record.refused_writes:
         # The model said it was done, but nothing it wrote got through: not a success.
         record.status = "write_refused"
         record.message = refused_writes_warning(record.refused_writes)
+        record.failure_class = "sandbox"
     if record.status == "success":
         record.message = None
 
@@ -372,96 +386,6 @@ def _stopped_before_start(record: TaskRecord) -> TaskRecord:
     record.status = "not_run"
     record.message = "the batch was stopped before this task started"
     return record
-
-
-def _read_events(out: Path, path: Path, record: TaskRecord) -> None:
-    """Session id, tokens and the failure message, from the child's JSONL."""
-    raw = read_output(out, path)
-    if raw is None:
-        return
-    lines = raw.decode("utf-8", errors="replace").splitlines()
-    for line in lines:
-        try:
-            event: Any = json.loads(line)
-        except ValueError:
-            continue
-        if not isinstance(event, dict):
-            continue
-        kind = event.get("type")
-        if kind == "thread.started" and record.session_id is None:
-            thread_id = event.get("thread_id")
-            valid = isinstance(thread_id, str) and is_session_id(thread_id)
-            record.session_id = thread_id if valid else None
-        elif kind in ("turn.completed", "turn.failed"):
-            if kind == "turn.completed":  # the session's: every attempt of the task
-                record.cost_usd = _usd(event.get("session_cost_usd"))
-            usage = event.get("usage")
-            if isinstance(usage, dict):  # cumulative for the thread: the last one counts
-                record.tokens = Tokens(
-                    input=_count(usage.get("input_tokens")),
-                    cached_input=_count(usage.get("cached_input_tokens")),
-                    output=_count(usage.get("output_tokens")),
-                    reasoning=_count(usage.get("reasoning_output_tokens")),
-                )
-            error = event.get("error")
-            if kind == "turn.failed" and isinstance(error, dict):
-                record.message = str(error.get("message") or "") or None
-
-
-def _usd(value: Any) -> float | None:
-    """A cost from the task's reports, which the task could have written itself: None (unknown)
-    for anything that is not a finite amount a run could have spent."""
-    if isinstance(value, str):
-        try:
-            value = float(value)
-        except ValueError:
-            return None
-    if isinstance(value, bool) or not isinstance(value, int | float):
-        return None
-    return float(value) if 0 <= value <= 1e12 else None  # NaN fails both comparisons
-
-
-def _count(value: Any) -> int:
-    """A token count from the task's events, which the task could have written itself: 0 for
-    anything that is not a whole number."""
-    return value if isinstance(value, int) and not isinstance(value, bool) and value >= 0 else 0
-
-
-def _read_junit(out: Path, path: Path, record: TaskRecord, earlier_turns: int) -> None:
-    """Model turns (added to the earlier runs' on a resume), the task's cost (its session's,
-    earlier attempts included) and, where the JSONL could not say (`turn.failed` carries no
-    usage), the tokens: from the properties of the child's JUnit report, which it writes on
-    every exit it lives to see."""
-    import xml.etree.ElementTree as ElementTree
-
-    record.turns = earlier_turns
-    raw = read_output(out, path, max_bytes=64 * 1024 * 1024)
-    if raw is None:
-        return  # killed outright: what the events said stands
-    try:
-        root = ElementTree.fromstring(raw)
-    except ElementTree.ParseError:
-        return
-    props = {p.get("name"): p.get("value") for p in root.iter("property")}
-
-    def number(name: str) -> int:
-        try:
-            return int(props.get(name) or 0)
-        except ValueError:
-            return 0
-
-    record.turns = earlier_turns + number("model_turns")
-    if "session_cost_usd" in props:  # written on every exit, `turn.failed`'s included
-        record.cost_usd = _usd(props["session_cost_usd"])
-    # This run's own: a resumed task whose last run wrote is not refused by an earlier one.
-    record.refused_writes = max(0, number("sandbox_refused_writes"))
-    if not any(vars(record.tokens).values()):
-        record.tokens = Tokens(
-            input=number("input_tokens"),
-            cached_input=number("cached_input_tokens"),
-            output=number("output_tokens"),
-            reasoning=number("reasoning_output_tokens"),
-        )
 
 
 def _clear(out: ReportDir, task_id: str) -> None:
