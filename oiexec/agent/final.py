@@ -12,7 +12,7 @@ from dataclasses import dataclass
 from typing import Any, ClassVar, Protocol
 
 from oiexec.core.context import ItemEmitter
-from oiexec.core.errors import ProviderError
+from oiexec.core.errors import InvalidAnswer
 from oiexec.core.events import AgentMessageItem
 
 
@@ -77,4 +77,4 @@ class SchemaAnswer(PlainAnswer):
                 f"Your final answer does not match the required output schema: {problem}. "
                 "Reply again with only the corrected JSON value, no other text."
             )
-        raise ProviderError(f"the final answer does not match --output-schema: {problem}")
+        raise InvalidAnswer(f"the final answer does not match --output-schema: {problem}")

@@ -163,6 +163,13 @@ class NoChange(OiexecError):
     failure_class: ClassVar[FailureClass] = "task"
 
 
+class InvalidAnswer(OiexecError):
+    """The model's final answer broke a rule of the run (`--output-schema`) after its one
+    chance to correct it: the task was not done, whatever the provider did right."""
+
+    failure_class: ClassVar[FailureClass] = "task"
+
+
 class ProviderError(OiexecError):
     """The provider answered with an error we do not retry, or retries ran out."""
 

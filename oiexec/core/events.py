@@ -242,7 +242,8 @@ class TurnFailed(_Model):
     error: ThreadError
     #: What kind of failure (docs/exec.md "Failure classes"); an oiexec addition, which
     #: Codex's readers ignore: `batch --retry transient` and the reports decide on it.
-    failure_class: FailureClass = "internal"
+    #: Left out when unset, so a Codex line read back is the same line again.
+    failure_class: FailureClass | None = Field(default=None, exclude_if=lambda v: v is None)
 
 
 class ItemStarted(_Model):

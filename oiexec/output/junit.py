@@ -1,10 +1,12 @@
 """`--junit`: the run as a JUnit XML report, so CI systems show it next to their tests.
 
 One `<testsuite name="oiexec">` with one `<testcase>` for the run. A failed run or a hit
-limit is a `<failure>` whose `type` is the limit name (`max_turns`, `timeout`),
-`check_failed` (exit 8), `no_change` (exit 11, `--require-change`), `interrupted` (SIGINT or
-SIGTERM) or `failed`; a run that failed before it started (usage or config error) is a
-`failed` case naming the exit code. The commands the agent ran go to `<system-out>`; thread
+limit is a `<failure>` whose `type` is its failure class (`budget`, `task`, `transient`, ...:
+docs/exec.md "Failure classes"), which CI dashboards group failures by; the finer reason is
+the suite property `failure_reason`: the limit name (`max_turns`, `timeout`), `check_failed`
+(exit 8), `no_change` (exit 11, `--require-change`), `interrupted` (SIGINT or SIGTERM) or
+`failed`. A run that failed before it started (usage or config error) is a case naming the
+exit code. The commands the agent ran go to `<system-out>`; thread
 id, model, exit code, token counts (the session's, as in `turn.completed`), `cost_usd` (this
 run's cost in USD), `session_cost_usd` (the session's running total; both `unknown` when no
 price is known) and `sandbox_refused_writes` (writes the read-only sandbox refused) are suite
@@ -29,7 +31,7 @@ from typing import Literal, get_args
 from junit_xml import TestCase, TestSuite
 
 from oiexec.core.costs import plain_usd
-from oiexec.core.errors import ExitCode
+from oiexec.core.errors import ExitCode, failure_class_for_exit
 from oiexec.core.events import Usage
 from oiexec.core.redact import redact
 from oiexec.output.junit_text import junit_text
@@ -91,6 +93,9 @@ class RunReport:
     #: This run's cost and the session's total in USD; None when unknown.
     cost_usd: float | None = None
     session_cost_usd: float | None = None
+    #: The failure's class (docs/exec.md "Failure classes"): the `<failure>`'s type. None
+    #: when the run succeeded, or to derive it from the exit code.
+    failure_class: str | None = None
 
     def __post_init__(self) -> None:
         if self.status not in _STATUSES:
@@ -160,7 +165,10 @@ def _check_case(report: RunReport, command: str) -> TestCase:
     else:
         message = f"`{command}` exited {last.exit_code} (attempt {last.attempt})"
     case.add_failure_info(
-        message=redact(message), output=redact(_tail(last.output)), failure_type="check_failed"
+        # A check still failing is the task not done: the `task` class, as the run's case says.
+        message=redact(message),
+        output=redact(_tail(last.output)),
+        failure_type="task",
     )
     return case
 
@@ -189,7 +197,17 @@ def render_junit(report: RunReport) -> str:
         if report.exit_code == ExitCode.NO_CHANGE:
             kind = "no_change"
         message = report.failure_message or f"run failed with exit code {report.exit_code}"
-        case.add_failure_info(message=redact(message), output=redact(message), failure_type=kind)
+        # The type is the class, which CI dashboards group by; the finer reason (which limit,
+        # a failed check) is the `failure_reason` property and the message's words.
+        failure_class = report.failure_class or failure_class_for_exit(report.exit_code)
+        case.add_failure_info(
+            message=redact(message),
+            output=redact(message),
+            failure_type=failure_class or "internal",
+        )
+        failure_properties = {"failure_class": failure_class or "internal", "failure_reason": kind}
+    else:
+        failure_properties = {}
     properties = {
         "thread_id": report.thread_id,
         "model": report.model,
@@ -198,6 +216,7 @@ def render_junit(report: RunReport) -> str:
         "model_turns": str(report.model_turns),
         "sandbox_refused_writes": str(report.refused_writes),
         **spend_properties(report.usage, report.cost_usd, report.session_cost_usd),
+        **failure_properties,
     }
     cases = [case]
     if report.check_command is not None:

@@ -226,12 +226,12 @@ class _Run:
             self._close_open_work()
             self.result.exit_code = exc.exit_code
             self.result.failure = redact(exc.message)
+            self.result.failure_class = exc.failure_class
             self.result.limit = exc.limit if isinstance(exc, LimitExceeded) else None
             self._record_usage(usage)
             self.dispatcher.emit(
                 TurnFailed(
-                    error=ThreadError(message=self.result.failure),
-                    failure_class=exc.failure_class,
+                    error=ThreadError(message=self.result.failure), failure_class=exc.failure_class
                 )
             )
         except Exception as exc:
@@ -240,6 +240,7 @@ class _Run:
             self._close_open_work()
             self.result.exit_code = ExitCode.FAILED
             self.result.failure = redact(f"internal error: {type(exc).__name__}: {exc}")
+            self.result.failure_class = "internal"
             if self.runlog is not None:
                 self.runlog.exception("run.crashed", exc)
             self._record_usage(usage)
@@ -253,6 +254,7 @@ class _Run:
             self._close_open_work()
             self.result.exit_code = interrupt.exit_code
             self.result.failure = interrupt.message
+            self.result.failure_class = "interrupted"
             self.warn(interrupt.message)
             self._record_usage(usage, wait_s=0.0)  # an interrupted run waits for nothing
             self.dispatcher.emit(

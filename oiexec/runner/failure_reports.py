@@ -24,7 +24,7 @@ import contextlib
 from collections.abc import Iterator
 from typing import Literal
 
-from oiexec.core.errors import failure_of
+from oiexec.core.errors import FailureClass, failure_class_of, failure_of
 from oiexec.core.redact import redact
 from oiexec.runner.reports import (
     ReportFiles,
@@ -58,15 +58,22 @@ def reports_on_failure(
         failure = failure_of(exc)
         if failure is not None:
             message, code = failure
-            _write(files, kind, name, model, redact(message), code, warn)
+            _write(files, kind, name, model, (redact(message), failure_class_of(exc)), code, warn)
         raise
     finally:
         files.close()
 
 
 def _write(
-    files: ReportFiles, kind: Kind, name: str, model: str, message: str, code: int, warn: Warn
+    files: ReportFiles,
+    kind: Kind,
+    name: str,
+    model: str,
+    failure: tuple[str, FailureClass],
+    code: int,
+    warn: Warn,
 ) -> None:
+    message, failure_class = failure
     save_report(files.diff, b"", warn)
     if kind == "review":
         write_review_failure(files, message, code, warn=warn)
@@ -79,6 +86,7 @@ def _write(
             model=model,
             status=junit_status(code),
             failure_message=f"{message} (exit code {code})",
+            failure_class=failure_class,
             limit_name=None,
             exit_code=int(code),
             duration_s=0.0,

@@ -230,6 +230,7 @@ def _write_junit(
         model=model,
         status=junit_status(result.exit_code, result.limit),
         failure_message=result.failure,
+        failure_class=result.failure_class,
         limit_name=result.limit,
         exit_code=int(result.exit_code),
         duration_s=result.duration_s,

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from oiexec.core.errors import ExitCode
+from oiexec.core.errors import ExitCode, FailureClass
 from oiexec.core.events import CommandExecutionItem, Usage
 
 
@@ -29,6 +29,8 @@ class RunResult:
     thread_id: str | None = None
     final_message: str | None = None
     failure: str | None = None
+    #: The failure's class (docs/exec.md "Failure classes"); None when the run succeeded.
+    failure_class: FailureClass | None = None
     limit: str | None = None
     commands: list[CommandExecutionItem] = field(default_factory=list)
     usage: Usage = field(default_factory=Usage)

@@ -102,4 +102,8 @@ def test_a_batch_killed_outright_does_not_leave_its_tasks_running(
     events = out / "stuck" / "events.jsonl"
     _wait_for(lambda: events.is_file() and '"turn.failed"' in events.read_text())
     last = json.loads(events.read_text().splitlines()[-1])
-    assert last == {"type": "turn.failed", "error": {"message": "interrupted by SIGTERM"}}
+    assert last == {
+        "type": "turn.failed",
+        "error": {"message": "interrupted by SIGTERM"},
+        "failure_class": "interrupted",
+    }

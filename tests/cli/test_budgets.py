@@ -37,7 +37,8 @@ def test_max_tokens_is_9_and_names_the_limit(
     assert "1,500 tokens" in message
     # 500 tokens a response: the third one went past the budget and nothing was asked after.
     assert len(model_server.model_requests) == 3
-    assert 'type="max_tokens"' in junit.read_text()
+    assert 'type="budget"' in junit.read_text()
+    assert '"failure_reason" value="max_tokens"' in junit.read_text()
     # What the failed run spent is in the session, for a resume to continue counting.
     [rollout] = iter_rollouts(oi_home)
     spent = load_rollout(rollout).usage
@@ -68,7 +69,8 @@ def test_max_cost_is_10_and_names_the_limit(
     assert "cost limit reached" in message and "--max-cost 0.03" in message
     assert "$0.0390" in message
     assert len(model_server.model_requests) == 3
-    assert 'type="max_cost"' in junit.read_text()
+    assert 'type="budget"' in junit.read_text()
+    assert '"failure_reason" value="max_cost"' in junit.read_text()
 
 
 def test_a_run_within_its_budgets_completes(model_server: ModelServer, repo: Path) -> None:

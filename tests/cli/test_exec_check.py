@@ -103,14 +103,18 @@ def test_check_still_failing_is_exit_8_after_exactly_n_runs(
 
     assert result.returncode == ExitCode.CHECK_FAILED == 8, result.stderr
     message = f"check still failing after 2 attempts: `{UNITTEST}` exited 1"
-    assert result.events[-1] == {"type": "turn.failed", "error": {"message": message}}
+    assert result.events[-1] == {
+        "type": "turn.failed",
+        "error": {"message": message},
+        "failure_class": "task",
+    }
     assert len(_check_items(result)) == 2
     assert len(model_server.model_requests) == 2
     # A run that failed leaves no last message to pass for an answer.
     assert not (tmp_path / "last.txt").exists()
     failure = _run_case(junit).find("failure")
     assert failure is not None
-    assert (failure.attrib["type"], failure.attrib["message"]) == ("check_failed", message)
+    assert (failure.attrib["type"], failure.attrib["message"]) == ("task", message)
     check_failure = _check_case(junit).find("failure")
     assert check_failure is not None and check_failure.attrib["message"] == message
     assert "FAILED (failures=1)" in (check_failure.text or "")

@@ -158,7 +158,11 @@ def test_max_turns_is_4_and_names_the_limit(
     assert result.events[-1]["type"] == "turn.failed"
     assert "--max-turns 2" in result.events[-1]["error"]["message"]
     assert len(model_server.model_requests) == 2
-    assert 'type="max_turns"' in junit.read_text()
+    # The class is what a CI dashboard groups by, in the event and as the failure's type;
+    # which limit it was stays a property.
+    assert result.events[-1]["failure_class"] == "budget"
+    assert 'type="budget"' in junit.read_text()
+    assert '<property name="failure_reason" value="max_turns"' in junit.read_text()
 
 
 def test_timeout_is_5_and_kills_the_command(
@@ -252,7 +256,11 @@ def test_interrupt_ends_the_turn_and_kills_children(
     rest = rest_bytes.decode()
     assert proc.returncode == code, stderr.decode()
     last = json.loads(rest.splitlines()[-1])
-    assert last == {"type": "turn.failed", "error": {"message": f"interrupted by {sig.name}"}}
+    assert last == {
+        "type": "turn.failed",
+        "error": {"message": f"interrupted by {sig.name}"},
+        "failure_class": "interrupted",
+    }
     time.sleep(0.2)
     with pytest.raises(ProcessLookupError):
         os.kill(int(marker.read_text()), 0)

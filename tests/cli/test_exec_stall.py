@@ -29,7 +29,8 @@ def test_the_same_failing_command_three_times_is_12(
     assert "python -m unittest -q" in message and "--stall-turns 3" in message
     # Stopped before the fourth request: the model call a CI job would have paid for.
     assert len(model_server.model_requests) == 3
-    assert 'type="stalled"' in junit.read_text()
+    assert 'type="task"' in junit.read_text()
+    assert '"failure_reason" value="stalled"' in junit.read_text()
 
 
 def test_turns_without_progress_end_the_run_from_config(

@@ -90,7 +90,7 @@ def test_require_change_fails_an_empty_diff_with_exit_11(
     assert "Traceback" not in result.stderr
     root = ET.parse(junit).getroot()
     failure = root.find(".//testcase/failure")
-    assert failure is not None and failure.get("type") == "no_change"
+    assert failure is not None and failure.get("type") == "task"
     assert _properties(junit)["exit_code"] == "11"
 
     # The same flags with a change: a success.

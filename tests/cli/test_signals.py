@@ -82,6 +82,7 @@ def test_a_signal_mid_turn_ends_the_stream_writes_reports_and_leaves_no_process(
     assert events[-1] == {
         "type": "turn.failed",
         "error": {"message": f"interrupted by {sig.name}"},
+        "failure_class": "interrupted",
     }
     assert f"interrupted by {sig.name}" in stderr.decode()
     suite = ET.parse(junit).getroot().find("testsuite")
@@ -117,7 +118,11 @@ def test_a_signal_while_waiting_for_stdin_still_writes_the_reports(
     assert proc.returncode == code, stderr.decode()
     # No thread was started: --json's stream is the failure alone, as after a started run.
     [event] = [json.loads(line) for line in stdout.decode().splitlines()]
-    assert event == {"type": "turn.failed", "error": {"message": f"interrupted by {sig.name}"}}
+    assert event == {
+        "type": "turn.failed",
+        "error": {"message": f"interrupted by {sig.name}"},
+        "failure_class": "interrupted",
+    }
     assert f"interrupted by {sig.name}" in stderr.decode()
     failure = ET.parse(junit).getroot().find("testsuite/testcase/failure")
     assert failure is not None and failure.get("type") == "interrupted"

@@ -62,7 +62,7 @@ def test_max_cost_stops_the_run_at_the_catalog_price(
     assert last["type"] == "turn.failed"
     assert "--max-cost 0.25" in last["error"]["message"]
     assert f"${price.input_per_mtok:g} input" in last["error"]["message"]
-    assert 'type="max_cost"' in junit.read_text()
+    assert 'type="budget"' in junit.read_text()
 
 
 def test_a_borrowed_price_is_a_warning_only_where_it_is_spent(

@@ -17,7 +17,7 @@ from oiexec.core.costs import Spend, plain_usd, priced, show_usd, spent_since, s
 from oiexec.core.errors import MaxCostExceeded
 from oiexec.core.events import ModelPrice, TurnCompleted, Usage
 from oiexec.output.human import HumanProcessor
-from oiexec.runner.batch.task_run import _usd
+from oiexec.runner.batch.child_reports import _usd
 
 PRICE = ModelPrice(input_per_mtok=2, cached_input_per_mtok=0.5, output_per_mtok=10)
 USAGE = Usage(

@@ -76,8 +76,8 @@ def test_successful_run(tmp_path: Path) -> None:
 
 @pytest.mark.parametrize(
     ("status", "limit", "exit_code", "expected_type"),
-    [("limit", "max_turns", 4, "max_turns"), ("limit", "timeout", 5, "timeout"),
-     ("failed", None, 1, "failed")],
+    [("limit", "max_turns", 4, "budget"), ("limit", "timeout", 5, "budget"),
+     ("failed", None, 1, "internal")],
 )  # fmt: skip
 def test_failed_or_limited_run_is_a_failure(
     tmp_path: Path, status: str, limit: str | None, exit_code: int, expected_type: str
@@ -98,6 +98,10 @@ def test_failed_or_limited_run_is_a_failure(
     failure = case.find("failure")
     assert failure is not None
     assert failure.attrib["type"] == expected_type
+    # The finer reason stays a property: which limit, or a plain failure.
+    props = {p.attrib["name"]: p.attrib["value"] for p in suite.iter("property")}
+    assert props["failure_reason"] == (limit or "failed")
+    assert props["failure_class"] == expected_type
     assert failure.attrib["message"] == "turn limit reached after 3 turns"
     assert _props(suite)["exit_code"] == str(exit_code)
 
@@ -176,8 +180,8 @@ def test_check_still_failing_names_the_check_in_both_cases(tmp_path: Path) -> No
     run_failure = cases["oiexec.exec"].find("failure")
     check_failure = cases["oiexec.check"].find("failure")
     assert run_failure is not None and check_failure is not None
-    assert run_failure.attrib == {"type": "check_failed", "message": message}
-    assert check_failure.attrib == {"type": "check_failed", "message": message}
+    assert run_failure.attrib == {"type": "task", "message": message}
+    assert check_failure.attrib == {"type": "task", "message": message}
     assert check_failure.text == "still 1 failed"
 
 
@@ -197,7 +201,7 @@ def test_check_cut_short_or_never_run(tmp_path: Path) -> None:
     )
     cases = _cases(timed_out)
     run_failure = cases["oiexec.exec"].find("failure")
-    assert run_failure is not None and run_failure.attrib["type"] == "timeout"
+    assert run_failure is not None and run_failure.attrib["type"] == "budget"
     failure = cases["oiexec.check"].find("failure")
     assert failure is not None
     assert failure.attrib["message"] == "`sleep 30` did not finish (attempt 1)"
