@@ -4,6 +4,7 @@ run the review, exit with the gate's code."""
 from __future__ import annotations
 
 from collections.abc import Callable
+from pathlib import Path
 from typing import TYPE_CHECKING, Any, TypeVar
 
 import click
@@ -128,7 +129,7 @@ def run_review_command(ctx: click.Context) -> None:
             fail_on=parse_fail_on(params["fail_on"]),
             min_confidence=parse_min_confidence(params["min_confidence"]),
         )
-        baseline = _baseline(params)
+        baseline = _baseline(params, paths.untrusted)
         base = build_request(params, "")
         base = replace(base, warnings=(*base.warnings, *_read_only_warnings(params)))
         result = run_review(
@@ -150,16 +151,14 @@ def run_review_command(ctx: click.Context) -> None:
     ctx.exit(int(result.exit_code))
 
 
-def _baseline(params: dict[str, Any]) -> Baseline | None:
+def _baseline(params: dict[str, Any], untrusted: tuple[Path, ...]) -> Baseline | None:
     """`--baseline`, read now: a bad file fails before the model is asked anything.
     (`--show-unchanged` alone is no error: a workflow's first run has no baseline yet.)"""
-    from pathlib import Path
-
     from oiexec.review.baseline import load_baseline
 
     if not params.get("baseline_file"):
         return None
-    return load_baseline(Path(params["baseline_file"]))
+    return load_baseline(Path(params["baseline_file"]).expanduser(), untrusted)
 
 
 def _read_only_warnings(params: dict[str, Any]) -> list[str]:

@@ -17,13 +17,15 @@ results the baseline itself marked `absent` (they were already gone then).
 from __future__ import annotations
 
 import json
+import os
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 from urllib.parse import unquote
 
 from oiexec.core.errors import UsageError
-from oiexec.core.userfile import MIB, read_user_file, user_text
+from oiexec.core.userfile import MIB, describe_size, read_user_file, user_text
 from oiexec.review.gate import effective_priority
 from oiexec.review.identity import (
     FINGERPRINT_KEY,
@@ -107,12 +109,48 @@ class BaselineComparison:
         return text
 
 
-def load_baseline(path: Path) -> Baseline:
+def load_baseline(path: Path, untrusted: Sequence[Path] = ()) -> Baseline:
     """Read and check the file now, before the model runs: a bad baseline is a `UsageError`
-    (exit 2) naming the file and what is wrong with it."""
+    (exit 2) naming the file and what is wrong with it. `untrusted`: directories the change
+    under review or its commands may have written (`runner.reports.untrusted_roots`)."""
     name = f"--baseline {path}"
-    data = read_user_file(path, name=name, cap=BASELINE_MAX)
+    data = _read(path, untrusted, name)
     return Baseline(path, parse_baseline(user_text(data, name=name), name=name))
+
+
+def _read(path: Path, untrusted: Sequence[Path], name: str) -> bytes:
+    """A baseline inside an untrusted directory (a committed one, one downloaded into the
+    checkout or /tmp) is read beneath it, so a link planted there cannot lead the runner to a
+    file elsewhere; anywhere else it is the user's own file, read as such."""
+    from oiexec.sandbox.reader import ReadRefused, ReadScope, read_file
+
+    named = Path(os.path.abspath(path))
+    root = next((r for r in untrusted if named == r or r in named.parents), None)
+    if root is None:
+        return read_user_file(path, name=name, cap=BASELINE_MAX)
+    try:
+        return read_file(ReadScope.confined(root), named, max_bytes=BASELINE_MAX).data
+    except ReadRefused as exc:
+        raise UsageError(f"{name}: {_refusal(exc, root)}") from None
+    except OSError as exc:
+        raise UsageError(f"{name}: {exc.strerror or exc}") from None
+
+
+def _refusal(exc: Any, root: Path) -> str:
+    """The reader's refusal (worded for the model) in words for this flag."""
+    kind = exc.kind
+    if kind == "missing":
+        return "no such file"
+    if kind == "outside":
+        return (
+            f"a symbolic link (or a path through one) out of {root}, where the change under "
+            "review can write; links there are not followed; pass the real path"
+        )
+    if kind in ("is_directory", "not_a_directory", "special"):
+        return "not a regular file; pass the path of a regular file"
+    if kind == "too_big":
+        return f"over the {describe_size(BASELINE_MAX)} limit for this file; pass a smaller file"
+    return str(exc.reason)
 
 
 def parse_baseline(text: str, *, name: str = "--baseline") -> tuple[BaselineResult, ...]:

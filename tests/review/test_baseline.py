@@ -279,20 +279,40 @@ def test_bad_baseline_content_names_the_file_and_the_problem(
     assert caught.value.exit_code == ExitCode.USAGE
 
 
+@pytest.mark.parametrize("inside", [False, True], ids=["users-own", "in-untrusted-dir"])
 def test_missing_oversized_and_non_regular_baselines(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, inside: bool
 ) -> None:
+    untrusted = (tmp_path,) if inside else ()
+
     def problem(path: Path) -> str:
         with pytest.raises(UsageError) as caught:
-            load_baseline(path)
+            load_baseline(path, untrusted)
         return str(caught.value)
 
     assert problem(tmp_path / "nope.sarif") == f"--baseline {tmp_path / 'nope.sarif'}: no such file"
-    assert "is a directory" in problem(tmp_path)
+    assert "not a regular file" in problem(tmp_path)
     big = tmp_path / "big.sarif"
     big.write_text(json.dumps({"version": "2.1.0", "runs": []}) + " " * 2048)
     monkeypatch.setattr(baseline_module, "BASELINE_MAX", 1024)
     assert "over the 1 KiB limit" in problem(big)
+    small = tmp_path / "small.sarif"
+    small.write_text(json.dumps({"version": "2.1.0", "runs": []}))
+    assert load_baseline(small, untrusted).results == ()
+
+
+def test_a_link_planted_in_the_repository_is_not_followed_out(tmp_path: Path) -> None:
+    """A committed baseline the pull request turned into a link to a file of the runner's."""
+    outside = tmp_path / "outside.sarif"
+    outside.write_text(json.dumps({"version": "2.1.0", "runs": []}))
+    repo = tmp_path / "repo"
+    repo.mkdir()
+    (repo / "baseline.sarif").symlink_to(outside)
+    with pytest.raises(UsageError) as caught:
+        load_baseline(repo / "baseline.sarif", (repo,))
+    assert f"out of {repo}" in str(caught.value) and "not followed" in str(caught.value)
+    # Named by the user outside any such directory, a link is theirs to follow.
+    assert load_baseline(repo / "baseline.sarif").results == ()
 
 
 _JSON = st.recursive(
