@@ -53,13 +53,10 @@ def render_markdown(
     if policy.min_confidence:
         gate += f" with confidence ≥ {policy.min_confidence:.2f}"
     lines += [f"**Gate:** {gate}", ""]
-    if unchanged:
+    if any(f.baseline_state is not None for f in review.findings):
         listed = "listed below" if show_unchanged else "not listed (`--show-unchanged` lists them)"
-        lines += [
-            f"**Baseline:** {len(review.findings) - unchanged} new finding(s); "
-            f"{unchanged} already in the baseline, {listed}",
-            "",
-        ]
+        known = f"{unchanged} already in the baseline, {listed}" if unchanged else "none known"
+        lines += [f"**Baseline:** {len(review.findings) - unchanged} new finding(s); {known}", ""]
     if review.overall_explanation.strip():
         lines += [review.overall_explanation.strip(), ""]
     if not shown:
