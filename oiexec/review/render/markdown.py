@@ -55,7 +55,9 @@ def render_markdown(
     lines += [f"**Gate:** {gate}", ""]
     if any(f.baseline_state is not None for f in review.findings):
         listed = "listed below" if show_unchanged else "not listed (`--show-unchanged` lists them)"
-        known = f"{unchanged} already in the baseline, {listed}" if unchanged else "none known"
+        known = "none in the baseline"
+        if unchanged:
+            known = f"{unchanged} already in the baseline, {listed}"
         lines += [f"**Baseline:** {len(review.findings) - unchanged} new finding(s); {known}", ""]
     if review.overall_explanation.strip():
         lines += [review.overall_explanation.strip(), ""]
