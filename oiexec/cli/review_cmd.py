@@ -4,12 +4,16 @@ run the review, exit with the gate's code."""
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import Any, TypeVar
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, TypeVar
 
 import click
 
 from oiexec.cli.options import REPORT_PATH, exec_options, merged_params
 from oiexec.cli.request import build_request
+
+if TYPE_CHECKING:
+    from oiexec.review.baseline import Baseline
 
 F = TypeVar("F", bound=Callable[..., Any])
 
@@ -35,6 +39,19 @@ _REVIEW_OPTIONS: list[Callable[[Any], Any]] = [
         show_default=True,
         metavar="X",
         help="Only findings with confidence >= X (0 to 1) can block.",
+    ),
+    click.option(
+        "--baseline",
+        "baseline_file",
+        metavar="FILE",
+        help="An earlier --sarif report: findings it already has are marked unchanged and "
+        "do not block; only new ones count for --fail-on.",
+    ),
+    click.option(
+        "--show-unchanged",
+        is_flag=True,
+        help="With --baseline: also list the unchanged findings in the Markdown and JUnit "
+        "reports and the annotations (by default they list new findings only).",
     ),
     click.option(
         "--sarif",
@@ -112,6 +129,7 @@ def run_review_command(ctx: click.Context) -> None:
             fail_on=parse_fail_on(params["fail_on"]),
             min_confidence=parse_min_confidence(params["min_confidence"]),
         )
+        baseline = _baseline(params, paths.untrusted)
         base = build_request(params, "")
         base = replace(base, warnings=(*base.warnings, *_read_only_warnings(params)))
         result = run_review(
@@ -123,12 +141,24 @@ def run_review_command(ctx: click.Context) -> None:
                 sarif=paths.sarif,
                 markdown=paths.markdown,
                 structured_output=bool(params.get("structured_output", True)),
+                baseline=baseline,
+                show_unchanged=bool(params.get("show_unchanged")),
             ),
             prompt=prompt,
             reports=reports,
             processor=failure.processor(),
         )
     ctx.exit(int(result.exit_code))
+
+
+def _baseline(params: dict[str, Any], untrusted: tuple[Path, ...]) -> Baseline | None:
+    """`--baseline`, read now: a bad file fails before the model is asked anything.
+    (`--show-unchanged` alone is no error: a workflow's first run has no baseline yet.)"""
+    from oiexec.review.baseline import load_baseline
+
+    if not params.get("baseline_file"):
+        return None
+    return load_baseline(Path(params["baseline_file"]).expanduser(), untrusted)
 
 
 def _read_only_warnings(params: dict[str, Any]) -> list[str]:

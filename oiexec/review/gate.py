@@ -3,7 +3,8 @@
 A finding blocks when its priority number is at or below the threshold (P0 is the most
 severe, so `--fail-on P1` blocks on P0 and P1) and its confidence is at least the minimum.
 A finding without a priority counts as P3: the model did not say it matters, so it blocks
-only a gate that asked for everything (`--fail-on P3`).
+only a gate that asked for everything (`--fail-on P3`). A finding the baseline already has
+(`review --baseline`) never blocks.
 """
 
 from __future__ import annotations
@@ -73,6 +74,8 @@ def priority_label(finding: ReviewFinding) -> str:
 
 
 def is_blocking(finding: ReviewFinding, policy: GatePolicy) -> bool:
+    if finding.baseline_state == "unchanged":
+        return False  # already there before (review --baseline): only new findings block
     if effective_priority(finding) > policy.fail_on:
         return False
     if finding.confidence_score < policy.min_confidence:

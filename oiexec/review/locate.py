@@ -11,6 +11,7 @@ from collections.abc import Callable
 from pathlib import Path, PurePosixPath
 
 from oiexec.git import GitError, run_git
+from oiexec.review.identity import code_text, fingerprint
 from oiexec.review.model import LocationStatus, ReviewFinding, ReviewOutput
 
 __all__ = ["FileReader", "git_revision_reader", "locate_findings", "working_tree_reader"]
@@ -79,19 +80,24 @@ def _locate(
 ) -> ReviewFinding:
     relative, content = _resolve(finding.code_location.absolute_file_path, root, reader)
     status: LocationStatus
+    span = finding.code_location.line_range
+    code: str | None = None
     if content is None or relative is None:
         status = "file_missing"
+    elif span.end > _line_count(content):
+        status = "line_out_of_range"
     else:
-        span = finding.code_location.line_range
-        if span.end > _line_count(content):
-            status = "line_out_of_range"
-        elif changed is None:
+        code = code_text(content, span)
+        if changed is None:
             status = "in_file"
         else:
             touched = changed.get(relative, set())
             hit = any(line in touched for line in range(span.start, span.end + 1))
             status = "in_diff" if hit else "outside_diff"
-    return finding.model_copy(update={"location_status": status, "relative_path": relative})
+    located = finding.model_copy(update={"location_status": status, "relative_path": relative})
+    # The fingerprint takes the flagged lines now, while they are read anyway: it is what
+    # lets a later `review --baseline` recognise the finding after the code moved.
+    return located.model_copy(update={"fingerprint": fingerprint(located, code)})
 
 
 def _resolve(raw: str, root: Path, reader: FileReader) -> tuple[str | None, bytes | None]:

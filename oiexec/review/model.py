@@ -15,6 +15,7 @@ __all__ = [
     "CORRECT",
     "INCORRECT",
     "TITLE_MAX_CHARS",
+    "BaselineState",
     "CodeLocation",
     "LineRange",
     "LocationStatus",
@@ -37,6 +38,10 @@ INCORRECT = "patch is incorrect"
 LocationStatus = Literal[
     "in_diff", "outside_diff", "file_missing", "line_out_of_range", "in_file", "unchecked"
 ]
+
+#: Where a finding stands against `review --baseline` (SARIF's `baselineState` values; a
+#: baseline result that no finding matches is `absent`, which only the SARIF report lists).
+BaselineState = Literal["new", "unchanged"]
 
 
 class _Model(BaseModel):
@@ -73,6 +78,11 @@ class ReviewFinding(_Model):
     location_status: LocationStatus = "unchecked"
     #: Path relative to the repository root (POSIX separators) when it points inside the repo.
     relative_path: str | None = None
+    #: Derived by `locate_findings`: identity.fingerprint with the flagged code lines.
+    fingerprint: str | None = None
+    #: Derived from `review --baseline`: `new`, or `unchanged` when the baseline has it
+    #: (None: no baseline given).
+    baseline_state: BaselineState | None = None
 
     @property
     def display_path(self) -> str:
@@ -85,6 +95,12 @@ class ReviewOutput(_Model):
     overall_correctness: Literal["patch is correct", "patch is incorrect", ""]
     overall_explanation: str
     overall_confidence_score: float = Field(ge=0.0, le=1.0)
+
+    def shown_findings(self, show_unchanged: bool = False) -> list[ReviewFinding]:
+        """The findings a report lists: those already in the baseline only when asked."""
+        if show_unchanged:
+            return list(self.findings)
+        return [f for f in self.findings if f.baseline_state != "unchanged"]
 
     @property
     def is_fallback(self) -> bool:

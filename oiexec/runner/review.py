@@ -17,9 +17,10 @@ from __future__ import annotations
 
 import contextlib
 import sys
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from oiexec.agent.final import Retry
 from oiexec.core.context import ItemEmitter
@@ -60,6 +61,9 @@ from oiexec.runner.reports import (
 from oiexec.runner.request import ExecRequest
 from oiexec.runner.result import RunResult
 
+if TYPE_CHECKING:
+    from oiexec.review.baseline import Baseline, BaselineComparison, BaselineResult
+
 __all__ = [
     "FALLBACK_MESSAGE",
     "ReviewAnswer",
@@ -87,6 +91,10 @@ class ReviewRequest:
     #: Also send the review JSON Schema as structured output (the rubric always asks for the
     #: shape in words, so wires or servers without structured output still work with False).
     structured_output: bool = True
+    #: `--baseline`, read and checked before anything runs: findings it has do not block.
+    baseline: Baseline | None = None
+    #: `--show-unchanged`: Markdown, JUnit and annotations list baseline findings too.
+    show_unchanged: bool = False
 
 
 @dataclass
@@ -107,12 +115,16 @@ class ReviewAnswer:
         resolved: ResolvedTarget,
         changed: dict[str, set[int]] | None,
         warn: Warn | None = None,
+        baseline: Baseline | None = None,
     ) -> None:
         self._resolved = resolved
         self._changed = changed
         self._warn = warn or stderr_warning
+        self._baseline = baseline
         self.review: ReviewOutput | None = None
         self.fell_back = False
+        #: Set with a baseline, once a review came back.
+        self.comparison: BaselineComparison | None = None
 
     def accept(self, text: str, attempt: int) -> str | Retry:
         try:
@@ -123,6 +135,10 @@ class ReviewAnswer:
             self.review, self.fell_back = fallback_review(text), True
             return render_review_text(self.review)
         self.review = self._locate(parsed)
+        if self._baseline is not None:
+            # Before `present`: the review item carries each finding's baseline_state.
+            self.comparison = _compare(self.review, self._baseline, self._resolved.repo_root)
+            self.review = self.comparison.review
         return render_review_text(self.review)
 
     def present(self, text: str, items: ItemEmitter) -> None:
@@ -207,7 +223,7 @@ def _review(
     if not has_changes(resolved.repo_root, request.target):
         return _nothing_to_review(request, resolved, reports, step_summary, warn)
     changed = None if isinstance(request.target, CustomTarget) else _changed(resolved, warn)
-    policy = ReviewAnswer(resolved, changed, warn)
+    policy = ReviewAnswer(resolved, changed, warn, request.baseline)
     hooks = RunHooks(
         instructions=review_instructions(str(resolved.repo_root)),
         final=policy,
@@ -242,7 +258,9 @@ def _review(
     review = policy.review
     result.review = review
     result.blocking = blocking_findings(review, request.gate)
-    _write_reports(request, resolved, review, reports, step_summary, warn, run)
+    _write_reports(request, resolved, review, reports, step_summary, warn, run, policy.comparison)
+    if policy.comparison is not None:
+        _say(f"review: {policy.comparison.summary()}")
     if policy.fell_back:
         result.exit_code = ExitCode.FAILED
         _say(f"review failed: {FALLBACK_MESSAGE}")
@@ -281,7 +299,11 @@ def _nothing_to_review(
         overall_explanation=text,
         overall_confidence_score=1.0,
     )
-    _write_reports(request, resolved, review, reports, step_summary, warn)
+    comparison = None
+    if request.baseline is not None:
+        comparison = _compare(review, request.baseline, resolved.repo_root)
+        _say(f"review: {comparison.summary()}")
+    _write_reports(request, resolved, review, reports, step_summary, warn, None, comparison)
     # A pass is a completed review: -o gets its text, --diff the empty change.
     save_report(reports.last_message, text, warn)
     save_report(reports.diff, "", warn)
@@ -319,9 +341,11 @@ def _write_reports(
     step_summary: ReportTarget | None,
     warn: Warn,
     run: RunResult | None = None,
+    comparison: BaselineComparison | None = None,
 ) -> None:
     """Each failure a warning: a report must not turn a finished review into a crash.
-    `run`: the review's run, whose tokens and cost the reports give (none: nothing ran)."""
+    `run`: the review's run, whose tokens and cost the reports give (none: nothing ran);
+    `comparison`: against `--baseline`, whose absent results only SARIF lists."""
     from oiexec.core.costs import show_usd
     from oiexec.output.ci import in_github_actions
     from oiexec.output.junit import spend_properties
@@ -329,32 +353,42 @@ def _write_reports(
     from oiexec.review.render.junit import render_junit
     from oiexec.review.render.markdown import render_markdown
 
-    gate, title = request.gate, resolved.user_facing_hint
+    gate, title, show = request.gate, resolved.user_facing_hint, request.show_unchanged
     run = run or RunResult(exit_code=ExitCode.SUCCESS, cost_usd=0.0, session_cost_usd=0.0)
     if reports.junit is not None:
         spent = spend_properties(run.usage, run.cost_usd, run.session_cost_usd)
-        save_report(reports.junit, render_junit(review, policy=gate, properties=spent), warn)
+        junit = render_junit(review, policy=gate, properties=spent, show_unchanged=show)
+        save_report(reports.junit, junit, warn)
     if reports.sarif is not None:
-        save_report(reports.sarif, _sarif(review, resolved.repo_root, gate), warn)
+        absent = comparison.absent if comparison is not None else ()
+        save_report(reports.sarif, _sarif(review, resolved.repo_root, gate, absent), warn)
+    markdown = render_markdown(review, policy=gate, title=title, show_unchanged=show)
     if reports.markdown is not None:
-        save_report(reports.markdown, render_markdown(review, policy=gate, title=title), warn)
+        save_report(reports.markdown, markdown, warn)
     if in_github_actions():
         if step_summary is not None:
-            markdown = render_markdown(review, policy=gate, title=title).rstrip("\n")
-            markdown += f"\n\nReview cost: {show_usd(run.cost_usd)}\n"
-            save_report(step_summary, markdown, warn)
+            summary = markdown.rstrip("\n") + f"\n\nReview cost: {show_usd(run.cost_usd)}\n"
+            save_report(step_summary, summary, warn)
         # Workflow commands on stderr: stdout belongs to the JSONL stream or the review text.
-        write_annotations(sys.stderr, review, gate)
+        write_annotations(sys.stderr, review, gate, show_unchanged=show)
 
 
-def _sarif(review: ReviewOutput, root: Path, gate: GatePolicy) -> str:
+def _sarif(
+    review: ReviewOutput, root: Path, gate: GatePolicy, absent: Sequence[BaselineResult]
+) -> str:
     from oiexec.review.render.sarif import render_failure_sarif, sarif_text
 
     if review.is_fallback:
         # No results would tell code scanning every earlier alert was fixed: report the
         # analysis as failed instead.
         return render_failure_sarif(FALLBACK_MESSAGE, int(ExitCode.FAILED))
-    return sarif_text(review, repo_root=root, policy=gate)
+    return sarif_text(review, repo_root=root, policy=gate, absent=absent)
+
+
+def _compare(review: ReviewOutput, baseline: Baseline, root: Path) -> BaselineComparison:
+    from oiexec.review.baseline import compare
+
+    return compare(review, baseline, root)
 
 
 def _blocked_summary(blocking: list[ReviewFinding], gate: GatePolicy) -> str:

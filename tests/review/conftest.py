@@ -73,5 +73,5 @@ def review(*findings: ReviewFinding, correctness: str = "patch is incorrect") ->
 
 def wire_dict(result: ReviewOutput) -> dict[str, Any]:
     """The Codex-shaped JSON of a review: what the model sends, without derived fields."""
-    derived = {"location_status", "relative_path"}
+    derived = {"location_status", "relative_path", "fingerprint", "baseline_state"}
     return result.model_dump(mode="json", exclude={"findings": {"__all__": derived}})

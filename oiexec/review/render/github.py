@@ -45,15 +45,22 @@ def annotation(finding: ReviewFinding, policy: GatePolicy) -> str:
     return workflow_command(command, finding.body.strip() or finding.title, **dict(props))
 
 
-def github_annotations(review: ReviewOutput, policy: GatePolicy | None = None) -> list[str]:
+def github_annotations(
+    review: ReviewOutput, policy: GatePolicy | None = None, *, show_unchanged: bool = False
+) -> list[str]:
+    """One per finding; findings already in the baseline only with `show_unchanged`."""
     policy = policy or GatePolicy()
-    return [annotation(f, policy) for f in review.findings]
+    return [annotation(f, policy) for f in review.shown_findings(show_unchanged)]
 
 
 def write_annotations(
-    stream: TextIO, review: ReviewOutput, policy: GatePolicy | None = None
+    stream: TextIO,
+    review: ReviewOutput,
+    policy: GatePolicy | None = None,
+    *,
+    show_unchanged: bool = False,
 ) -> None:
-    for line in github_annotations(review, policy):
+    for line in github_annotations(review, policy, show_unchanged=show_unchanged):
         stream.write(line + "\n")
     stream.flush()
 

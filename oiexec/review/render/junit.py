@@ -1,4 +1,8 @@
-"""JUnit XML: one test case per finding, failing when the gate says it blocks."""
+"""JUnit XML: one test case per finding, failing when the gate says it blocks.
+
+With `review --baseline`, only new findings get a case unless `show_unchanged`; the counts
+go into the suite's properties either way.
+"""
 
 from __future__ import annotations
 
@@ -26,11 +30,13 @@ def render_junit(
     *,
     policy: GatePolicy | None = None,
     properties: Mapping[str, str] | None = None,
+    show_unchanged: bool = False,
 ) -> str:
     """The report as an XML string with a single `<testsuite>` inside `<testsuites>`;
     `properties` (the run's tokens and cost) join the review's own."""
     policy = policy or GatePolicy()
-    cases = [_case(finding, is_blocking(finding, policy)) for finding in review.findings]
+    shown = review.shown_findings(show_unchanged)
+    cases = [_case(finding, is_blocking(finding, policy)) for finding in shown]
     if review.is_fallback:
         case = TestCase("review result", classname="oiexec.review")
         case.add_error_info(
@@ -39,12 +45,21 @@ def render_junit(
         )
         cases.append(case)
     elif not cases:
-        cases.append(TestCase("no findings", classname="oiexec.review"))
+        name = "no new findings" if review.findings else "no findings"
+        cases.append(TestCase(name, classname="oiexec.review"))
+    states = [f.baseline_state for f in review.findings]
+    baseline = {}
+    if any(state is not None for state in states):
+        baseline = {
+            "baseline_new": str(states.count("new")),
+            "baseline_unchanged": str(states.count("unchanged")),
+        }
     properties = {
         "overall_correctness": review.overall_correctness,
         "overall_confidence_score": str(review.overall_confidence_score),
         "fail_on": f"P{policy.fail_on}",
         "min_confidence": str(policy.min_confidence),
+        **baseline,
         **(properties or {}),
     }
     suite = TestSuite(_SUITE, cases, properties={k: _clean(v) for k, v in properties.items()})
@@ -69,10 +84,12 @@ def _case(finding: ReviewFinding, blocking: bool) -> TestCase:
     span = finding.code_location.line_range
     location = f"{finding.display_path}:{span.start}-{span.end}"
     priority = priority_label(finding)
+    baseline = "baseline: unchanged\n" if finding.baseline_state == "unchanged" else ""
     details = _clean(
         f"priority: {priority}\n"
         f"confidence: {finding.confidence_score:.2f}\n"
-        f"location: {location} ({finding.location_status.replace('_', ' ')})\n\n"
+        f"location: {location} ({finding.location_status.replace('_', ' ')})\n"
+        f"{baseline}\n"
         f"{finding.body}"
     )
     case = TestCase(

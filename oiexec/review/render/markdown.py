@@ -1,4 +1,8 @@
-"""A readable Markdown report: verdict, gate outcome, a table of findings, then details."""
+"""A readable Markdown report: verdict, gate outcome, a table of findings, then details.
+
+With `review --baseline`, findings the baseline already has are counted but not listed
+unless `show_unchanged` (`--show-unchanged`); listed, they are marked so.
+"""
 
 from __future__ import annotations
 
@@ -26,9 +30,15 @@ _STATUS = {
 
 
 def render_markdown(
-    review: ReviewOutput, *, policy: GatePolicy | None = None, title: str | None = None
+    review: ReviewOutput,
+    *,
+    policy: GatePolicy | None = None,
+    title: str | None = None,
+    show_unchanged: bool = False,
 ) -> str:
     policy = policy or GatePolicy()
+    shown = review.shown_findings(show_unchanged)
+    unchanged = sum(1 for f in review.findings if f.baseline_state == "unchanged")
     blocking = blocking_findings(review, policy)
     lines = [f"# Code review{f': {title}' if title else ''}", ""]
     lines.append(
@@ -43,28 +53,35 @@ def render_markdown(
     if policy.min_confidence:
         gate += f" with confidence ≥ {policy.min_confidence:.2f}"
     lines += [f"**Gate:** {gate}", ""]
+    if any(f.baseline_state is not None for f in review.findings):
+        listed = "listed below" if show_unchanged else "not listed (`--show-unchanged` lists them)"
+        known = "none in the baseline"
+        if unchanged:
+            known = f"{unchanged} already in the baseline, {listed}"
+        lines += [f"**Baseline:** {len(review.findings) - unchanged} new finding(s); {known}", ""]
     if review.overall_explanation.strip():
         lines += [review.overall_explanation.strip(), ""]
-    if not review.findings:
-        lines.append("No findings.")
+    if not shown:
+        lines.append("No new findings." if review.findings else "No findings.")
         return "\n".join(lines) + "\n"
     lines += [
         "| # | Priority | Finding | Location | Confidence | Blocks |",
         "|---|---|---|---|---|---|",
     ]
-    for number, finding in enumerate(review.findings, 1):
+    for number, finding in enumerate(shown, 1):
         lines.append(
             f"| {number} | {priority_label(finding)} | {_cell(finding.title)} "
             f"| {_cell(_location(finding))} | {finding.confidence_score:.2f} "
-            f"| {'yes' if is_blocking(finding, policy) else 'no'} |"
+            f"| {_blocks(finding, policy)} |"
         )
     lines += ["", "## Details", ""]
-    for number, finding in enumerate(review.findings, 1):
+    for number, finding in enumerate(shown, 1):
         lines += [
             f"### {number}. {finding.title}",
             "",
             f"`{_location(finding)}` · {priority_label(finding)} · confidence "
             f"{finding.confidence_score:.2f} · {_STATUS[finding.location_status]}"
+            + (" · in the baseline" if finding.baseline_state == "unchanged" else "")
             + (" · **blocking**" if is_blocking(finding, policy) else ""),
             "",
             finding.body.strip(),
@@ -87,6 +104,12 @@ def write_markdown(
     path: Path, review: ReviewOutput, *, policy: GatePolicy | None = None, title: str | None = None
 ) -> None:
     write_report(path, render_markdown(review, policy=policy, title=title), "--markdown")
+
+
+def _blocks(finding: ReviewFinding, policy: GatePolicy) -> str:
+    if finding.baseline_state == "unchanged":
+        return "no (in the baseline)"
+    return "yes" if is_blocking(finding, policy) else "no"
 
 
 def _location(finding: ReviewFinding) -> str:

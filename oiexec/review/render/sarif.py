@@ -1,17 +1,33 @@
-"""SARIF 2.1.0 for GitHub code scanning: one rule per priority, one result per finding."""
+"""SARIF 2.1.0 for GitHub code scanning: one rule per priority, one result per finding.
+
+With `review --baseline`, each result carries `baselineState` (`new` or `unchanged`) and the
+baseline's results no finding matched follow as `absent` ones, which code scanning reads.
+"""
 
 from __future__ import annotations
 
-import hashlib
 import json
-from pathlib import Path, PurePosixPath
-from typing import Any
+from collections.abc import Sequence
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
 from urllib.parse import quote
 
 from oiexec.core.version import __version__
 from oiexec.output.reportfile import write_report
 from oiexec.review.gate import GatePolicy, effective_priority, is_blocking
+from oiexec.review.identity import (
+    FINGERPRINT_KEY,
+    LEGACY_FINGERPRINT_KEY,
+    artifact_uri,
+    finding_fingerprint,
+    legacy_fingerprint,
+    message_text,
+    rule_id,
+)
 from oiexec.review.model import ReviewFinding, ReviewOutput
+
+if TYPE_CHECKING:
+    from oiexec.review.baseline import BaselineResult
 
 __all__ = [
     "SARIF_SCHEMA_URI",
@@ -39,8 +55,10 @@ def render_sarif(
     *,
     repo_root: Path | None = None,
     policy: GatePolicy | None = None,
+    absent: Sequence[BaselineResult] = (),
 ) -> dict[str, Any]:
-    """The SARIF log as a JSON-ready dict (run `locate_findings` first for relative URIs)."""
+    """The SARIF log as a JSON-ready dict (run `locate_findings` first for relative URIs);
+    `absent`: the baseline's results that no finding matched (`baseline.compare`)."""
     policy = policy or GatePolicy()
     run: dict[str, Any] = {
         "tool": {
@@ -51,7 +69,10 @@ def render_sarif(
                 "rules": [_rule(p) for p in range(4)],
             }
         },
-        "results": [_result(f, repo_root, policy) for f in review.findings],
+        "results": [
+            *(_result(f, repo_root, policy) for f in review.findings),
+            *(_absent(r) for r in absent),
+        ],
         "columnKind": "unicodeCodePoints",
         "properties": {
             "overallCorrectness": review.overall_correctness,
@@ -91,21 +112,27 @@ def write_sarif(
     *,
     repo_root: Path | None = None,
     policy: GatePolicy | None = None,
+    absent: Sequence[BaselineResult] = (),
 ) -> None:
-    write_report(path, sarif_text(review, repo_root=repo_root, policy=policy), "--sarif")
+    text = sarif_text(review, repo_root=repo_root, policy=policy, absent=absent)
+    write_report(path, text, "--sarif")
 
 
 def sarif_text(
-    review: ReviewOutput, *, repo_root: Path | None = None, policy: GatePolicy | None = None
+    review: ReviewOutput,
+    *,
+    repo_root: Path | None = None,
+    policy: GatePolicy | None = None,
+    absent: Sequence[BaselineResult] = (),
 ) -> str:
     """The SARIF log as the file holds it."""
-    log = render_sarif(review, repo_root=repo_root, policy=policy)
+    log = render_sarif(review, repo_root=repo_root, policy=policy, absent=absent)
     return json.dumps(log, indent=2, ensure_ascii=False) + "\n"
 
 
 def _rule(priority: int) -> dict[str, Any]:
     return {
-        "id": _rule_id(priority),
+        "id": rule_id(priority),
         "name": f"ReviewFindingP{priority}",
         "shortDescription": {"text": f"P{priority} review finding"},
         "fullDescription": {"text": _RULE_TEXT[priority]},
@@ -117,19 +144,15 @@ def _rule(priority: int) -> dict[str, Any]:
     }
 
 
-def _rule_id(priority: int) -> str:
-    return f"oiexec-review/P{priority}"
-
-
 def _result(finding: ReviewFinding, root: Path | None, policy: GatePolicy) -> dict[str, Any]:
     priority = effective_priority(finding)
     span = finding.code_location.line_range
-    artifact: dict[str, Any] = {"uri": _uri(finding, root)}
+    artifact: dict[str, Any] = {"uri": artifact_uri(finding, root)}
     if finding.relative_path is not None and root is not None:
         artifact["uriBaseId"] = _SRCROOT
-    text = finding.title if not finding.body else f"{finding.title}\n\n{finding.body}"
-    return {
-        "ruleId": _rule_id(priority),
+    text = message_text(finding)
+    result: dict[str, Any] = {
+        "ruleId": rule_id(priority),
         "ruleIndex": priority,
         "level": _LEVELS[priority],
         "message": {"text": text, "markdown": text},
@@ -141,7 +164,11 @@ def _result(finding: ReviewFinding, root: Path | None, policy: GatePolicy) -> di
                 }
             }
         ],
-        "partialFingerprints": {"oiexecReviewFinding/v1": _fingerprint(finding)},
+        # Always written, baseline or not: today's report is tomorrow's --baseline.
+        "partialFingerprints": {
+            FINGERPRINT_KEY: finding_fingerprint(finding),
+            LEGACY_FINGERPRINT_KEY: legacy_fingerprint(finding),
+        },
         "properties": {
             "priority": finding.priority,
             "confidence": finding.confidence_score,
@@ -149,22 +176,35 @@ def _result(finding: ReviewFinding, root: Path | None, policy: GatePolicy) -> di
             "blocking": is_blocking(finding, policy),
         },
     }
+    if finding.baseline_state is not None:
+        result["baselineState"] = finding.baseline_state
+    return result
 
 
-def _uri(finding: ReviewFinding, root: Path | None) -> str:
-    if finding.relative_path is not None:
-        return quote(finding.relative_path)
-    raw = PurePosixPath(finding.code_location.absolute_file_path.replace("\\", "/"))
-    if root is not None and raw.is_absolute():
-        try:
-            raw = raw.relative_to(root.resolve().as_posix())
-        except ValueError:
-            return Path(raw).as_uri()
-    return quote(raw.as_posix())
-
-
-def _fingerprint(finding: ReviewFinding) -> str:
-    # Stable across line shifts and re-wordings of the body, so code scanning can track a
-    # finding from one run to the next.
-    key = f"{finding.display_path}\0{finding.title.strip().lower()}"
-    return hashlib.sha256(key.encode("utf-8")).hexdigest()
+def _absent(old: BaselineResult) -> dict[str, Any]:
+    """A baseline result this review no longer reports, rebuilt from the checked fields only
+    (the baseline is untrusted: nothing of it is copied through unread)."""
+    result: dict[str, Any] = {
+        "ruleId": old.rule_id,
+        "message": {"text": old.message or "(no message in the baseline)"},
+        "baselineState": "absent",
+    }
+    for priority in range(4):
+        if old.rule_id == rule_id(priority):
+            result["ruleIndex"] = priority
+    if old.level is not None:
+        result["level"] = old.level
+    if old.uri:
+        # Encoded again as our own URIs are (quote for paths, file: URIs keep their colon).
+        artifact: dict[str, Any] = {"uri": quote(old.uri, safe="/:")}
+        if old.uri_base_id is not None:
+            artifact["uriBaseId"] = old.uri_base_id
+        location: dict[str, Any] = {"artifactLocation": artifact}
+        if old.start_line is not None:
+            location["region"] = {"startLine": old.start_line}
+            if old.end_line is not None:
+                location["region"]["endLine"] = old.end_line
+        result["locations"] = [{"physicalLocation": location}]
+    if old.fingerprints:
+        result["partialFingerprints"] = dict(old.fingerprints)
+    return result
