@@ -61,6 +61,7 @@ def interrupt_signals() -> Iterator[None]:
             sys.stderr.flush()
             os._exit(int(first[0].exit_code))
         first.append(Interrupted("SIGTERM" if signum == signal.SIGTERM else "SIGINT"))
+        _watch_cleanup()
         deliver(first[0])
 
     previous = {sig: signal.signal(sig, on_signal) for sig in (signal.SIGINT, signal.SIGTERM)}
@@ -69,3 +70,24 @@ def interrupt_signals() -> Iterator[None]:
     finally:
         for sig, handler in previous.items():
             signal.signal(sig, handler)
+        if first:
+            import faulthandler
+
+            faulthandler.cancel_dump_traceback_later()
+
+
+#: Cleanup after a signal takes well under a second; a run still alive this long after it is
+#: stuck, and whoever sent the signal (a batch after 10 s, GitHub Actions after 7.5 s) is
+#: about to kill it outright, with no trace of where it hung.
+CLEANUP_STUCK_S = 5.0
+
+
+def _watch_cleanup() -> None:
+    """Arms a dump of every thread's stack to stderr (the task's stderr file in a batch) for
+    when cleanup has not ended the run in `CLEANUP_STUCK_S`: a hang there is a bug, and the
+    stacks are what finds it. `faulthandler` writes from its own C thread, so a main thread
+    stuck on a lock does not stop it."""
+    import faulthandler
+
+    with contextlib.suppress(ValueError, OSError, AttributeError):  # stderr closed or not a file
+        faulthandler.dump_traceback_later(CLEANUP_STUCK_S, exit=False, file=sys.stderr)

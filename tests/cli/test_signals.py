@@ -146,3 +146,38 @@ def test_sigterm_in_human_mode_says_so(model_server: ModelServer, repo: Path) ->
     assert stdout == b""  # no final message
     assert "interrupted by SIGTERM" in stderr.decode()
     assert "Traceback" not in stderr.decode()
+
+
+_STUCK_CLEANUP = """
+import os, signal, sys, time
+from oiexec.core.errors import Interrupted
+from oiexec.runner import signals
+
+signals.CLEANUP_STUCK_S = 0.3
+def cleanup_that_hangs():
+    time.sleep(float(sys.argv[1]))
+
+with signals.interrupt_signals():
+    try:
+        os.kill(os.getpid(), signal.SIGTERM)
+        time.sleep(30)
+    except Interrupted:
+        cleanup_that_hangs()
+time.sleep(float(sys.argv[2]))  # the run is over: no dump, however long the process lives
+"""
+
+
+@pytest.mark.parametrize(("cleanup_s", "after_s", "dumped"), [(1.5, 0.0, True), (0.0, 1.0, False)])
+def test_a_cleanup_that_hangs_after_a_signal_leaves_its_stacks_on_stderr(
+    cleanup_s: float, after_s: float, dumped: bool
+) -> None:
+    """Whoever sent the signal kills a run that does not end (a batch after 10 s): before
+    that, the run says where it hung, which is what a bug report needs."""
+    proc = subprocess.run(
+        [sys.executable, "-c", _STUCK_CLEANUP, str(cleanup_s), str(after_s)],
+        capture_output=True,
+        text=True,
+        timeout=30,
+    )
+    assert proc.returncode == 0, proc.stderr
+    assert ("in cleanup_that_hangs" in proc.stderr) is dumped, proc.stderr
