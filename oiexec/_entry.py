@@ -17,6 +17,18 @@ def _lean() -> None:
     a program oiexec never calls. A None entry in sys.modules makes that import fail, and
     httpx then defines a stub `main` instead, as it does when they are absent."""
     sys.modules.setdefault("httpx._main", None)  # type: ignore[arg-type]
+    # pydantic looks for plugins (`pydantic` entry points) when it builds its first model, and
+    # the module that looks imports importlib.metadata at its top: with email, zipfile and
+    # their kin ~47 modules and a tenth of a second of every run, to find no plugin (none is
+    # installed with oiexec, and PYDANTIC_DISABLE_PLUGINS would still pay the import). This
+    # CLI's process answers "no plugins" itself; the Python API, imported by someone else's
+    # program, leaves pydantic alone.
+    if "pydantic" not in sys.modules:
+        import types
+
+        loader = types.ModuleType("pydantic.plugin._loader")
+        loader.get_plugins = tuple  # type: ignore[attr-defined]  # () : no plugins
+        sys.modules.setdefault("pydantic.plugin._loader", loader)
 
 
 #: `interpreter --version` as click's version option prints it, answered before click and

@@ -34,12 +34,14 @@ def test_questions_about_the_cli_import_nothing_a_run_needs(argv: list[str]) -> 
 #: the rich/pygments tree arrives through httpx's own command-line client unless the runner
 #: keeps it out; structlog (its console renderer, asyncio) no longer writes the run log;
 #: pydantic-settings (with asyncio, dotenv and its cloud sources) is needed only to read a
-#: config variable; the OpenTelemetry SDK, its exporter and protobuf only with `[otel]`. (`-X
+#: config variable; the OpenTelemetry SDK, its exporter and protobuf only with `[otel]`;
+#: importlib.metadata (zipfile, csv...) only for pydantic's plugin search, which the CLI
+#: answers itself (oiexec/_entry.py). (`-X
 #: importtime` also lists an import refused by a None in sys.modules, so the names are modules
 #: loaded only by a real one.)
 NOT_FOR_A_RUN = (
     "rich.console", "rich.pretty", "pygments", "mcp", "pydantic_settings", "structlog", "asyncio",
-    "opentelemetry", "oiexec.output.otel", "google.protobuf", "requests",
+    "opentelemetry", "oiexec.output.otel", "google.protobuf", "requests", "importlib.metadata",
 )  # fmt: skip
 
 
