@@ -64,7 +64,8 @@ def _values(values: Sequence[float | None], scale: float, digits: int) -> str:
 def charts(section: Mapping[str, Any]) -> list[str]:
     """The two `xychart-beta` blocks."""
     combos = section["combinations"]
-    labels = [c["label"] for c in combos]
+    # The values alone: the keys are the same for every bar, and long labels crowd the axis.
+    labels = [", ".join(c["combination"].values()) or c["label"] for c in combos]
     k = _top_k(section)
     first = [c["pass_at"].get("1") for c in combos]
     last = [c["pass_at"].get(str(k)) for c in combos]
