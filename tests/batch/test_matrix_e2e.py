@@ -62,6 +62,8 @@ PRICING = (
 )
 #: Each answered request: 1000 input and 100 output tokens = $0.002 + $0.001.
 REQUEST_COST = 0.003
+#: Seconds one matrix run may take on a loaded machine (48 runs; about 15 s when idle).
+SLOW = 300
 
 
 class Script:
@@ -162,7 +164,11 @@ def test_matrix_reports_pass_at_k_per_combination_and_shards_merge_to_it(
 ) -> None:
     _script(model_server)
     out = tmp_path / "out"
-    result = run_batch(model_server, tasks_file, out, *_matrix_args(), cwd=repo)
+    step_summary = tmp_path / "step-summary.md"
+    env = {"GITHUB_ACTIONS": "true", "GITHUB_STEP_SUMMARY": str(step_summary)}
+    result = run_batch(
+        model_server, tasks_file, out, *_matrix_args(), cwd=repo, env=env, timeout=SLOW
+    )
     assert result.returncode == 1, result.stderr
     assert "Traceback" not in result.stderr
 
@@ -192,9 +198,14 @@ def test_matrix_reports_pass_at_k_per_combination_and_shards_merge_to_it(
     types = Counter(f.get("type") for f in ET.parse(out / "junit.xml").getroot().iter("failure"))
     assert types == {"task": data["totals"]["failure_classes"]["task"], "transient": 3}
 
+    # The step summary: the batch's block, then the charts and the table, once.
+    written = step_summary.read_text()
+    assert written.count("xychart-beta") == 2 and "failure classes: 3 transient" in written
+    assert "| model=m-beta harness=native | 4 | 3 | 12 | 3 | 25.0% | 50.0% | 75.0% |" in written
+
     # A rerun into the same directory resumes: every run is skipped, nothing asked again.
     asked = len(model_server.model_requests)
-    again = run_batch(model_server, tasks_file, out, *_matrix_args(), cwd=repo)
+    again = run_batch(model_server, tasks_file, out, *_matrix_args(), cwd=repo, timeout=SLOW)
     assert again.returncode == 1 and len(model_server.model_requests) == asked
     assert summary(out)["matrix"] == matrix
 
@@ -211,7 +222,12 @@ def test_matrix_reports_pass_at_k_per_combination_and_shards_merge_to_it(
     shards = [tmp_path / "s1", tmp_path / "s2"]
     for number, shard in enumerate(shards, start=1):
         ran = run_batch(
-            model_server, tasks_file, shard, *_matrix_args("--shard", f"{number}/2"), cwd=repo
+            model_server,
+            tasks_file,
+            shard,
+            *_matrix_args("--shard", f"{number}/2"),
+            cwd=repo,
+            timeout=SLOW,
         )
         assert ran.returncode == 1, ran.stderr
         assert len(summary(shard)["tasks"]) == 24
