@@ -261,3 +261,27 @@ def test_report_and_matrix_usage_errors_exit_2_without_traceback(tmp_path: Path)
         result = run_cli(argv, cwd=tmp_path)
         assert result.returncode == 2, (argv, result.stderr)
         assert says in result.stderr and "Traceback" not in result.stderr, result.stderr
+
+
+def test_junit_has_a_suite_per_combination_and_keeps_runs_without_one() -> None:
+    import xml.etree.ElementTree as ET
+
+    from oiexec.runner.batch.report import render
+
+    records = [
+        _run(0, "t1", "a", 1, "success"),
+        _run(1, "t1", "b", 1, "check_failed"),
+        TaskRecord(index=2, id="t1.c.r1", status="missing"),
+    ]
+    summary_text, junit = render("nightly", records)
+    suites = ET.fromstring(junit).findall("testsuite")
+    assert [s.get("name") for s in suites] == [
+        "nightly [model=a]",
+        "nightly [model=b]",
+        "nightly",
+    ]
+    props = {p.get("name"): p.get("value") for p in suites[0].iter("property")}
+    assert props["pass_at_1"] == "1"
+    failure = suites[1].find("testcase/failure")
+    assert failure is not None and failure.get("type") == "task"
+    assert json.loads(summary_text)["totals"]["failure_classes"]["task"] == 1

@@ -141,6 +141,10 @@ def _junit(name: str, records: Sequence[TaskRecord]) -> str:
         suite_name = f"{name} [{item.label}]"
         rates = {f"pass_at_{k}": _rate(rate) for k, rate in stats["pass_at"].items()}
         suites.append(_suite(suite_name, suite_name, item.records, rates))
+    # A merge's `missing` runs carry no combination (a lost shard said nothing of them).
+    others = [record for record in records if record.combination is None]
+    if others:
+        suites.append(_suite(name, name, others))
     return junit_text(suites)
 
 
