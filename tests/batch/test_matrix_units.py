@@ -45,6 +45,7 @@ def test_parse_matrix_keeps_the_order_given() -> None:
         (["model=a,,b"], None, "is empty"),
         (["model=a,a"], None, "a value is given twice"),
         (["model=a\nb"], None, "control character"),
+        (["harness=native,natve"], None, "unknown harness 'natve'"),
         ([], 101, "--repeat must be between 1 and 100"),
     ],
 )

@@ -116,6 +116,8 @@ def parse_matrix(specs: Sequence[str], repeat: int | None) -> Matrix:
             problem = value_problem(value)
             if problem is not None:
                 raise UsageError(f"--matrix {key}: a value {problem}")
+        if key == "harness":
+            _check_harnesses(values)
         if len(set(values)) != len(values):
             raise UsageError(f"--matrix {key}: a value is given twice ({rest[:80]})")
         if len(values) > _MAX_VALUES:
@@ -125,6 +127,19 @@ def parse_matrix(specs: Sequence[str], repeat: int | None) -> Matrix:
     if not 1 <= count <= MAX_REPEAT:
         raise UsageError(f"--repeat must be between 1 and {MAX_REPEAT}, not {count}")
     return Matrix(tuple(axes), count)
+
+
+def _check_harnesses(values: Sequence[str]) -> None:
+    """A harness name is checked now: a typo would otherwise fail every run it is in."""
+    from oiexec.harness.data import harness_ids
+
+    known = harness_ids()
+    unknown = [value for value in values if value not in known]
+    if unknown:
+        raise UsageError(
+            f"--matrix harness: unknown harness {unknown[0][:60]!r}",
+            hint=f"Available harnesses: {', '.join(known)}.",
+        )
 
 
 def _slug(value: str) -> str:
