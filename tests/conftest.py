@@ -45,6 +45,7 @@ _SCRUBBED_PREFIXES = (
 #: long test while the others are idle; a file missing here only runs later.
 SLOW_FIRST = (
     "tests/providers/test_faults.py",
+    "tests/batch/test_matrix_e2e.py",
     "tests/sandbox/test_runner_programs.py",
     "tests/harness/test_e2e.py",
     "tests/harness/test_mcp_harnesses.py",

@@ -1,7 +1,8 @@
-"""`interpreter batch TASKS --out DIR [...]` and `interpreter batch merge DIR... --out DIR`.
+"""`interpreter batch TASKS --out DIR [...]`, `interpreter batch merge DIR... --out DIR` and
+`interpreter batch report DIR... [--out DIR] [--compare OLD]`.
 
 `batch` is a group whose default is the run, as `exec` is: a first argument that is not
-`merge` (or `run`) is the tasks file. The exec options given here apply to every task (a
+`merge`, `report` (or `run`) is the tasks file. The exec options given here apply to every task (a
 task's own keys win, except that a task's `sandbox` or `profile` may only tighten the sandbox
 they give: runner/batch/ceiling.py); they are passed on to each task's `interpreter exec` as
 written.
@@ -36,7 +37,7 @@ _LOCAL = {"json_mode", "experimental_json", "color"}
 
 
 class BatchGroup(click.Group):
-    """`batch [OPTIONS] TASKS` runs; `batch merge ...` merges."""
+    """`batch [OPTIONS] TASKS` runs; `batch merge ...` merges; `batch report ...` reports."""
 
     def resolve_command(
         self, ctx: click.Context, args: list[str]
@@ -50,7 +51,7 @@ class BatchGroup(click.Group):
     "batch",
     cls=BatchGroup,
     invoke_without_command=False,
-    subcommand_metavar="TASKS --out DIR [OPTIONS] | merge DIR... --out DIR",
+    subcommand_metavar="TASKS --out DIR [OPTIONS] | merge DIR... --out DIR | report DIR...",
     context_settings={"ignore_unknown_options": True},
 )
 def batch_group() -> None:
@@ -101,6 +102,22 @@ def batch_group() -> None:
     "separated (transient, budget, task, config, usage, sandbox, internal, interrupted); e.g. "
     "--retry transient after a provider outage. Repeatable.",
 )
+@click.option(
+    "--matrix",
+    "matrix_specs",
+    multiple=True,
+    metavar="KEY=V1,V2",
+    help="Run every task once per combination of these values (KEY: model, harness or "
+    "profile; repeatable, one key each: the runs are the product). Each run gets its own id "
+    "(<id>.<values>.r<N>), worktree and record; summary.json gets a `matrix` section with "
+    "pass@k per combination.",
+)
+@click.option(
+    "--repeat",
+    type=COUNT_PARAM,
+    help="Run each task (each combination of --matrix) this many times, for pass@1 ... "
+    "pass@K (max 100).",
+)
 @click.option("--name", help="Batch name in the reports (default: the TASKS file name stem).")
 @click.option(
     "--max-total-cost",
@@ -123,14 +140,17 @@ def run_command(
     retry_classes: tuple[str, ...],
     name: str | None,
     max_total_cost: float | None,
+    matrix_specs: tuple[str, ...],
+    repeat: int | None,
     **params: Any,
 ) -> None:
     """Run every task of TASKS (JSONL, or TOML `[[tasks]]`) and write DIR/summary.json,
     DIR/junit.xml and DIR/<id>/{events.jsonl,diff.patch,last-message.txt,junit.xml}.
 
     Task keys: id and prompt (required); repo, ref, check, model, harness, sandbox,
-    max_turns, timeout, profile, require_change. An id is a directory name: letters,
-    digits, '.', '_', '-' (starting with a letter or digit, at most 128), never
+    max_turns, timeout, profile, require_change (not a key --matrix varies). An id is a
+    directory name: letters, digits, '.', '_', '-' (starting with a letter or digit, at
+    most 128), never
     summary.json, junit.xml or shard.json. The exec options below apply to every task; they are
     also the ceiling of its sandbox: a task's `sandbox` or `profile` may only tighten it.
     """
@@ -142,7 +162,7 @@ def run_command(
     try:
         code = _run(
             ctx, tasks_file, out_dir, jobs, shard, (retry_failed, retry_classes), name,
-            max_total_cost, params, events,
+            max_total_cost, (matrix_specs, repeat), params, events,
         )  # fmt: skip
     except OiexecError as exc:
         # With --json a program reading stdout alone learns why the batch never started.
@@ -160,6 +180,7 @@ def _run(
     retry: tuple[bool, tuple[str, ...]],
     name: str | None,
     max_total_cost: float | None,
+    matrix: tuple[tuple[str, ...], int | None],
     params: dict[str, Any],
     events: Events,
 ) -> int:
@@ -168,6 +189,7 @@ def _run(
     from oiexec.cli.request import build_request
     from oiexec.core.errors import FAILURE_CLASSES, UsageError
     from oiexec.runner.batch.ceiling import Ceiling
+    from oiexec.runner.batch.matrix import parse_matrix
     from oiexec.runner.batch.plan import ShardChoice, parse_retry, parse_shard, shard_from_env
     from oiexec.runner.batch.pool import BatchOptions, run_batch
     from oiexec.runner.batch.warm import warm_up
@@ -179,6 +201,7 @@ def _run(
             hint="Remove it; every task gets its own.",
         )
     tasks_path = Path(tasks_file)
+    runs = parse_matrix(*matrix)
     # The sandbox these options give is the most any task may have (see runner.batch.ceiling).
     ceiling = Ceiling(build_request(params, ""))
     # The flag wins over the CI's variables (which a job may set for other reasons).
@@ -201,6 +224,7 @@ def _run(
         limit=ceiling.problems,
         warm_up=lambda tasks: warm_up(ceiling.config, jobs=jobs, tasks=tasks),
         max_total_cost=max_total_cost,
+        matrix=runs,
     )
     return run_batch(options, events=events)
 
@@ -230,6 +254,41 @@ def merge_command(dirs: tuple[str, ...], out_dir: str) -> None:
 
     code = merge_batches([Path(d) for d in dirs], Path(out_dir), warn=to_stderr, note=to_stderr)
     click.get_current_context().exit(code)
+
+
+@batch_group.command("report")
+@click.argument(
+    "dirs", nargs=-1, required=True, type=click.Path(file_okay=False, exists=True, path_type=str)
+)
+@click.option(
+    "--out",
+    "out_dir",
+    type=click.Path(file_okay=False, path_type=str),
+    callback=lambda _ctx, _param, value: None if value is None else _out_value(value),
+    help="Write DIR/summary.json and DIR/report.md (default: the Markdown on stdout).",
+)
+@click.option(
+    "--compare",
+    "compare",
+    type=click.Path(exists=True, path_type=str),
+    metavar="OLD",
+    help="Add the change against an earlier report (its --out directory or summary.json): "
+    "pass@1, pass@K and cost per success per combination, regressions first.",
+)
+def report_command(dirs: tuple[str, ...], out_dir: str | None, compare: str | None) -> None:
+    """Rebuild a matrix batch's report from one or more output directories (a run, a merge,
+    or the shards' directories together): pass@1 ... pass@K, tasks solved, turns, time, cost
+    per success and failure classes per combination, opened by Mermaid charts. Exit code 0,
+    2 for a directory that holds no batch or no matrix run."""
+    from pathlib import Path
+
+    from oiexec.runner.batch.rebuild import rebuild, write_rebuilt
+
+    rebuilt = rebuild([Path(d) for d in dirs], None if compare is None else Path(compare))
+    if out_dir is None:
+        click.echo(rebuilt.markdown, nl=False)
+        return
+    write_rebuilt(rebuilt, Path(out_dir), lambda message: click.echo(message, err=True))
 
 
 def _out_value(value: str) -> str:

@@ -182,6 +182,9 @@ class RunSummary:
     reports: Sequence[tuple[str, str]] = ()
     #: What else a reader must know (the writes a read-only sandbox refused).
     notes: Sequence[str] = ()
+    #: Markdown shown after the table as it is (a matrix batch's charts and table): the
+    #: caller's own text, built from values it made safe for Markdown.
+    markdown: str | None = None
 
 
 def _cell(text: str) -> str:
@@ -230,6 +233,8 @@ def render_summary(summary: RunSummary) -> str:
     title = f"### oiexec {summary.command}: {_cell(summary.outcome)}"
     lines = ["", title, "", "| | |", "|---|---|"]
     lines += [f"| {name} | {value} |" for name, value in rows]
+    if summary.markdown:
+        lines += ["", summary.markdown.rstrip("\n")]
     return "\n".join(lines) + "\n"
 
 

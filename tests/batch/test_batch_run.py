@@ -146,8 +146,9 @@ def test_batch_reports_each_task_and_retry_failed_resumes_sessions(
     assert {case.get("classname") for case in cases.values()} == {"nightly"}
     assert cases["fix"].find("failure") is None
     failure = cases["limited"].find("failure")
-    assert failure is not None and failure.get("type") == "limit"
-    assert "exit code 4" in (failure.get("message") or "")
+    # The type is the failure class: a turn limit is the budget's.
+    assert failure is not None and failure.get("type") == "budget"
+    assert "limit (exit code 4)" in (failure.get("message") or "")
 
     # Each diff applies to a clean checkout of its source.
     fixed = _apply_to_clean_checkout(repo, out / "fix" / "diff.patch", tmp_path / "c1")

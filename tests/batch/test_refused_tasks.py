@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from oiexec.core.errors import UsageError
+from oiexec.core.errors import FAILURE_CLASSES, UsageError
 from oiexec.runner.batch.tasks import parse_tasks
 from tests.batch.conftest import run_batch, summary, write_tasks
 from tests.conftest import FIX_PATCH
@@ -66,11 +66,16 @@ def test_refused_and_unchanged_tasks_get_their_own_status(
     totals = data["totals"]
     assert (totals["write_refused"], totals["no_change"], totals["success"]) == (1, 1, 2)
     failures = {
-        case.get("name"): failure.get("type")
+        case.get("name"): (failure.get("type"), failure.get("message", "").split(" ")[0])
         for case in ET.parse(out / "junit.xml").getroot().iter("testcase")
         if (failure := case.find("failure")) is not None
     }
-    assert failures == {"ro": "write_refused", "same": "no_change"}
+    # The type is the failure class (what to do about it); the message opens with the status.
+    assert failures == {"ro": ("sandbox", "write_refused"), "same": ("task", "no_change")}
+    assert totals["failure_classes"] == dict.fromkeys(FAILURE_CLASSES, 0) | {
+        "sandbox": 1,
+        "task": 1,
+    }
     assert "Traceback" not in result.stderr
 
 

@@ -108,6 +108,7 @@ def test_every_install_line_installs_the_one_pinned_requirement() -> None:
     assert set(installing) == {
         "action.yml",
         "batch.yml",
+        "nightly-models.yml",
         "exec.yml",
         "review.yml",
         "gitlab-ci.yml",

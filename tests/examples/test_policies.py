@@ -12,8 +12,11 @@ import pytest
 
 from tests.examples import sources
 
-# `interpreter exec|review|batch` as a command (not `batch merge`, not inside a message).
-AGENT_RUN = re.compile(r"(?:^|[\s|&;(])interpreter\s+(?:exec|review|batch(?!\s+merge))\b", re.M)
+# `interpreter exec|review|batch` as a command (not `batch merge` or `batch report`, which
+# run no agent; not inside a message).
+AGENT_RUN = re.compile(
+    r"(?:^|[\s|&;(])interpreter\s+(?:exec|review|batch(?!\s+(?:merge|report)))\b", re.M
+)
 SANDBOXED = re.compile(r"(--sandbox|-s)\s+(workspace-write|read-only|\"\$SANDBOX\")")
 UNSANDBOXED = re.compile(r"--yolo|--dangerously|danger-full-access")
 PINNED = re.compile(r"^[\w.-]+/[\w.-]+(/[\w./-]+)?@[0-9a-f]{40}$")

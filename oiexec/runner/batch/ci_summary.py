@@ -3,10 +3,10 @@
 Each task is an `exec --json` child; left to itself each would append its own block to
 `$GITHUB_STEP_SUMMARY` (GitHub caps a step's summary at 1 MiB, and 500 blocks say less than one
 table). So the children do not get the variable (`child_environment`), and the batch reports
-once, through the same `CiReporter` an exec run uses: the counts per status, the tasks that did
-not succeed (the first `MAX_LISTED` of them), turns, tokens and cost over every task (and the
-cost per successful task), and the paths
-of the batch's own reports.
+once, through the same `CiReporter` an exec run uses: the counts per status and per failure
+class, the tasks that did not succeed (the first `MAX_LISTED` of them), turns, tokens and cost
+over every task (and the cost per successful task), the paths of the batch's own reports, and
+for a matrix batch its charts and table (`matrix_report`).
 """
 
 from __future__ import annotations
@@ -19,6 +19,7 @@ from oiexec.core.costs import show_usd
 from oiexec.core.events import Usage
 from oiexec.output.ci import RunSummary
 from oiexec.runner.batch.costs import per_success, total_cost
+from oiexec.runner.batch.matrix_stats import class_counts, matrix_section
 from oiexec.runner.batch.record import STATUSES, TaskRecord
 
 __all__ = ["MAX_LISTED", "batch_summary", "child_environment"]
@@ -60,6 +61,10 @@ def batch_summary(
     notes = [f"tasks: {per_status or 'none'}"]
     if succeeded:
         notes.append(f"cost per successful task: {show_usd(per_success(records))}")
+    classes = class_counts(records)
+    if any(classes.values()):
+        named = ", ".join(f"{n} {name}" for name, n in classes.items() if n)
+        notes.append(f"failure classes: {named}")
     if counts.get("cost_limit"):
         limit = "" if max_total_cost is None else f" ${max_total_cost:g}"
         notes.append(f"--max-total-cost{limit} reached: {counts['cost_limit']} task(s) not started")
@@ -77,4 +82,15 @@ def batch_summary(
             ("JUnit", str(out / "junit.xml")),
         ],
         notes=notes,
+        markdown=_matrix_markdown(name, records),
     )
+
+
+def _matrix_markdown(name: str, records: Sequence[TaskRecord]) -> str | None:
+    """A matrix batch's charts and table (runner/batch/matrix_report.py), None otherwise."""
+    section = matrix_section(records)
+    if section is None:
+        return None
+    from oiexec.runner.batch.matrix_report import markdown
+
+    return markdown(name, section)

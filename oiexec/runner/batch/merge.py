@@ -31,7 +31,7 @@ from oiexec.runner.batch.report import batch_exit_code, write_reports
 from oiexec.runner.batch.tasks import check_id
 from oiexec.runner.batch.workspace import WORKTREE_DIR
 
-__all__ = ["merge_batches"]
+__all__ = ["merge_batches", "read_records", "read_summary", "summary_record"]
 
 #: The most of a shard's summary.json read (a batch of 100 000 tasks writes about 60 MiB).
 _MAX_SUMMARY = 128 * 1024 * 1024
@@ -47,26 +47,7 @@ def merge_batches(
     """Writes the merged reports to `out`; returns the batch's exit code (0 only when every
     task of the batch succeeded, in the shards given). `note` gets what was merged and where
     the reports are, once they are written (a merge that said nothing looked like a no-op)."""
-    names: set[str] = set()
-    records: list[TaskRecord] = []
-    seen: dict[str, Path] = {}
-    for directory in dirs:
-        summary = _read_summary(directory)
-        names.add(str(summary.get("batch")))
-        for position, entry in enumerate(summary.get("tasks", []), start=1):
-            record = _record(directory / SUMMARY_FILE, position, entry)
-            if record.id in seen:
-                raise UsageError(
-                    f"task {record.id!r} is in both {seen[record.id]} and {directory}",
-                    hint="Merge each shard's directory once, and only shards of one batch.",
-                )
-            seen[record.id] = directory
-            records.append(record)
-    if len(names) > 1:
-        raise UsageError(
-            f"these directories hold different batches ({', '.join(sorted(names))})",
-            hint="Merge only the shards of one batch (same TASKS file or --name).",
-        )
+    names, records, seen = read_records(dirs)
     missing = _missing(dirs, seen)
     if missing:
         warn(
@@ -85,6 +66,35 @@ def merge_batches(
     note(_merged_message(len(dirs), records, out))
     note(cost_line(names_seen, records))
     return batch_exit_code(records)
+
+
+def read_records(
+    dirs: Sequence[Path],
+) -> tuple[set[str], list[TaskRecord], dict[str, Path]]:
+    """The batch names and the task records of the summaries in `dirs` (each checked as a
+    run writes it), and which directory holds each task; `UsageError` when a task is in two
+    of them or they hold different batches."""
+    names: set[str] = set()
+    records: list[TaskRecord] = []
+    seen: dict[str, Path] = {}
+    for directory in dirs:
+        summary = read_summary(directory)
+        names.add(str(summary.get("batch")))
+        for position, entry in enumerate(summary.get("tasks", []), start=1):
+            record = summary_record(directory / SUMMARY_FILE, position, entry)
+            if record.id in seen:
+                raise UsageError(
+                    f"task {record.id!r} is in both {seen[record.id]} and {directory}",
+                    hint="Merge each shard's directory once, and only shards of one batch.",
+                )
+            seen[record.id] = directory
+            records.append(record)
+    if len(names) > 1:
+        raise UsageError(
+            f"these directories hold different batches ({', '.join(sorted(names))})",
+            hint="Merge only the shards of one batch (same TASKS file or --name).",
+        )
+    return names, records, seen
 
 
 def _merged_message(shards: int, records: Sequence[TaskRecord], out: Path) -> str:
@@ -123,8 +133,12 @@ def _missing(dirs: Sequence[Path], seen: dict[str, Path]) -> list[TaskRecord]:
     ]
 
 
-def _read_summary(directory: Path) -> dict[str, Any]:
-    path = directory / SUMMARY_FILE
+def read_summary(directory: Path, path: Path | None = None) -> dict[str, Any]:
+    """The batch summary `path` (default: `directory`/summary.json), read bounded with no
+    link out of `directory` followed; `UsageError` saying what is wrong with it."""
+    path = directory / SUMMARY_FILE if path is None else path
+    if not directory.is_dir():
+        raise UsageError(f"{directory} is not a directory; name a batch --out directory")
     if not path.exists():
         raise UsageError(f"{directory} has no {SUMMARY_FILE}; is it a batch --out directory?")
     # Read as any file a task could have replaced: no link out of the directory followed.
@@ -144,7 +158,7 @@ def _read_summary(directory: Path) -> dict[str, Any]:
     return data
 
 
-def _record(path: Path, position: int, entry: Any) -> TaskRecord:
+def summary_record(path: Path, position: int, entry: Any) -> TaskRecord:
     """The summary's task entry at `position`, checked as a run would have written it (a
     summary is read back from a directory tasks could write to; its id names a directory of
     the merge)."""

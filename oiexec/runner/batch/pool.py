@@ -35,6 +35,7 @@ from oiexec.output.ci import CiReporter, RunSummary
 from oiexec.runner.batch.ci_summary import batch_summary, child_environment
 from oiexec.runner.batch.costs import TotalCost, cost_line
 from oiexec.runner.batch.layout import SHARD_FILE, open_out, write_first
+from oiexec.runner.batch.matrix import Matrix, expand, run_fields
 from oiexec.runner.batch.plan import Action, Shard, decide, input_hash, select
 from oiexec.runner.batch.progress import Events, Progress
 from oiexec.runner.batch.record import RECORD_FILE, UNSTARTED, TaskRecord, read_record
@@ -76,6 +77,8 @@ class BatchOptions:
     warm_up: Callable[[int], None] | None = None
     #: `--max-total-cost`: no task starts once the tasks' costs add up to this (USD).
     max_total_cost: float | None = None
+    #: `--matrix`/`--repeat`: each task becomes one run per combination and repeat (matrix.py).
+    matrix: Matrix = field(default_factory=Matrix)
 
 
 class _StoppedEarly(BaseException):
@@ -176,7 +179,8 @@ def _run(
     # Absolute from here on: worktrees are added by git running in the task's repository, where
     # a relative `--out` would land inside the source checkout.
     options = replace(options, out=Path(os.path.abspath(options.cwd / options.out)))
-    every = load_tasks(options.tasks_file, options.limit)
+    # With a matrix the runs are the batch's tasks: shards, resumes and reports see only them.
+    every = expand(load_tasks(options.tasks_file, options.limit), options.matrix, options.limit)
     tasks = select(every, options.shard)
     if options.shard is not None:
         source = options.shard_source or "--shard"
@@ -339,6 +343,7 @@ def _unfinished(task: Task, status: str) -> TaskRecord:
         status=status,
         cost_usd=0.0,
         paths={key: f"{task.id}/{name}" for key, name in PATHS.items() if key != "stderr"},
+        **run_fields(task),
     )
 
 

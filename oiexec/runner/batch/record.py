@@ -143,11 +143,28 @@ class TaskRecord:
     paths: dict[str, str] = field(default_factory=dict)
     #: Only in result.json: decides whether a rerun may skip the task.
     input_hash: str | None = None
+    #: A run of a matrix (`batch --matrix/--repeat`): the task's id in TASKS, the combination
+    #: it ran with and its repeat number; absent from the files of a plain batch.
+    task: str | None = None
+    combination: dict[str, str] | None = None
+    repeat: int | None = None
 
     def summary_entry(self) -> dict[str, Any]:
-        data = asdict(self)
+        data = self.as_json()
         del data["input_hash"]
         return data
+
+    def as_json(self) -> dict[str, Any]:
+        """The record as result.json holds it; a plain batch's without the matrix fields, so
+        its files are what they were before matrices existed."""
+        data = asdict(self)
+        for key in _MATRIX_FIELDS:
+            if data[key] is None:
+                del data[key]
+        return data
+
+
+_MATRIX_FIELDS = ("task", "combination", "repeat")
 
 
 #: The most of one task file the batch reads (events.jsonl of a long run included).
@@ -200,6 +217,9 @@ def checked_record(data: Any) -> TaskRecord:
     for value in classes:
         if value is not None and value not in FAILURE_CLASSES:
             raise ValueError(f"unknown failure class {value[:60]!r}")
+    problem = _matrix_problem(record)
+    if problem is not None:
+        raise ValueError(problem)
     if record.refused_writes < 0:
         raise ValueError(f"refused_writes: must be 0 or more, not {record.refused_writes}")
     problem = _DURATION.problem(record.duration_s)
@@ -211,6 +231,24 @@ def checked_record(data: Any) -> TaskRecord:
     if record.session_id is not None and not is_session_id(record.session_id):
         raise ValueError(f"session_id {record.session_id[:60]!r} is not a session id")
     return record
+
+
+def _matrix_problem(record: TaskRecord) -> str | None:
+    """What is wrong with a matrix run's fields (they label report rows and JUnit suites)."""
+    from oiexec.runner.batch.matrix import MATRIX_KEYS, value_problem
+    from oiexec.runner.batch.tasks import check_id
+
+    if record.task is not None and check_id(record.task) is not None:
+        return f"task: {check_id(record.task)}"
+    if record.repeat is not None and not 1 <= record.repeat <= 1_000_000:
+        return f"repeat: must be a positive number, not {record.repeat}"
+    for key, value in (record.combination or {}).items():
+        if key not in MATRIX_KEYS:
+            return f"combination: unknown key {key[:60]!r}"
+        problem = value_problem(value)
+        if problem is not None:
+            return f"combination: {key} {problem}"
+    return None
 
 
 def is_session_id(value: str) -> bool:
@@ -244,5 +282,5 @@ def read_record(out: Path, path: Path) -> TaskRecord | None:
 def write_record(out: ReportDir, record: TaskRecord) -> None:
     """`DIR/<id>/result.json`, atomically (temp file + rename): a killed batch never leaves
     half a record. Written beneath the held output directory, no symlink followed."""
-    text = json.dumps(asdict(record), indent=2, ensure_ascii=False) + "\n"
+    text = json.dumps(record.as_json(), indent=2, ensure_ascii=False) + "\n"
     out.write(f"{record.id}/{RECORD_FILE}", text)

@@ -12,15 +12,19 @@ summary.json (field names are stable):
      "totals": {"tasks": N, "<status>": count for every status, "tokens": {...},
                 "cost_usd": sum of the tasks' costs (null when any is unknown),
                 "cost_per_success_usd": cost_usd / successful tasks (null without one),
-                "duration_s": sum of the tasks' durations},
+                "duration_s": sum of the tasks' durations,
+                "failure_classes": {"<class>": count for every failure class}},
+     "matrix": {...} (only for `--matrix`/`--repeat`: runner/batch/matrix_stats.py),
      "tasks": [{"index", "id", "status", "exit_code", "message", "turns",
                 "tokens": {"input", "cached_input", "output", "reasoning"}, "cost_usd",
                 "duration_s", "session_id", "attempts", "refused_writes", "worktree",
                 "paths": {"events", "diff", "last_message", "junit"}}, ...]}
 
+A matrix run's task entries also hold `task` (the id in TASKS), `combination` and `repeat`.
 Paths are relative to the output directory. Every status but `success` is a failure in
-junit.xml (`interrupted`, `not_run` and `cost_limit` are skipped; the suite's properties
-are `cost_usd` and `cost_per_success_usd`): `no_change` (exit 11, the task's
+junit.xml, its `type` the failure class (`interrupted`, `not_run` and `cost_limit` are
+skipped; the suite's properties are `cost_usd` and `cost_per_success_usd`, and a matrix run
+has one suite per combination, with `pass_at_K` too): `no_change` (exit 11, the task's
 `require_change` and an empty diff) and `write_refused` (exit 0, but the read-only sandbox
 refused `refused_writes` writes) are tasks that did not do what was asked.
 """
@@ -43,6 +47,7 @@ from oiexec.output.junit_text import junit_text
 from oiexec.output.reportfile import ReportDir
 from oiexec.runner.batch.costs import per_success, total_cost
 from oiexec.runner.batch.layout import JUNIT_FILE, SUMMARY_FILE
+from oiexec.runner.batch.matrix_stats import class_counts, group, matrix_section, record_class
 from oiexec.runner.batch.record import STATUSES, TaskRecord, Tokens
 
 __all__ = [
@@ -82,12 +87,16 @@ def render(name: str, records: Sequence[TaskRecord]) -> tuple[str, str]:
     totals["cost_usd"] = total_cost(ordered)
     totals["cost_per_success_usd"] = per_success(ordered)
     totals["duration_s"] = round(sum(r.duration_s for r in ordered), 3)
-    summary = {
+    totals["failure_classes"] = class_counts(ordered)
+    summary: dict[str, Any] = {
         "batch": name,
         "exit_code": batch_exit_code(ordered),
         "totals": totals,
-        "tasks": [record.summary_entry() for record in ordered],
     }
+    matrix = matrix_section(ordered)
+    if matrix is not None:
+        summary["matrix"] = matrix
+    summary["tasks"] = [record.summary_entry() for record in ordered]
     text = json.dumps(summary, indent=2, ensure_ascii=False) + "\n"
     return text, _junit(name, ordered)
 
@@ -122,11 +131,38 @@ def write_reports(out: ReportDir, name: str, records: Sequence[TaskRecord]) -> N
 
 
 def _junit(name: str, records: Sequence[TaskRecord]) -> str:
+    """One suite; one per combination for a matrix run (its pass@k among the properties)."""
+    groups = group(records)
+    if groups is None:
+        return junit_text([_suite(name, name, records)])
+    matrix = matrix_section(records) or {}
+    suites = []
+    for item, stats in zip(groups, matrix.get("combinations", []), strict=True):
+        suite_name = f"{name} [{item.label}]"
+        rates = {f"pass_at_{k}": _rate(rate) for k, rate in stats["pass_at"].items()}
+        suites.append(_suite(suite_name, suite_name, item.records, rates))
+    # A merge's `missing` runs carry no combination (a lost shard said nothing of them).
+    others = [record for record in records if record.combination is None]
+    if others:
+        suites.append(_suite(name, name, others))
+    return junit_text(suites)
+
+
+def _rate(rate: float | None) -> str:
+    return "" if rate is None else f"{rate:.6f}".rstrip("0").rstrip(".")
+
+
+def _suite(
+    name: str,
+    classname: str,
+    records: Sequence[TaskRecord],
+    extra: dict[str, str] | None = None,
+) -> TestSuite:
     cases = []
     for record in records:
         case = TestCase(
             record.id,
-            classname=name,
+            classname=classname,
             elapsed_sec=round(record.duration_s, 3),
             stdout=redact(_case_out(record)),
         )
@@ -139,15 +175,16 @@ def _junit(name: str, records: Sequence[TaskRecord]) -> str:
             case.add_failure_info(
                 message=f"{record.status} (exit code {record.exit_code}): {message}",
                 output=message,
-                failure_type=record.status,
+                # The class says what to do about it (retry, raise a budget, fix the task).
+                failure_type=record_class(record) or record.status,
             )
         cases.append(case)
     properties = {
         "cost_usd": plain_usd(total_cost(records)),
         "cost_per_success_usd": plain_usd(per_success(records)),
+        **(extra or {}),
     }
-    suite = TestSuite(name, cases, properties=properties)
-    return junit_text([suite])
+    return TestSuite(name, cases, properties=properties)
 
 
 def _case_out(record: TaskRecord) -> str:

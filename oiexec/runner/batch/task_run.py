@@ -25,6 +25,7 @@ from oiexec.git import GitError
 from oiexec.output.reportfile import ReportDir
 from oiexec.runner.batch.child_reports import read_events, read_junit
 from oiexec.runner.batch.launcher import Child, Launcher, LaunchError
+from oiexec.runner.batch.matrix import run_fields
 from oiexec.runner.batch.plan import Action
 from oiexec.runner.batch.record import (
     RECORD_FILE,
@@ -121,6 +122,7 @@ def run_task(
         cost_usd=0.0,  # until its process starts: what fails before that spends nothing
         paths={key: f"{task.id}/{name}" for key, name in PATHS.items() if key != "stderr"},
         input_hash=digest,
+        **run_fields(task),
     )
     record.message = _make_task_dir(ctx, task.id)
     if record.message is not None:

@@ -93,10 +93,20 @@ class Task:
     timeout: float | None = None
     profile: str | None = None
     require_change: bool | None = None
+    #: A run of a matrix (runner/batch/matrix.py): the task's id in TASKS, the combination
+    #: (key, value) pairs of `--matrix` it runs with, and its repeat (1..`--repeat`).
+    base_id: str | None = None
+    combination: tuple[tuple[str, str], ...] | None = None
+    repeat: int | None = None
 
     def canonical(self) -> dict[str, Any]:
-        """The task's keys as given (position excluded), for the input hash."""
-        return {key: getattr(self, key) for key in KNOWN_KEYS if getattr(self, key) is not None}
+        """The task's keys as given (position excluded), for the input hash; a matrix run's
+        combination and repeat too (a plain task's stays as it always was)."""
+        keys = {key: getattr(self, key) for key in KNOWN_KEYS if getattr(self, key) is not None}
+        if self.combination is not None:
+            keys["matrix"] = dict(self.combination)
+            keys["repeat"] = self.repeat
+        return keys
 
 
 def check_id(task_id: str) -> str | None:
