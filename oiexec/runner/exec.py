@@ -117,6 +117,14 @@ def run_exec(
                 check_require_change(prepared.policy)
             # A broken hooks.json is a config error like any other: before the thread starts.
             check_hook_files(prepared)
+            if prepared.failures is not None and not prepared.failures.tests:
+                from oiexec.runner.from_junit import nothing_to_fix
+
+                warnings.flush()
+                model = prepared.config.settings.model
+                return nothing_to_fix(
+                    prepared.failures, prepared.request, reports, ci, model=model
+                )
             prepared = prepared.with_prompt(prompt)  # within --timeout
             request = prepared.request
             session = open_session(
