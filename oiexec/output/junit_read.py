@@ -187,9 +187,10 @@ class _Reader:
             self.hints.add("maven")
 
     def producer(self) -> Producer:
-        for producer in ("pytest", "jest", "go", "maven"):
+        known: tuple[Producer, ...] = ("pytest", "jest", "go", "maven")
+        for producer in known:
             if producer in self.hints:
-                return producer  # type: ignore[return-value]
+                return producer
         files = [test.file or test.suite for test in self.failed]
         if files and all(name.endswith(JS_SUFFIXES) for name in files):
             return "jest"

@@ -122,9 +122,7 @@ def run_exec(
 
                 warnings.flush()
                 model = prepared.config.settings.model
-                return nothing_to_fix(
-                    prepared.failures, prepared.request, reports, ci, model=model
-                )
+                return nothing_to_fix(prepared.failures, prepared.request, reports, ci, model=model)
             prepared = prepared.with_prompt(prompt)  # within --timeout
             request = prepared.request
             session = open_session(

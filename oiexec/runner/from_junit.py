@@ -20,9 +20,9 @@ from __future__ import annotations
 import dataclasses
 import shlex
 import sys
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
-from collections.abc import Mapping
 from typing import TYPE_CHECKING
 
 from oiexec.core.errors import ExitCode, UsageError
@@ -184,12 +184,20 @@ def _unique(items: list[str]) -> list[str]:
     return list(dict.fromkeys(items))
 
 
+_FINDERS: dict[str, Callable[[FailedTest, Path], str | None]] = {
+    "pytest": pytest_node_id,
+    "jest": jest_test_path,
+}
+
+
 def locate(failures: Failures, cwd: Path) -> dict[FailedTest, str]:
     """How each failing test of a pytest or Jest report is rerun in `cwd`, where found."""
     found: dict[FailedTest, str] = {}
     for _, report in failures.reports:
-        finder = {"pytest": pytest_node_id, "jest": jest_test_path}.get(report.producer)
-        for test in report.failed if finder is not None else ():
+        finder = _FINDERS.get(report.producer)
+        if finder is None:
+            continue
+        for test in report.failed:
             where = finder(test, cwd)
             if where is not None:
                 found[test] = where
@@ -325,7 +333,6 @@ def compose_prompt(instructions: str, failures: Failures) -> str:
     failing tests."""
     head = instructions.rstrip() if instructions.strip() else DEFAULT_INSTRUCTIONS
     return f"{head}\n\n{failures_section(failures)}\n"
-
 
 
 def seed_run(

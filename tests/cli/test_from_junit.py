@@ -129,7 +129,9 @@ def test_jest_failures_are_fixed_and_rerun_by_test_path(
     command = f"npx jest --ci --runTestsByPath {JEST_FILE}"
     (check,) = _check_runs(result, command)
     # The test file of the failing test, rerun whole.
-    assert check["exit_code"] == 0 and "Tests:       2 passed, 2 total" in check["aggregated_output"]
+    assert (
+        check["exit_code"] == 0 and "Tests:       2 passed, 2 total" in check["aggregated_output"]
+    )
 
 
 def test_a_report_with_nothing_failing_exits_0_without_calling_the_model(
