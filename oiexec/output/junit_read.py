@@ -226,8 +226,10 @@ def parse_junit(data: bytes, *, name: str) -> JUnitReport:
         raise UsageError(f"{name}: not a JUnit XML report: {exc}") from None
     except xml.parsers.expat.ExpatError as exc:
         what = xml.parsers.expat.errors.messages.get(exc.code, str(exc)) if exc.code else str(exc)
+        # expat says "not well-formed (invalid token)": the part after its own heading.
+        what = what.removeprefix("not well-formed ").strip("()")
         raise UsageError(
-            f"{name}: not well-formed XML ({what}, line {exc.lineno}, column {exc.offset})",
+            f"{name}: not well-formed XML: {what} at line {exc.lineno}, column {exc.offset}",
             hint="Pass the JUnit XML file the test runner wrote (e.g. pytest --junitxml=FILE).",
         ) from None
     except (ValueError, LookupError, UnicodeError, RecursionError) as exc:

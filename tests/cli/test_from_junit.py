@@ -166,7 +166,7 @@ GO_REPORT = """<?xml version="1.0" encoding="UTF-8"?>
     ("content", "expected"),
     [
         (GO_REPORT, "is a Go report, whose tests cannot be rerun by name"),
-        ("<testsuites><testsuite>", "not well-formed XML (no element found, line 1"),
+        ("<testsuites><testsuite>", "not well-formed XML: no element found at line 1"),
         (
             '<!DOCTYPE l [<!ENTITY a "aaaa">]><testsuites>&a;</testsuites>',
             "declares a document type",
