@@ -110,12 +110,13 @@ SUREFIRE_REPORT = b"""<?xml version="1.0" encoding="UTF-8"?>
     <property name="java.version" value="21.0.2"/>
   </properties>
   <testcase name="adds" classname="com.example.CalcTest" time="0.01">
-    <failure message="expected: &lt;5&gt; but was: &lt;-1&gt;" type="org.opentest4j.AssertionFailedError"><![CDATA[org.opentest4j.AssertionFailedError: expected: <5> but was: <-1>
+    <failure message="expected: &lt;5&gt; but was: &lt;-1&gt;"
+        type="org.opentest4j.AssertionFailedError"><![CDATA[AssertionFailedError: expected 5
 \tat com.example.CalcTest.adds(CalcTest.java:12)]]></failure>
     <system-out><![CDATA[adding]]></system-out>
   </testcase>
   <testcase name="divides" classname="com.example.CalcTest" time="0.01">
-    <error message="/ by zero" type="java.lang.ArithmeticException">java.lang.ArithmeticException: / by zero</error>
+    <error message="/ by zero" type="java.lang.ArithmeticException">ArithmeticException</error>
   </testcase>
   <testcase name="flaky" classname="com.example.CalcTest" time="0.02">
     <flakyFailure message="timing" type="java.lang.AssertionError">first run failed</flakyFailure>
@@ -165,7 +166,8 @@ BILLION_LAUGHS = textwrap.dedent(
       <!ENTITY lol2 "&lol;&lol;&lol;&lol;&lol;&lol;&lol;&lol;&lol;&lol;">
       <!ENTITY lol3 "&lol2;&lol2;&lol2;&lol2;&lol2;&lol2;&lol2;&lol2;&lol2;&lol2;">
     ]>
-    <testsuites><testsuite><testcase name="x"><failure>&lol3;</failure></testcase></testsuite></testsuites>
+    <testsuites><testsuite><testcase name="x"><failure>&lol3;</failure></testcase>
+    </testsuite></testsuites>
     """
 ).encode()
 EXTERNAL = b'<!DOCTYPE t SYSTEM "http://127.0.0.1:9/evil.dtd"><testsuites/>'
