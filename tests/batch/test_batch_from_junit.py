@@ -13,7 +13,7 @@ from oiexec.core.errors import UsageError
 from oiexec.runner.batch.tasks import parse_tasks
 from tests.batch.conftest import run_batch, statuses, write_tasks
 from tests.conftest import FIX_PATCH, FIXED_CALC, git
-from tests.support.junit_reports import PYTEST_FILE, add_pytest_tests, pytest_report
+from tests.support.junit_reports import PYTEST_ENV, PYTEST_FILE, add_pytest_tests, pytest_report
 from tests.support.model_server import ModelServer, apply_patch_call, reply, user_texts
 
 
@@ -64,7 +64,7 @@ def test_a_batch_task_fixes_what_its_junit_report_says_failed(
     model_server.enqueue(reply(tool_calls=[apply_patch_call(FIX_PATCH)]), reply("Fixed add()."))
     out = tmp_path / "out"
     # Started elsewhere: the report's path is the tasks file's, not the working directory's.
-    result = run_batch(model_server, tasks, out, cwd=repo)
+    result = run_batch(model_server, tasks, out, cwd=repo, env=PYTEST_ENV)
 
     assert result.returncode == 0, result.stderr
     assert statuses(out) == {"fix": "success"}

@@ -5,16 +5,18 @@ model's first request, and the derived check reruns exactly those tests."""
 from __future__ import annotations
 
 import shlex
+import shutil
 import xml.etree.ElementTree as ET
 from pathlib import Path
 
 import pytest
 
 from oiexec.core.errors import ExitCode
-from tests.conftest import FIX_PATCH, FIXED_CALC, exec_args, git, run_cli
+from tests.conftest import BUGGY_CALC, FIX_PATCH, FIXED_CALC, TEST_CALC, exec_args, git, run_cli
 from tests.support.junit_reports import (
     FIX_JS,
     JEST_FILE,
+    PYTEST_ENV,
     PYTEST_FILE,
     add_pytest_tests,
     jest_installed,
@@ -35,12 +37,34 @@ PYTEST_CHECK = shlex.join(
 )  # fmt: skip
 
 
+@pytest.fixture(scope="module")
+def py_template(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, bytes]:
+    """The `repo` fixture's files with pytest tests beside them, and the report pytest wrote
+    on them: made once, copied by each test (only its location differs)."""
+    project = tmp_path_factory.mktemp("pytest-project")
+    (project / "calc.py").write_text(BUGGY_CALC)
+    (project / "test_calc.py").write_text(TEST_CALC)
+    add_pytest_tests(project)
+    report = pytest_report(project, project.parent / f"{project.name}.xml")
+    return project, report.read_bytes()
+
+
 @pytest.fixture
-def py_repo(repo: Path) -> Path:
-    add_pytest_tests(repo)
+def py_repo(py_template: tuple[Path, bytes], tmp_path: Path) -> Path:
+    repo = tmp_path / "repo"
+    shutil.copytree(py_template[0], repo)
+    git(repo, "init", "-q", "-b", "main")
     git(repo, "add", "-A")
-    git(repo, "commit", "-q", "-m", "pytest tests")
+    git(repo, "commit", "-q", "-m", "calc and its tests")
     return repo
+
+
+@pytest.fixture
+def report(py_template: tuple[Path, bytes], tmp_path: Path) -> Path:
+    """pytest's report on `py_repo`: three of its five tests failed."""
+    path = tmp_path / "report.xml"
+    path.write_bytes(py_template[1])
+    return path
 
 
 def _check_runs(result: object, command: str) -> list[dict[str, object]]:
@@ -49,14 +73,15 @@ def _check_runs(result: object, command: str) -> list[dict[str, object]]:
 
 
 def test_pytest_failures_reach_the_model_and_the_check_reruns_exactly_them(
-    model_server: ModelServer, py_repo: Path, tmp_path: Path
+    model_server: ModelServer, py_repo: Path, report: Path
 ) -> None:
-    report = pytest_report(py_repo, tmp_path / "report.xml")
     model_server.enqueue(
         reply(tool_calls=[apply_patch_call(FIX_PATCH)]),
         reply("Fixed add() in calc.py."),
     )
-    result = run_cli([*exec_args(model_server), "--from-junit", str(report)], cwd=py_repo)
+    result = run_cli(
+        [*exec_args(model_server), "--from-junit", str(report)], cwd=py_repo, env=PYTEST_ENV
+    )
 
     assert result.returncode == 0, result.stderr
     assert (py_repo / "calc.py").read_text() == FIXED_CALC
@@ -75,12 +100,12 @@ def test_pytest_failures_reach_the_model_and_the_check_reruns_exactly_them(
 
 
 def test_pytest_failures_not_fixed_end_with_the_check_failed_exit_code(
-    model_server: ModelServer, py_repo: Path, tmp_path: Path
+    model_server: ModelServer, py_repo: Path, report: Path
 ) -> None:
-    report = pytest_report(py_repo, tmp_path / "report.xml")
     model_server.enqueue(reply("Nothing to change."))
     args = [*exec_args(model_server), "--from-junit", str(report), "--max-attempts", "1"]
-    result = run_cli([*args, "Look at the failures; keep the tests as they are."], cwd=py_repo)
+    task = "Look at the failures; keep the tests as they are."
+    result = run_cli([*args, task], cwd=py_repo, env=PYTEST_ENV)
 
     assert result.returncode == ExitCode.CHECK_FAILED, result.stderr
     prompt = user_texts(model_server.bodies[0])[-1]
@@ -92,12 +117,11 @@ def test_pytest_failures_not_fixed_end_with_the_check_failed_exit_code(
 
 
 def test_a_given_check_wins_over_the_derived_one(
-    model_server: ModelServer, py_repo: Path, tmp_path: Path
+    model_server: ModelServer, py_repo: Path, report: Path
 ) -> None:
-    report = pytest_report(py_repo, tmp_path / "report.xml")
     model_server.enqueue(reply(tool_calls=[apply_patch_call(FIX_PATCH)]), reply("Fixed."))
     args = [*exec_args(model_server), "--from-junit", str(report), "--check", "python -m pytest"]
-    result = run_cli(args, cwd=py_repo)
+    result = run_cli(args, cwd=py_repo, env=PYTEST_ENV)
 
     assert result.returncode == 0, result.stderr
     (check,) = _check_runs(result, "python -m pytest")
