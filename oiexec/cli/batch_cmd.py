@@ -119,7 +119,8 @@ def run_command(
     DIR/junit.xml and DIR/<id>/{events.jsonl,diff.patch,last-message.txt,junit.xml}.
 
     Task keys: id and prompt (required); repo, ref, check, model, harness, sandbox,
-    max_turns, timeout, profile, require_change. An id is a directory name: letters,
+    max_turns, timeout, profile, require_change, from_junit (JUnit reports to fix, relative
+    to TASKS; the prompt is then optional). An id is a directory name: letters,
     digits, '.', '_', '-' (starting with a letter or digit, at most 128), never
     summary.json, junit.xml or shard.json. The exec options below apply to every task; they are
     also the ceiling of its sandbox: a task's `sandbox` or `profile` may only tighten it.
