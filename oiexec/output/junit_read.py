@@ -93,7 +93,6 @@ class _Reader:
     def __init__(self) -> None:
         self.depth = 0
         self.root: str | None = None
-        self.root_name = ""
         #: (name, file) of the open `<testsuite>` elements, innermost last.
         self.suites: list[tuple[str, str | None]] = []
         self.case: _Case | None = None
@@ -116,7 +115,6 @@ class _Reader:
                     f"the root element is <{_clip(tag)}>, not <testsuites> or <testsuite>"
                 )
             self.root = tag
-            self.root_name = attrs.get("name", "")
         if tag == "testsuite":
             name = attrs.get("name", "")
             self.suites.append((name, attrs.get("file") or attrs.get("filepath")))
@@ -142,8 +140,14 @@ class _Reader:
                 self.case.skipped = True
         elif tag == "property":
             self._property_hint(attrs.get("name", ""))
-        elif tag == "testsuites" and "jest" in attrs.get("name", "").lower():
-            self.hints.add("jest")
+        elif tag == "testsuites":
+            # The defaults of jest-junit's `suiteName` and of pytest (8 and later); pytest's
+            # suite is also named `pytest` unless `junit_suite_name` says otherwise.
+            name = attrs.get("name", "")
+            if "jest" in name.lower():
+                self.hints.add("jest")
+            elif name == "pytest tests":
+                self.hints.add("pytest")
 
     def depth_in_case(self) -> int:
         """How deep the current element is below the open `<testcase>`."""
