@@ -310,9 +310,10 @@ def _validate(index: int, data: Any) -> tuple[Task | None, list[str]]:
     return Task(index=index, **values), []
 
 
-def _report_paths(value: str | list[Any]) -> tuple[tuple[str, ...], str | None]:
-    """`from_junit`'s paths, or what is wrong with them."""
-    paths = [value] if isinstance(value, str) else value
+def _report_paths(value: object) -> tuple[tuple[str, ...], str | None]:
+    """`from_junit`'s paths (a string or a list, as `_KEY_TYPES` checked), or what is wrong
+    with them."""
+    paths = [value] if isinstance(value, str) else value if isinstance(value, list) else []
     if not paths:
         return (), "is an empty list; name at least one JUnit report, or leave the key out"
     for path in paths:
