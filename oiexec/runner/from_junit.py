@@ -4,7 +4,7 @@ The failing tests (name, class, file, message, a bounded excerpt of the trace) b
 section of the prompt, after the user's instructions or, with no prompt, after
 `DEFAULT_INSTRUCTIONS`. Unless a check is given (`--check`), the run's check is derived from
 the reports when they say how to rerun exactly the failing tests: pytest's node ids
-(`python3 -m pytest tests/test_x.py::TestY::test_a[1-2]`) and Jest's test files (`npx jest
+(`python3 -m pytest tests/test_x.py::TestY::test_a[1-2]`) and Jest's test files (`npx --no jest
 --ci --runTestsByPath a.test.js`); any other report (Go, Maven, ...) needs `--check`, or
 `check` in config, and without one the run stops before the model is called (exit 2).
 
@@ -213,7 +213,7 @@ def derive_check(failures: Failures, cwd: Path) -> tuple[str | None, str]:
         if report.producer == "pytest":
             argv = ["python3", "-m", "pytest"]
         elif report.producer == "jest":
-            argv = ["npx", "jest", "--ci", "--runTestsByPath"]
+            argv = ["npx", "--no", "jest", "--ci", "--runTestsByPath"]
         else:
             kind = _PRODUCERS[report.producer]
             return None, f"{path} is a {kind} report, whose tests cannot be rerun by name"

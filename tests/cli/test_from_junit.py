@@ -150,7 +150,7 @@ def test_jest_failures_are_fixed_and_rerun_by_test_path(
     assert prompt.startswith("Fix the JavaScript.\n\n## Failing tests")
     assert "add adds two numbers" in prompt and "Received: -1" in prompt
     assert "adds zero" not in prompt  # it passed
-    command = f"npx jest --ci --runTestsByPath {JEST_FILE}"
+    command = f"npx --no jest --ci --runTestsByPath {JEST_FILE}"
     (check,) = _check_runs(result, command)
     # The test file of the failing test, rerun whole.
     assert (

@@ -106,7 +106,7 @@ def test_the_check_reruns_each_reports_failing_tests_once(project: Path) -> None
     assert why == ""
     assert command == (
         "python3 -m pytest tests/unit/test_a.py::test_x 'tests/unit/test_a.py::test_y [id]' "
-        "&& npx jest --ci --runTestsByPath web/test/app.test.ts"
+        "&& npx --no jest --ci --runTestsByPath web/test/app.test.ts"
     )
 
 
