@@ -148,7 +148,8 @@ def run_command(
     DIR/junit.xml and DIR/<id>/{events.jsonl,diff.patch,last-message.txt,junit.xml}.
 
     Task keys: id and prompt (required); repo, ref, check, model, harness, sandbox,
-    max_turns, timeout, profile, require_change (not a key --matrix varies). An id is a
+    max_turns, timeout, profile, require_change (not a key --matrix varies), from_junit
+    (JUnit reports to fix, relative to TASKS; the prompt is then optional). An id is a
     directory name: letters, digits, '.', '_', '-' (starting with a letter or digit, at
     most 128), never
     summary.json, junit.xml or shard.json. The exec options below apply to every task; they are

@@ -149,7 +149,7 @@ def _execute(
     from oiexec.runner.signals import interrupt_signals
 
     params = merged_params(ctx)
-    source = PromptSource(prompt, append_stdin)
+    source = PromptSource(prompt, append_stdin, optional=bool(params.get("from_junit")))
     # The JUnit case is named after the prompt; before stdin is read only the argument is known.
     name = prompt if prompt and prompt != "-" else "exec"
     # With --json, a failure before the run starts its stream still ends it (turn.failed).

@@ -213,6 +213,16 @@ _EXEC_OPTIONS: list[Callable[[Any], Any]] = [
         "model gets its output and goes on. Fail (exit 8) if it still fails.",
     ),
     click.option(
+        "--from-junit",
+        "from_junit",
+        multiple=True,
+        type=click.Path(dir_okay=False, path_type=str),
+        metavar="FILE",
+        help="Fix what a JUnit XML report (pytest, Jest, Go, Maven...) says failed: its "
+        "failing tests go into the prompt (PROMPT is then optional), and without --check "
+        "the check reruns them (pytest, Jest). Repeatable.",
+    ),
+    click.option(
         "--max-attempts",
         type=COUNT_PARAM,
         metavar="N",

@@ -122,9 +122,14 @@ class PromptSource:
     argument: str | None
     #: A prompt plus piped stdin: the stdin text is appended (not on resume, as in Codex).
     append_stdin: bool = True
+    #: The run has a task without a prompt (`--from-junit`): no prompt is the empty one, and
+    #: stdin is not read for it (`-` still reads it).
+    optional: bool = False
 
     def check(self) -> None:
         prompt = self.argument
+        if prompt is None and self.optional:
+            return
         if prompt is None and _stdin_is_tty():
             raise UsageError(NO_PROMPT)
         if prompt is not None and prompt != "-" and not prompt.strip():
@@ -140,6 +145,8 @@ class PromptSource:
         """
         self.check()
         prompt = self.argument
+        if prompt is None and self.optional:
+            return ""
         if prompt is None or prompt == "-":
             sys.stderr.write("Reading prompt from stdin...\n")
             text = decode_stdin(_read_or_time_out(WAITING_FOR_PROMPT))

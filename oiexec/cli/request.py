@@ -3,6 +3,7 @@ review, which take the same options."""
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -83,6 +84,10 @@ def build_request(params: dict[str, Any], prompt: str, **extra: Any) -> ExecRequ
         dangerously_bypass=bool(params.get("bypass")),
         check=params.get("check"),
         max_attempts=params.get("max_attempts"),
+        # Absolute now: the run may work elsewhere (-C), and resolves nothing against it.
+        from_junit=tuple(
+            Path(os.path.abspath(Path(p).expanduser())) for p in params.get("from_junit", ())
+        ),
         require_change=bool(params.get("require_change")),
         append_system_prompt=params.get("append_system_prompt"),
         warnings=tuple(warnings),

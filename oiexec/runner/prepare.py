@@ -42,6 +42,7 @@ from oiexec.sandbox.selfguard import protect_runner
 
 if TYPE_CHECKING:
     from oiexec.core.context import CommandRules
+    from oiexec.runner.from_junit import Failures
     from oiexec.session.index import LoadedSession
 
 __all__ = ["GIT_CHECK_MESSAGE", "Prepared", "RunHooks", "StartupWarnings", "prepare"]
@@ -130,6 +131,8 @@ class Prepared:
     command_rules: CommandRules | None = None
     #: `model_fallbacks`, checked (runner/fallbacks.py).
     fallbacks: tuple[Fallback, ...] = ()
+    #: `--from-junit`: what the reports say failed (runner/from_junit.py).
+    failures: Failures | None = None
 
     @property
     def harness_id(self) -> str | None:
@@ -153,11 +156,19 @@ class Prepared:
 
     def with_prompt(self, read: Callable[[], str] | None) -> Prepared:
         """Ready to run: the prompt read now (stdin), when `read` is given. `--timeout` counts
-        the read: a stdin that never ends is cut off at the deadline (`RunTimedOut`)."""
-        if read is None:
+        the read: a stdin that never ends is cut off at the deadline (`RunTimedOut`). With
+        `--from-junit` the failing tests are added to it here, the one place a prompt is
+        completed, whoever read it."""
+        if read is None and self.failures is None:
             return self
-        with deadline_alarm(self.deadline):
-            prompt = read()
+        prompt = self.request.prompt
+        if read is not None:
+            with deadline_alarm(self.deadline):
+                prompt = read()
+        if self.failures is not None:
+            from oiexec.runner.from_junit import compose_prompt
+
+            prompt = compose_prompt(prompt, self.failures)
         return dataclasses.replace(self, request=dataclasses.replace(self.request, prompt=prompt))
 
 
@@ -221,6 +232,13 @@ def prepare(request: ExecRequest, hooks: RunHooks, warnings: StartupWarnings) ->
     if hooks.sandbox_mode:
         policy = dataclasses.replace(policy, mode=hooks.sandbox_mode)
     warnings.add(*add_dir_warnings(policy, request.add_dirs))
+    failures = None
+    if request.from_junit:
+        if hooks.final is not None:
+            raise UsageError("--from-junit applies to `exec` runs only, not to a review")
+        from oiexec.runner.from_junit import seed_run
+
+        request, failures = seed_run(request, policy, config.settings.check)
     instructions = _instructions(config, request, policy, hooks, warnings)
     # Before the model runs: git and rg found once, outside every root it can write.
     trust_run_programs(policy, config.settings.program_paths)
@@ -259,7 +277,7 @@ def prepare(request: ExecRequest, hooks: RunHooks, warnings: StartupWarnings) ->
         request, hooks, config, provider_id, provider, api_key, images, output_schema, policy,
         sandbox, facts, started=started, continued=continued, changes=tuple(changes),
         harness_choice=harness, instructions=instructions, command_rules=rules,
-        fallbacks=fallbacks,
+        fallbacks=fallbacks, failures=failures,
     )  # fmt: skip
 
 

@@ -57,6 +57,9 @@ class ExecRequest:
     check: str | None = None
     #: `--max-attempts N`: how many final answers the check may reject (None = config/default).
     max_attempts: int | None = None
+    #: `--from-junit FILE...`: JUnit reports whose failing tests the run is to fix
+    #: (runner/from_junit.py): they join the prompt and, without a check, derive one.
+    from_junit: tuple[Path, ...] = ()
     #: `--require-change`: a run whose diff is empty fails (exit 11).
     require_change: bool = False
     #: `--append-system-prompt TEXT|@FILE` (a file as `@` and its absolute path).

@@ -230,7 +230,13 @@ def _check_tasks(tasks: list[Task]) -> None:
                 assert key == "require_change"
             elif isinstance(value, int | float):  # as exec's --max-turns and --timeout take
                 assert (COUNT if key == "max_turns" else SECONDS).problem(value) is None
-        assert task.prompt.strip()
+            elif isinstance(value, tuple):  # from_junit: absolute paths, each usable
+                assert key == "from_junit" and value
+                for path in value:
+                    path.encode("utf-8")
+                    assert "\x00" not in path and path.startswith("/")
+        # The reports of a `from_junit` task hold its instructions.
+        assert task.prompt.strip() or task.from_junit
 
 
 @settings(suppress_health_check=[HealthCheck.too_slow, HealthCheck.large_base_example])

@@ -33,9 +33,18 @@ def test_failing_tests_are_fixed_until_the_test_command_passes_and_the_patch_app
     assert env["TEST_COMMAND"] == "python -m pytest -q"
 
     checkout = machine.checkout("test-and-fix")
+    # The runner's temp directory, where the test step leaves its JUnit report for the fix.
+    runner_temp = machine.tmp / "runner-temp"
+    runner_temp.mkdir()
+    context["runner.temp"] = str(runner_temp)
     tests = sources.github_step(job, runs="$TEST_COMMAND")
-    failed = run_script([*GITHUB_BASH, tests["run"]], cwd=checkout, env=machine.env(env))
+    failed = run_script(
+        [*GITHUB_BASH, tests["run"]],
+        cwd=checkout,
+        env=machine.env({**env, "RUNNER_TEMP": str(runner_temp)}),
+    )
     assert failed.returncode != 0 and "1 failed" in failed.stdout
+    assert (runner_temp / "test-report.xml").is_file()
 
     # The model first claims success without changing anything; the check (the test
     # command) fails and its output goes back to the model, which then fixes the code.
@@ -47,12 +56,19 @@ def test_failing_tests_are_fixed_until_the_test_command_passes_and_the_patch_app
     fix = sources.github_step(job, uses="./examples/ci/action")
     given = {name: sources.expand(str(value), context) for name, value in fix["with"].items()}
     assert given["check"] == test_command and given["sandbox"] == "workspace-write"
+    assert given["extra-args"].splitlines() == [
+        "--from-junit",
+        str(runner_temp / "test-report.xml"),
+    ]
     code, outputs = run_action(machine, checkout, given)
     assert code == 0 and outputs["exit-code"] == "0", outputs
     assert outputs["final-message"].strip() == "Fixed add() in calc.py."
-    # The check's failure came back to the model as a message; the prompt named the command.
+    # The check's failure came back to the model as a message; the prompt named the command
+    # and, from the report, the failing test with its assertion.
     assert "1 failed" in user_texts(machine.server.bodies[1])[-1]
-    assert test_command in user_texts(machine.server.bodies[0])[-1]
+    prompt = user_texts(machine.server.bodies[0])[-1]
+    assert test_command in prompt
+    assert "## Failing tests" in prompt and "AssertionError: -1 != 5" in prompt
 
     # The pull-request job: a fresh checkout, the artifact's patch, the step as written.
     pr_job = doc["jobs"]["pull-request"]

@@ -18,6 +18,7 @@ import re
 from collections.abc import Collection, Mapping, Sequence
 from dataclasses import dataclass
 from enum import Enum
+from pathlib import Path
 
 from oiexec.core.errors import FAILURE_CLASSES, UsageError, failure_class_for_exit
 from oiexec.runner.batch.record import TaskRecord
@@ -151,13 +152,31 @@ def input_hash(task: Task, options: Sequence[str], base: str | None) -> str:
     """sha256 over what decides a task's outcome: its keys, the exec options given to every
     task, and the commit it starts from (the `ref` as written when it cannot be resolved
     before running, e.g. a URL). Not --jobs, --out or --shard."""
+    inputs: dict[str, object] = {"task": task.canonical(), "options": list(options), "base": base}
+    if task.from_junit:
+        # Tonight's report under last night's name is a different task: a rerun into the same
+        # --out must fix what fails now, not skip it as done.
+        inputs["from_junit_sha256"] = [_report_digest(Path(name)) for name in task.from_junit]
     canonical = json.dumps(
-        {"task": task.canonical(), "options": list(options), "base": base},
+        inputs,
         sort_keys=True,
         separators=(",", ":"),
         ensure_ascii=False,
     )
     return hashlib.sha256(canonical.encode("utf-8")).hexdigest()
+
+
+def _report_digest(path: Path) -> str | None:
+    """sha256 of a JUnit report as `--from-junit` will read it (bounded, no FIFO or device
+    waited on); None when it cannot be read, which the task's run then says."""
+    from oiexec.runner.from_junit import REPORT_MAX
+    from oiexec.sandbox.reader import ReadScope, read_file
+
+    try:
+        data = read_file(ReadScope(), path, max_bytes=REPORT_MAX).data
+    except (OSError, ValueError):
+        return None
+    return hashlib.sha256(data).hexdigest()
 
 
 class Action(Enum):

@@ -317,9 +317,12 @@ def _argv(
         argv += ["--check", task.check]
     if task.require_change is not None:  # after the batch's options: the task's key wins
         argv.append("--require-change" if task.require_change else "--no-require-change")
+    for report in task.from_junit or ():
+        argv += ["--from-junit", report]
     if session_id is not None:
         argv.append(session_id)
-    argv.append("-")
+    if task.prompt or session_id is not None:
+        argv.append("-")  # else a `from_junit` task: the reports are the prompt
     return argv
 
 
@@ -328,7 +331,7 @@ def _retry_prompt(task: Task, previous: TaskRecord) -> str:
     return (
         f"The previous attempt at this task did not succeed ({previous.status}: {reason}). "
         "Continue from where you stopped and finish the task.\n\n"
-        f"The task was:\n{task.prompt}"
+        f"The task was:\n{task.prompt or 'to fix the failing tests below.'}"
     )
 
 

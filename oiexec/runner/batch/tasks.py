@@ -14,7 +14,9 @@ unpaired surrogates are refused; numbers take the ranges of the exec flags they 
 
 from __future__ import annotations
 
+import dataclasses
 import json
+import os
 import re
 import tomllib
 from collections.abc import Callable
@@ -52,6 +54,9 @@ _KEY_TYPES: dict[str, tuple[tuple[type, ...], str]] = {
     "profile": ((str,), "a string"),
     # `--require-change` for this task (true), or not even when the batch gives it (false).
     "require_change": ((bool,), "true or false"),
+    # `--from-junit` for each: JUnit reports whose failing tests are the task (then `prompt`
+    # is optional); relative paths are the tasks file's, as a task's `repo` is.
+    "from_junit": ((str, list), "a path or a list of paths (JUnit XML reports)"),
 }
 KNOWN_KEYS: tuple[str, ...] = tuple(_KEY_TYPES)
 
@@ -93,6 +98,8 @@ class Task:
     timeout: float | None = None
     profile: str | None = None
     require_change: bool | None = None
+    #: Absolute paths (resolved against the tasks file's directory when loaded).
+    from_junit: tuple[str, ...] | None = None
     #: A run of a matrix (runner/batch/matrix.py): the task's id in TASKS, the combination
     #: (key, value) pairs of `--matrix` it runs with, and its repeat (1..`--repeat`).
     base_id: str | None = None
@@ -158,6 +165,8 @@ def parse_tasks(
         problems += [f"{where}: {error}" for error in errors]
         if task is None:
             continue
+        if task.from_junit:
+            task = dataclasses.replace(task, from_junit=_beside(path, task.from_junit))
         earlier = first.get(task.id.lower())
         if earlier is not None:
             other, at = earlier
@@ -184,6 +193,13 @@ def parse_tasks(
             hint="Nothing was run. Fix the lines above and run the batch again.",
         )
     return tasks
+
+
+def _beside(tasks_file: Path, paths: tuple[str, ...]) -> tuple[str, ...]:
+    """`paths` made absolute against the tasks file's directory: a task runs in a worktree,
+    and the file is where its author wrote them down."""
+    base = os.path.dirname(os.path.abspath(tasks_file))
+    return tuple(os.path.join(base, os.path.expanduser(p)) for p in paths)
 
 
 @dataclass(frozen=True)
@@ -255,7 +271,8 @@ def _validate(index: int, data: Any) -> tuple[Task | None, list[str]]:
         names = ", ".join(_show(key) for key in unknown[:10])
         more = f" and {len(unknown) - 10} more" if len(unknown) > 10 else ""
         errors.append(f"unknown key {names}{more}; known keys: {', '.join(KNOWN_KEYS)}")
-    for required in ("id", "prompt"):
+    # A task seeded from JUnit reports has its instructions there (runner/from_junit).
+    for required in ("id",) if data.get("from_junit") else ("id", "prompt"):
         value = data.get(required)
         if value is None:
             errors.append(f"missing `{required}`")
@@ -270,7 +287,12 @@ def _validate(index: int, data: Any) -> tuple[Task | None, list[str]]:
         if not isinstance(value, types) or (isinstance(value, bool) and bool not in types):
             errors.append(f"`{key}` must be {description}, not {_kind(value)}")
             continue
-        if isinstance(value, str):
+        if key == "from_junit":
+            value, problem = _report_paths(value)
+            if problem is not None:
+                errors.append(f"`from_junit` {problem}")
+                continue
+        elif isinstance(value, str):
             problem = _string_problem(value)
             if problem is not None:
                 errors.append(f"`{key}` {problem}")
@@ -294,7 +316,25 @@ def _validate(index: int, data: Any) -> tuple[Task | None, list[str]]:
         return None, errors
     if "timeout" in values:
         values["timeout"] = float(values["timeout"])
+    values.setdefault("prompt", "")
     return Task(index=index, **values), []
+
+
+def _report_paths(value: object) -> tuple[tuple[str, ...], str | None]:
+    """`from_junit`'s paths (a string or a list, as `_KEY_TYPES` checked), or what is wrong
+    with them."""
+    paths = [value] if isinstance(value, str) else value if isinstance(value, list) else []
+    if not paths:
+        return (), "is an empty list; name at least one JUnit report, or leave the key out"
+    for path in paths:
+        if not isinstance(path, str):
+            return (), f"must list paths (strings), not {_kind(path)}"
+        if not path.strip():
+            return (), "names an empty path"
+        problem = _string_problem(path)
+        if problem is not None:
+            return (), problem
+    return tuple(paths), None
 
 
 def _string_problem(value: str) -> str | None:
