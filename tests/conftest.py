@@ -44,6 +44,8 @@ _SCRUBBED_PREFIXES = (
 #: streams), from `pytest --durations`. They run first, so that no worker is left finishing a
 #: long test while the others are idle; a file missing here only runs later.
 SLOW_FIRST = (
+    # First: on a fresh clone its first test installs Jest from npm (~25 s, mostly waiting).
+    "tests/cli/test_from_junit.py",
     "tests/providers/test_faults.py",
     "tests/batch/test_matrix_e2e.py",
     "tests/sandbox/test_runner_programs.py",

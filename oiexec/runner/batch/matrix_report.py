@@ -65,7 +65,7 @@ def charts(section: Mapping[str, Any]) -> list[str]:
     """The two `xychart-beta` blocks."""
     combos = section["combinations"]
     # The values alone: the keys are the same for every bar, and long labels crowd the axis.
-    labels = [", ".join(c["combination"].values()) or c["label"] for c in combos]
+    labels = [" / ".join(c["combination"].values()) or c["label"] for c in combos]
     k = _top_k(section)
     first = [c["pass_at"].get("1") for c in combos]
     last = [c["pass_at"].get(str(k)) for c in combos]
