@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import signal
 import subprocess
 import sys
@@ -44,8 +45,6 @@ _SCRUBBED_PREFIXES = (
 #: streams), from `pytest --durations`. They run first, so that no worker is left finishing a
 #: long test while the others are idle; a file missing here only runs later.
 SLOW_FIRST = (
-    # First: on a fresh clone its first test installs Jest from npm (~25 s, mostly waiting).
-    "tests/cli/test_from_junit.py",
     "tests/providers/test_faults.py",
     "tests/batch/test_matrix_e2e.py",
     "tests/sandbox/test_runner_programs.py",
@@ -63,6 +62,8 @@ SLOW_FIRST = (
     "tests/cli/test_compaction.py",
     "tests/cli/test_config_means_what_it_says.py",
     "tests/cli/test_exec_exit_codes.py",
+    # Last of these: Jest, which it needs, is being installed from the start (_prefetch_jest).
+    "tests/cli/test_from_junit.py",
 )
 
 
@@ -76,6 +77,31 @@ def pytest_configure(config: pytest.Config) -> None:
     if signal.getsignal(signal.SIGINT) is signal.SIG_IGN:
         signal.signal(signal.SIGINT, signal.default_int_handler)
     _compile_once(config)
+    _prefetch_jest(config)
+
+
+def _prefetch_jest(config: pytest.Config) -> None:
+    """Start installing Jest (the --from-junit tests', from the npm registry: ~25 s on a fresh
+    clone, nearly all of it waiting on the network) beside the suite instead of in a worker's
+    way. It runs under the lock `jest_installed` takes, and installs only what is not there:
+    a worker needing Jest waits for it, or installs it itself if this one failed."""
+    if hasattr(config, "workerinput") or shutil.which("npm") is None:
+        return
+    if shutil.which("flock") is None:
+        return
+    from tests.support.junit_reports import JEST_DIR
+
+    if (JEST_DIR / "node_modules" / "jest-junit").is_dir():
+        return
+    script = "test -d node_modules/jest-junit || npm ci --no-audit --no-fund --loglevel=error"
+    subprocess.Popen(
+        ["flock", str(JEST_DIR / ".install.lock"), "sh", "-c", script],
+        cwd=JEST_DIR,
+        stdin=subprocess.DEVNULL,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+        start_new_session=True,
+    )
 
 
 def _compile_once(config: pytest.Config) -> None:
