@@ -9,8 +9,8 @@ from pathlib import Path
 import pytest
 
 from oiexec.core.errors import FAILURE_CLASSES, UsageError
-from oiexec.runner.batch.plan import Action, decide, failure_class_of_record, parse_retry
-from oiexec.runner.batch.record import Attempt, TaskRecord, checked_record
+from oiexec.runner.batch.plan import Action, decide, parse_retry
+from oiexec.runner.batch.record import Attempt, TaskRecord, checked_record, failure_class_of_record
 from tests.batch.conftest import requests_for, run_batch, summary, write_tasks
 from tests.support.model_server import ModelServer, call, fault, reply
 

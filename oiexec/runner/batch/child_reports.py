@@ -44,10 +44,11 @@ def read_events(out: Path, path: Path, record: TaskRecord) -> None:
                     output=_count(usage.get("output_tokens")),
                     reasoning=_count(usage.get("reasoning_output_tokens")),
                 )
-            error = event.get("error")
-            if kind == "turn.failed" and isinstance(error, dict):
-                record.message = str(error.get("message") or "") or None
-            if kind == "turn.failed":  # the task could have written it: a known class or none
+            if kind == "turn.failed":
+                error = event.get("error")
+                if isinstance(error, dict):
+                    record.message = str(error.get("message") or "") or None
+                # The task could have written it: a known class or none.
                 said = event.get("failure_class")
                 record.failure_class = said if said in FAILURE_CLASSES else None
 

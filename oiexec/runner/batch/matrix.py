@@ -70,10 +70,8 @@ class Matrix:
 
     def combinations(self) -> list[tuple[tuple[str, str], ...]]:
         keys = [key for key, _ in self.axes]
-        return [tuple(zip(keys, values, strict=True)) for values in self._products()]
-
-    def _products(self) -> list[tuple[str, ...]]:
-        return list(itertools.product(*(values for _, values in self.axes)))
+        products = itertools.product(*(values for _, values in self.axes))
+        return [tuple(zip(keys, values, strict=True)) for values in products]
 
 
 def value_problem(value: str) -> str | None:

@@ -20,8 +20,7 @@ from typing import Any
 
 from oiexec.core.errors import FAILURE_CLASSES
 from oiexec.runner.batch.costs import per_success, total_cost
-from oiexec.runner.batch.plan import failure_class_of_record
-from oiexec.runner.batch.record import FINISHED, TaskRecord
+from oiexec.runner.batch.record import FINISHED, TaskRecord, failure_class_of_record
 
 __all__ = [
     "Combination",

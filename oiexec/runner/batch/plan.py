@@ -20,8 +20,8 @@ from dataclasses import dataclass
 from enum import Enum
 from pathlib import Path
 
-from oiexec.core.errors import FAILURE_CLASSES, UsageError, failure_class_for_exit
-from oiexec.runner.batch.record import TaskRecord
+from oiexec.core.errors import FAILURE_CLASSES, UsageError
+from oiexec.runner.batch.record import TaskRecord, failure_class_of_record
 from oiexec.runner.batch.tasks import Task
 
 __all__ = [
@@ -29,7 +29,6 @@ __all__ = [
     "Shard",
     "ShardChoice",
     "decide",
-    "failure_class_of_record",
     "input_hash",
     "parse_retry",
     "parse_shard",
@@ -193,18 +192,6 @@ def decide(previous: TaskRecord | None, digest: str, *, retry: Collection[str]) 
     if previous.status != "success" and failure_class_of_record(previous) in retry:
         return Action.RESUME
     return Action.SKIP
-
-
-def failure_class_of_record(record: TaskRecord) -> str | None:
-    """A finished task's failure class; for a record written before runs said theirs, what
-    its exit code implies (a status with no exit code is the batch's own doing: internal)."""
-    if record.status == "success":
-        return None
-    if record.failure_class is not None:
-        return record.failure_class
-    if record.exit_code is None:
-        return "internal"
-    return failure_class_for_exit(record.exit_code) or "internal"
 
 
 def parse_retry(text: str) -> frozenset[str]:

@@ -20,7 +20,7 @@ from oiexec.core.errors import UsageError
 from oiexec.output.reportfile import ReportDir
 from oiexec.runner.batch.layout import SUMMARY_FILE
 from oiexec.runner.batch.matrix_report import markdown
-from oiexec.runner.batch.matrix_stats import matrix_section
+from oiexec.runner.batch.matrix_stats import group, matrix_section
 from oiexec.runner.batch.merge import read_records, read_summary, summary_record
 from oiexec.runner.batch.record import TaskRecord
 from oiexec.runner.batch.report import render
@@ -37,23 +37,25 @@ class Rebuilt:
     markdown: str
 
 
-def _matrix_of(dirs: Sequence[Path]) -> tuple[str, list[TaskRecord], dict[str, Any]]:
+def _matrix_records(dirs: Sequence[Path]) -> tuple[str, list[TaskRecord]]:
+    """The batch's name and its task records, checked; `UsageError` unless some are matrix
+    runs."""
     names, records, _ = read_records(dirs)
-    section = matrix_section(records)
-    if section is None:
+    if group(records) is None:
         shown = ", ".join(str(d) for d in dirs)
         raise UsageError(f"{shown}: no matrix run in the summary (a plain batch)", hint=_HINT)
-    return (names.pop() if names else "batch"), records, section
+    return (names.pop() if names else "batch"), records
 
 
 def _old_section(old: Path) -> dict[str, Any]:
     """The matrix of an earlier report: an output directory, or a summary.json by any name."""
     if old.is_dir():
-        return _matrix_of([old])[2]
-    if not old.exists():
+        records = _matrix_records([old])[1]
+    elif not old.exists():
         raise UsageError(f"--compare {old}: no such file or directory")
-    summary = read_summary(old.parent, old)
-    records = [summary_record(old, i, e) for i, e in enumerate(summary["tasks"], start=1)]
+    else:
+        summary = read_summary(old.parent, old)
+        records = [summary_record(old, i, e) for i, e in enumerate(summary["tasks"], start=1)]
     section = matrix_section(records)
     if section is None:
         raise UsageError(f"--compare {old}: no matrix run in that summary", hint=_HINT)
@@ -63,7 +65,7 @@ def _old_section(old: Path) -> dict[str, Any]:
 def rebuild(dirs: Sequence[Path], compare: Path | None = None) -> Rebuilt:
     """summary.json (as `batch merge` of `dirs` writes it) and report.md; `UsageError` for a
     directory that is not a batch's, entries no run writes, or no matrix."""
-    name, records, section = _matrix_of(dirs)
+    name, records = _matrix_records(dirs)
     summary, _ = render(name, records)
     # The rendered summary holds the section as JSON: the Markdown shows those very numbers.
     section = json.loads(summary)["matrix"]

@@ -14,7 +14,7 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from oiexec.core.errors import FAILURE_CLASSES, ExitCode
+from oiexec.core.errors import FAILURE_CLASSES, ExitCode, failure_class_for_exit
 from oiexec.core.numbers import MAX_SECONDS, NumberRange
 from oiexec.output.reportfile import ReportDir
 
@@ -30,6 +30,7 @@ __all__ = [
     "TaskRecord",
     "Tokens",
     "checked_record",
+    "failure_class_of_record",
     "is_session_id",
     "read_output",
     "read_record",
@@ -85,6 +86,18 @@ def status_for_exit(code: int) -> str:
         return _BY_EXIT.get(ExitCode(code), "failed")
     except ValueError:
         return "failed"
+
+
+def failure_class_of_record(record: TaskRecord) -> str | None:
+    """A finished task's failure class; for a record written before runs said theirs, what
+    its exit code implies (a status with no exit code is the batch's own doing: internal)."""
+    if record.status == "success":
+        return None
+    if record.failure_class is not None:
+        return record.failure_class
+    if record.exit_code is None:
+        return "internal"
+    return failure_class_for_exit(record.exit_code) or "internal"
 
 
 @dataclass

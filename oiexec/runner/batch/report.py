@@ -98,7 +98,7 @@ def render(name: str, records: Sequence[TaskRecord]) -> tuple[str, str]:
         summary["matrix"] = matrix
     summary["tasks"] = [record.summary_entry() for record in ordered]
     text = json.dumps(summary, indent=2, ensure_ascii=False) + "\n"
-    return text, _junit(name, ordered)
+    return text, _junit(name, ordered, matrix)
 
 
 def _unicode(text: str) -> str:
@@ -130,14 +130,14 @@ def write_reports(out: ReportDir, name: str, records: Sequence[TaskRecord]) -> N
     out.write(JUNIT_FILE, junit)
 
 
-def _junit(name: str, records: Sequence[TaskRecord]) -> str:
-    """One suite; one per combination for a matrix run (its pass@k among the properties)."""
+def _junit(name: str, records: Sequence[TaskRecord], matrix: dict[str, Any] | None) -> str:
+    """One suite; one per combination for a matrix run (`matrix`, its summary section: the
+    combinations in `group`'s order, with their pass@k among the suite's properties)."""
     groups = group(records)
-    if groups is None:
+    if groups is None or matrix is None:
         return junit_text([_suite(name, name, records)])
-    matrix = matrix_section(records) or {}
     suites = []
-    for item, stats in zip(groups, matrix.get("combinations", []), strict=True):
+    for item, stats in zip(groups, matrix["combinations"], strict=True):
         suite_name = f"{name} [{item.label}]"
         rates = {f"pass_at_{k}": _rate(rate) for k, rate in stats["pass_at"].items()}
         suites.append(_suite(suite_name, suite_name, item.records, rates))

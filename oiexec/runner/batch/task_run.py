@@ -207,8 +207,7 @@ def _workspace(
     """Where the task runs and its base commit: the kept worktree of the run it resumes, or
     a fresh one (its earlier files cleared). `GitError` when it cannot be had."""
     task_dir = ctx.out / task.id
-    if resumed is not None:
-        record.attempts = resumed.attempts
+    if resumed is not None:  # its attempts and history are on the record already (run_task)
         return task_dir / WORKTREE_DIR / source.subdir, _base_of(ctx.out, task_dir)
     _clear(ctx.out_dir, task.id)
     cwd, base = prepare(source, task_dir)
