@@ -9,24 +9,34 @@ import click
 
 from oiexec.cli.options import exec_options, merged_params
 from oiexec.cli.request import build_request
-from oiexec.cli.review_cmd import exec_review_command
 
 _DEFAULT = "__prompt__"
 
 
 class ExecGroup(click.Group):
-    """`exec [OPTIONS] [PROMPT]` and `exec resume|fork ...` on one command, as in Codex: a
-    first argument that is not a subcommand name is the prompt."""
+    """`exec [OPTIONS] [PROMPT]` and `exec resume|fork|review ...` on one command, as in
+    Codex: a first argument that is not a subcommand name is the prompt.
+
+    `review` is imported only when named (or listed by `--help`): its options and the review
+    machinery behind them are a few milliseconds of every exec run that is not a review."""
 
     def resolve_command(
         self, ctx: click.Context, args: list[str]
     ) -> tuple[str | None, click.Command | None, list[str]]:
-        if args and args[0] in self.commands and args[0] != _DEFAULT:
+        if args and args[0] != _DEFAULT and self.get_command(ctx, args[0]) is not None:
             return super().resolve_command(ctx, args)
         return _DEFAULT, self.commands[_DEFAULT], args
 
+    def get_command(self, ctx: click.Context, cmd_name: str) -> click.Command | None:
+        if cmd_name == "review" and "review" not in self.commands:
+            from oiexec.cli.review_cmd import exec_review_command
+
+            self.add_command(exec_review_command, "review")
+        return super().get_command(ctx, cmd_name)
+
     def list_commands(self, ctx: click.Context) -> list[str]:
-        return [name for name in super().list_commands(ctx) if name != _DEFAULT]
+        names = set(super().list_commands(ctx)) | {"review"}
+        return sorted(names - {_DEFAULT})
 
 
 @click.group(
@@ -94,9 +104,6 @@ def resume_command(
 def fork_command(ctx: click.Context, /, session_id: str, prompt: str | None, **_: Any) -> None:
     """Start a new session from a copy of SESSION_ID's history, made as its run was."""
     _execute(ctx, prompt, append_stdin=False, fork_from=session_id)
-
-
-exec_group.add_command(exec_review_command, "review")
 
 
 def _resume(

@@ -19,13 +19,11 @@ anything below a table the schema leaves open (`desktop.**`). A key TOML would n
 
 from __future__ import annotations
 
-import argparse
 import functools
 import json
 import re
 import sys
 from collections.abc import Iterator, Sequence
-from importlib import resources
 from pathlib import Path
 from typing import Any
 
@@ -112,6 +110,8 @@ _END = ""
 def _known() -> dict[str, Any]:
     """The known key paths as a tree, one level per key part (a config with thousands of
     keys is checked key by key; walking ~800 patterns for each took minutes)."""
+    from importlib import resources
+
     text = resources.files("oiexec.config").joinpath("codex_keys.txt").read_text("utf-8")
     tree: dict[str, Any] = {}
     for line in text.splitlines():
@@ -147,6 +147,8 @@ def render(schema_path: Path) -> str:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
+    import argparse
+
     parser = argparse.ArgumentParser(
         prog="python -m oiexec.config.codex_schema",
         description="Derive the key paths Codex's config knows from its config schema.",

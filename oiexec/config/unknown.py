@@ -9,7 +9,6 @@ from typing import Any
 
 from pydantic import BaseModel
 
-from oiexec.config.codex_schema import codex_knows
 from oiexec.config.effects import IgnoredKey
 from oiexec.config.envtext import without_none
 from oiexec.config.layers import Layer, layer_of, leaf_paths
@@ -57,6 +56,9 @@ def _take_unknown(
                 hint="A profile takes description, extends, filesystem, network and "
                 "workspace_roots; fix the key so no rule is lost.",
             )
+        # Imported here: a config without unknown keys (most runs) never needs Codex's list.
+        from oiexec.config.codex_schema import codex_knows
+
         if codex_knows(key_path):
             # Codex's key, not a typo: reported as having no effect (oiexec.config.effects),
             # each value a table holds by its own key, as a user would look it up.

@@ -18,7 +18,6 @@ where it lands is fixed before the model runs, and no link a command planted is 
 
 from __future__ import annotations
 
-import html
 import os
 import secrets
 import sys
@@ -190,6 +189,8 @@ class RunSummary:
 def _cell(text: str) -> str:
     """Text for a Markdown table cell: HTML-escaped (a file name is no markup), `|` kept
     from splitting the cell, line breaks as `<br>`."""
+    import html  # only a step summary has cells: a run outside CI never needs it
+
     escaped = html.escape(redact(text), quote=False).replace("|", "&#124;")
     return "<br>".join(escaped.splitlines()) or escaped
 

@@ -25,11 +25,10 @@ import random
 import time
 from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass
-from typing import Any, Protocol, TypeVar
+from typing import TYPE_CHECKING, Any, Protocol, TypeVar
 
 import httpx
 from httpx_sse import EventSource, ServerSentEvent, SSEError
-from tenacity import RetryCallState, Retrying, retry_if_exception_type, stop_after_attempt
 
 from oiexec.config.environment import RETRY_BASE_DELAY_ENV
 from oiexec.config.settings import ProviderConfig
@@ -46,6 +45,9 @@ from oiexec.providers.answers import (
     status_advice,
 )
 from oiexec.providers.idle import ConnectionLedger, IdleWatch, is_keepalive
+
+if TYPE_CHECKING:
+    from tenacity import RetryCallState
 
 __all__ = [
     "DEFAULT_ORIGINATOR",
@@ -287,28 +289,52 @@ class ProviderHttp:
 
         `parse` raises `StreamInterrupted` when the events end before the response completed.
         """
-        retrying = self._retrying(self.provider.stream_max_retries, StreamInterrupted, on_retry)
         try:
-            for attempt in retrying:
-                with attempt:
-                    return self._stream_once(path, body, parse, on_retry)
+            return self._attempts(
+                self.provider.stream_max_retries,
+                StreamInterrupted,
+                on_retry,
+                lambda: self._stream_once(path, body, parse, on_retry),
+            )
         except StreamInterrupted as exc:
             raise ProviderUnavailable(self._clean(exc.reason)) from None
         finally:
             self._observer.answered()
-        raise AssertionError("unreachable: tenacity either returns or raises")
 
     def _idle_detail(self, missing: str) -> str:
         """How a timed-out wait names its limit, so the user knows which key to raise."""
         ms = self.provider.stream_idle_timeout_ms
         return f"no {missing} for {ms / 1000:g}s, stream_idle_timeout_ms = {ms}"
 
-    def _retrying(
-        self, max_retries: int, retry_on: type[Exception], on_retry: RetryCallback
-    ) -> Retrying:
-        """One retry budget: `max_retries` after the first attempt, for `retry_on` only,
-        telling `on_retry` before each wait."""
-        return Retrying(
+    def _attempts(
+        self,
+        max_retries: int,
+        retry_on: type[Exception],
+        on_retry: RetryCallback,
+        once: Callable[[], T],
+    ) -> T:
+        """`once()`, and up to `max_retries` more after a `retry_on` failure, telling
+        `on_retry` before each wait.
+
+        The first attempt runs without tenacity: most runs never retry, and importing it
+        costs every run a dozen modules. After a failure, tenacity takes over from the start,
+        the first attempt replayed as the failure it was, so numbering and waits are what
+        they would have been had it run every attempt."""
+        try:
+            return once()
+        except retry_on as exc:
+            if max_retries <= 0:
+                raise
+            failed: list[Exception] = [exc]
+
+        from tenacity import Retrying, retry_if_exception_type, stop_after_attempt
+
+        def replay_then_once() -> T:
+            if failed:
+                raise failed.pop()
+            return once()
+
+        retrying = Retrying(
             stop=stop_after_attempt(max_retries + 1),
             retry=retry_if_exception_type(retry_on),
             wait=self._wait,
@@ -317,6 +343,10 @@ class ProviderHttp:
             ),
             reraise=True,
         )
+        for attempt in retrying:
+            with attempt:
+                return replay_then_once()
+        raise AssertionError("unreachable: tenacity either returns or raises")
 
     def _stream_once(
         self,
@@ -363,14 +393,15 @@ class ProviderHttp:
     def _open(
         self, path: str, body: dict[str, Any], on_retry: RetryCallback
     ) -> tuple[httpx.Response, IdleWatch]:
-        retrying = self._retrying(self.provider.request_max_retries, _RetryableRequest, on_retry)
         try:
-            for attempt in retrying:
-                with attempt:
-                    return self._send(path, body)
+            return self._attempts(
+                self.provider.request_max_retries,
+                _RetryableRequest,
+                on_retry,
+                lambda: self._send(path, body),
+            )
         except _RetryableRequest as exc:
             raise ProviderUnavailable(exc.message) from None
-        raise AssertionError("unreachable: tenacity either returns or raises")
 
     def _send(self, path: str, body: dict[str, Any]) -> tuple[httpx.Response, IdleWatch]:
         """One request: its event-stream response and the idle clock now guarding it."""

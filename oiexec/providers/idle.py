@@ -94,7 +94,16 @@ class IdleWatch:
     def __init__(self, limit: float, ledger: ConnectionLedger) -> None:
         self.limit = limit
         self._ledger = ledger
-        self._cond = threading.Condition()
+        # The request's side runs in the main thread, where Ctrl-C, SIGTERM and --timeout
+        # raise from their signal handlers wherever it is. A `threading.Condition` is not safe
+        # there: an exception landing just after its Python `__enter__` took the lock left
+        # the lock held for good, and one inside `notify` left its waiter list inconsistent;
+        # either way the watchdog never woke and `close` joined it forever (a batch task
+        # outliving SIGTERM until the batch killed it). So the two sides share no lock: the
+        # state is plain attributes, each written whole, and the watchdog sleeps on `_wake`,
+        # a C lock held while no wake is pending, which one C call (`release`) wakes.
+        self._wake = threading.Lock()
+        self._wake.acquire()
         #: Unarmed until the request has been sent: a slow upload is not an idle stream.
         self._deadline = float("inf")
         self._stream: Any = None
@@ -116,33 +125,36 @@ class IdleWatch:
         """The headers arrived (they count as progress): from now on the clock guards this
         response's own connection, and every chunk is checked against it too."""
         stream = response.extensions.get("network_stream")
-        with self._cond:
-            if stream is not None:
-                self._stream = stream
-            self._deadline = time.monotonic() + self.limit
-            self._cond.notify()
+        if stream is not None:
+            self._stream = stream
+        self._deadline = time.monotonic() + self.limit
+        self._poke()
         if isinstance(response.stream, httpx.SyncByteStream):
             response.stream = _CheckedStream(response.stream, self)
 
     def progress(self) -> None:
         """A complete event arrived. The watchdog is not woken: it finds the later deadline
         when its wait ends, so a busy stream costs no thread switches."""
-        with self._cond:
-            self._deadline = time.monotonic() + self.limit
+        self._deadline = time.monotonic() + self.limit
 
     def expired(self) -> bool:
         return self.fired or time.monotonic() >= self._deadline
 
     def close(self) -> None:
         """Stop the watchdog and wait for its thread (idempotent). Once this returns, the
-        watchdog has shut nothing down and never will."""
-        with self._cond:
-            if self._closed:
-                return
-            self._closed = True
-            self._cond.notify()
+        watchdog has shut nothing down since and never will (a shutdown under way when it was
+        called has ended)."""
+        if self._closed:
+            return
+        self._closed = True
+        self._poke()
         self._thread.join()
         self._ledger.end()
+
+    def _poke(self) -> None:
+        """Wakes the watchdog to look at the state again (one wake pending at most)."""
+        with suppress(RuntimeError):  # not held: a wake is already pending
+            self._wake.release()
 
     # -- httpcore's trace extension (runs on the request's thread) -------------------------
 
@@ -151,25 +163,21 @@ class IdleWatch:
             stream = info.get("return_value")
             if stream is not None:
                 self._ledger.opened(stream)
-                with self._cond:
-                    self._stream = stream
+                self._stream = stream
         elif name == "http11.receive_response_headers.started":
-            with self._cond:
-                self._deadline = time.monotonic() + self.limit
-                self._cond.notify()
+            self._deadline = time.monotonic() + self.limit
+            self._poke()
 
     # -- the watchdog thread ----------------------------------------------------------------
 
     def _watch(self) -> None:
-        with self._cond:
-            while not self._closed:
-                remaining = self._deadline - time.monotonic()
-                if remaining <= 0:
-                    # Under the lock: `close` cannot return while a shutdown is under way.
-                    self.fired = True
-                    self._shut_down()
-                    return
-                self._cond.wait(None if remaining == float("inf") else remaining)
+        while not self._closed:
+            remaining = self._deadline - time.monotonic()
+            if remaining <= 0:
+                self.fired = True
+                self._shut_down()
+                return
+            self._wake.acquire(timeout=-1 if remaining == float("inf") else remaining)
 
     def _shut_down(self) -> None:
         streams = [self._stream] if self._stream is not None else []

@@ -15,12 +15,10 @@ import contextlib
 import errno
 import fcntl
 import os
-import pty
 import select
 import signal
 import struct
 import subprocess
-import termios
 import threading
 import time
 from collections.abc import Callable
@@ -114,7 +112,15 @@ class ProcessSession:
         self.owner: object | None = None
         #: Called once when the registry closes a session its owner never finished.
         self.on_close: Callable[[ProcessSession], object] | None = None
-        self._cond = threading.Condition()
+        # The main thread takes the plain lock (`with self._lock`), never the Condition or an
+        # Event: their `__enter__`/`wait` are Python code, and the exception Ctrl-C, SIGTERM
+        # or --timeout raises in the main thread could land just after the lock was taken,
+        # leaving it held for good: the reader and waiter threads then block on it, and the
+        # clean-up that waits for them hangs (`providers/idle.py` had that bug). A C lock's
+        # `with` cannot be cut between acquiring and entering.
+        self._lock = threading.Lock()
+        self._cond = threading.Condition(self._lock)
+        self._exit_seen = False
         self._pending = _Capped()
         self._all = _Capped()
         self._decoder = codecs.getincrementaldecoder("utf-8")(errors="replace")
@@ -134,7 +140,6 @@ class ProcessSession:
         self._reader.start()
         # A blocking waitpid in its own thread wakes `wait()` the moment the process exits;
         # Popen.wait(timeout) polls with sleeps of up to 50 ms, paid on every command.
-        self._exited = threading.Event()
         threading.Thread(
             target=self._wait_for_exit, name=f"oiexec-wait-{self.pid}", daemon=True
         ).start()
@@ -142,7 +147,9 @@ class ProcessSession:
     def _wait_for_exit(self) -> None:
         with contextlib.suppress(Exception):
             self._popen.wait()
-        self._exited.set()
+        with self._lock:
+            self._exit_seen = True
+            self._cond.notify_all()
 
     # --- output -----------------------------------------------------------------------
 
@@ -165,19 +172,19 @@ class ProcessSession:
                     return  # EIO: every holder of the PTY's slave side is gone
                 if not data:
                     return
-                with self._cond:
+                with self._lock:
                     if not self._discard:
                         self._pending.append(data)
                         self._all.append(data)
                     self._cond.notify_all()
         finally:
-            with self._cond:
+            with self._lock:
                 self._eof = True
                 self._cond.notify_all()
 
     def take_output(self) -> str:
         """Output produced since the last call, decoded as UTF-8 (invalid bytes replaced)."""
-        with self._cond:
+        with self._lock:
             data = self._pending.getvalue()
             self._pending = _Capped()
             final = self._eof
@@ -185,7 +192,7 @@ class ProcessSession:
 
     def output_so_far(self) -> str:
         """Everything the command printed (its head and tail past `OUTPUT_CAP_BYTES`)."""
-        with self._cond:
+        with self._lock:
             data = self._all.getvalue()
         return data.decode("utf-8", errors="replace")
 
@@ -200,8 +207,13 @@ class ProcessSession:
     def wait(self, timeout: float) -> int | None:
         """Wait up to `timeout` seconds for the main process to exit, then briefly for its
         last output. Returns the exit status, or None if it is still running."""
-        if not self._exited.wait(max(0.0, timeout)):
-            return None
+        deadline = time.monotonic() + max(0.0, timeout)
+        with self._lock:
+            while not self._exit_seen:
+                left = deadline - time.monotonic()
+                if left <= 0:
+                    return None
+                self._cond.wait(left)
         self._drain()
         return self.exit_code
 
@@ -209,7 +221,7 @@ class ProcessSession:
         # The reader keeps running: a background child may still hold the output open, and
         # closing our end would kill it with SIGPIPE. Only the wait for EOF is bounded.
         deadline = time.monotonic() + DRAIN_GRACE
-        with self._cond:
+        with self._lock:
             while not self._eof:
                 left = deadline - time.monotonic()
                 if left <= 0:
@@ -272,7 +284,7 @@ class ProcessSession:
     def detach(self) -> None:
         """Stop collecting output but leave background children of the command running
         until `close`; their writes are read and discarded so they do not die of SIGPIPE."""
-        with self._cond:
+        with self._lock:
             self._discard = True
             self._pending = _Capped()
 
@@ -345,6 +357,10 @@ def _popen_pipes(prepared: PreparedCommand) -> subprocess.Popen[bytes]:
 
 
 def _spawn_pty(prepared: PreparedCommand) -> tuple[subprocess.Popen[bytes], int]:
+    # Imported here, before the fork: pty and termios (and tty) serve only `tty` commands.
+    import pty
+    import termios
+
     master, slave = pty.openpty()
     inner = prepared.preexec_fn
 

@@ -49,6 +49,15 @@ def _processes_under(directory: Path) -> list[str]:
     return found
 
 
+def _task_logs(out: Path) -> str:
+    """Each task's own stderr: where a task that did not end in time says why (a run whose
+    clean-up hangs after SIGTERM writes every thread's stack there, `runner/signals.py`)."""
+    return "\n".join(
+        f"--- {log}:\n{log.read_text(errors='replace')[-6000:]}"
+        for log in sorted(out.glob("*/stderr.log"))
+    )
+
+
 def _command_running(directory: Path) -> bool:
     return any(_COMMAND in line for line in _processes_under(directory))
 
@@ -98,7 +107,7 @@ def test_sigint_at_any_moment_ends_the_batch_and_every_task_promptly(
             proc.wait()
     stderr = err.decode()
     assert proc.returncode == 130, stderr
-    assert took < _PROMPT_S, f"{took:.1f}s to stop:\n{stderr}"
+    assert took < _PROMPT_S, f"{took:.1f}s to stop:\n{stderr}\n{_task_logs(out)}"
     assert "Traceback" not in stderr and "SIGINT" in stderr
     # Every task process and command is gone (the zygote follows its batch at once).
     _wait_for(lambda: not _processes_under(work), timeout=_PROMPT_S)

@@ -36,12 +36,15 @@ def test_questions_about_the_cli_import_nothing_a_run_needs(argv: list[str]) -> 
 #: pydantic-settings (with asyncio, dotenv and its cloud sources) is needed only to read a
 #: config variable; the OpenTelemetry SDK, its exporter and protobuf only with `[otel]`;
 #: importlib.metadata (zipfile, csv...) only for pydantic's plugin search, which the CLI
-#: answers itself (oiexec/_entry.py). (`-X
+#: answers itself (oiexec/_entry.py); tenacity only once a request is retried; pty and termios
+#: only for a `tty` command; `exec review`'s options and Codex's config key list (with
+#: argparse) only when named or needed. (`-X
 #: importtime` also lists an import refused by a None in sys.modules, so the names are modules
 #: loaded only by a real one.)
 NOT_FOR_A_RUN = (
     "rich.console", "rich.pretty", "pygments", "mcp", "pydantic_settings", "structlog", "asyncio",
     "opentelemetry", "oiexec.output.otel", "google.protobuf", "requests", "importlib.metadata",
+    "tenacity", "pty", "termios", "argparse", "oiexec.cli.review_cmd", "oiexec.config.codex_schema",
 )  # fmt: skip
 
 
