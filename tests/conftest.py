@@ -123,17 +123,19 @@ def _compile_once(config: pytest.Config) -> None:
 
 @pytest.hookimpl(tryfirst=True)
 def pytest_cmdline_main(config: pytest.Config) -> None:
-    """Parallel (`-n auto`) when pytest-xdist is installed, plain sequential pytest when it is
-    not (so `addopts` cannot name its options); an explicit `-n` or `--dist` wins. Work
-    stealing: an idle worker takes queued tests from a busy one, so the run ends when the
-    work does rather than when the unluckiest worker's share does. One worker per core:
-    with more (2 cores: 366 s against 435 s) a batch task sometimes outlived SIGTERM until
-    the batch's 10 s grace ran out (`test_early_interrupt`, 2 of 7 full runs), a defect to
-    find, not to provoke at random in CI."""
+    """Parallel when pytest-xdist is installed, plain sequential pytest when it is not (so
+    `addopts` cannot name its options); an explicit `-n` or `--dist` wins. Two workers per
+    core: the suite waits (on CLI runs, sandboxes, servers, streams) about half its time, so
+    with one worker per core a core sat idle whenever its worker waited (2 cores: 325-329 s
+    against 381-439 s). Work stealing: an idle worker takes queued tests from a busy one, so
+    the run ends when the work does rather than when the unluckiest worker's share does.
+    (The extra worker was tried before and reverted: under its load a batch task sometimes
+    outlived SIGTERM. That was a lock a signal could leave held in the stream's idle clock,
+    now fixed, `tests/providers/test_idle_interrupt.py`.)"""
     if not config.pluginmanager.hasplugin("xdist") or hasattr(config, "workerinput"):
         return
     if getattr(config.option, "numprocesses", None) is None:
-        config.option.numprocesses = "auto"
+        config.option.numprocesses = 2 * len(os.sched_getaffinity(0))
     if getattr(config.option, "dist", "no") == "no":
         config.option.dist = "worksteal"
 
