@@ -381,9 +381,12 @@ def resolve_commit(repo_root: Path, ref: str | None) -> str:
 
 
 def add_worktree(repo_root: Path, dest: Path, commit: str) -> None:
-    """A detached worktree of `repo_root` at `commit` in `dest` (a stale one there is removed
-    first). The source checkout's HEAD, index and files are left as they are."""
-    remove_worktree(repo_root, dest)
+    """A detached worktree of `repo_root` at `commit` in `dest` (a worktree already there is
+    removed first). The source checkout's HEAD, index and files are left as they are. A
+    registration left behind by a `dest` deleted by hand is dropped by `prune_worktrees`,
+    which a batch runs once per repository rather than once per task."""
+    if dest.exists():
+        remove_worktree(repo_root, dest)
     _in_own_repository(
         ["worktree", "add", "--detach", "--force", "--", str(dest), commit],
         cwd=repo_root,
@@ -404,8 +407,15 @@ def remove_worktree(repo_root: Path, dest: Path) -> None:
                 what="git worktree remove",
                 where=repo_root,
             )
+            return  # files and registration gone: nothing left to prune
         except GitError:
             shutil.rmtree(dest, ignore_errors=True)
+    # The directory was gone or would not be removed: drop what is registered for it.
+    prune_worktrees(repo_root)
+
+
+def prune_worktrees(repo_root: Path) -> None:
+    """Drops the registrations of `repo_root`'s worktrees whose directories are gone."""
     _in_own_repository(
         ["worktree", "prune"], cwd=repo_root, what="git worktree prune", where=repo_root
     )

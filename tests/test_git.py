@@ -5,6 +5,7 @@ config that makes git run nothing."""
 from __future__ import annotations
 
 import os
+import shutil
 import subprocess
 from pathlib import Path
 
@@ -17,6 +18,7 @@ from oiexec.git import (
     clone_at,
     find_project_root,
     is_git_marker,
+    prune_worktrees,
     remove_worktree,
     repository_root,
     resolve_commit,
@@ -146,6 +148,33 @@ def test_a_batch_worktree_ignores_the_git_location_the_runner_inherited(
     assert not hook_index.exists()
     remove_worktree(source, tmp_path / "wt")
     assert not (tmp_path / "wt").exists()
+
+
+def test_a_worktree_replaces_a_stale_one_and_removing_leaves_no_registration(
+    tmp_path: Path,
+) -> None:
+    source = tmp_path / "source"
+    head = _committed(source, {"a.txt": "a\n"})
+    dest = tmp_path / "out" / "wt"
+
+    def registered() -> list[str]:
+        listing = run_git_text(["worktree", "list", "--porcelain"], cwd=source, check=True)
+        return [line for line in listing.stdout.splitlines() if line.startswith("worktree ")]
+
+    add_worktree(source, dest, head)
+    (dest / "a.txt").write_text("edited\n")
+    add_worktree(source, dest, head)  # a worktree left there by an earlier run: replaced
+    assert (dest / "a.txt").read_text() == "a\n"
+    shutil.rmtree(tmp_path / "out")  # the output directory deleted by hand
+    prune_worktrees(source)  # as a batch does once per repository, before its first task
+    add_worktree(source, dest, head)
+    assert (dest / "a.txt").read_text() == "a\n"
+    assert registered() == [f"worktree {source}", f"worktree {dest}"]
+    remove_worktree(source, dest)
+    assert not dest.exists()
+    assert registered() == [f"worktree {source}"]
+    shutil.rmtree(tmp_path / "out")
+    remove_worktree(source, dest)  # nothing there: fine
 
 
 def test_a_batch_worktree_keeps_the_sources_filters_and_runs_no_hook(tmp_path: Path) -> None:

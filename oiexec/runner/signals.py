@@ -9,8 +9,9 @@ import signal
 import sys
 import threading
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from types import FrameType
+from typing import Any
 
 from oiexec.core.errors import Interrupted, RunTimedOut
 from oiexec.core.interrupts import deliver
@@ -34,7 +35,8 @@ def deadline_alarm(deadline: float | None) -> Iterator[None]:
     previous = signal.signal(signal.SIGALRM, on_alarm)
     signal.setitimer(signal.ITIMER_REAL, max(0.001, deadline - time.monotonic()))
     try:
-        yield
+        with _redelivered(lambda exc: isinstance(exc, RunTimedOut), signal.SIGALRM):
+            yield
     finally:
         signal.setitimer(signal.ITIMER_REAL, 0)
         signal.signal(signal.SIGALRM, previous)
@@ -54,8 +56,15 @@ def interrupt_signals() -> Iterator[None]:
         yield
         return
     first: list[Interrupted] = []
+    #: Set when the first signal's exception was dropped (see `_redelivered`): the handler
+    #: runs once more to raise it again, which is not the user insisting.
+    again: list[bool] = []
 
     def on_signal(signum: int, _frame: FrameType | None) -> None:
+        if again:
+            again.clear()
+            deliver(first[0])
+            return
         if first:
             sys.stderr.write("interrupted again: exiting without cleanup\n")
             sys.stderr.flush()
@@ -64,9 +73,16 @@ def interrupt_signals() -> Iterator[None]:
         _watch_cleanup()
         deliver(first[0])
 
+    def dropped(exc: BaseException) -> bool:
+        if first and exc is first[0]:
+            again.append(True)
+            return True
+        return False
+
     previous = {sig: signal.signal(sig, on_signal) for sig in (signal.SIGINT, signal.SIGTERM)}
     try:
-        yield
+        with _redelivered(dropped, signal.SIGTERM):
+            yield
     finally:
         for sig, handler in previous.items():
             signal.signal(sig, handler)
@@ -74,6 +90,42 @@ def interrupt_signals() -> Iterator[None]:
             import faulthandler
 
             faulthandler.cancel_dump_traceback_later()
+
+
+#: How soon a dropped signal exception is raised again: long enough for the hook that saw it
+#: dropped to have returned, short enough not to be noticed.
+_REDELIVER_S = 0.01
+
+
+@contextlib.contextmanager
+def _redelivered(ours: Callable[[BaseException], bool], signum: signal.Signals) -> Iterator[None]:
+    """A signal handler's exception raised where Python can only print it and go on (inside
+    a finalizer or a garbage-collector callback that the signal happened to interrupt) is
+    raised again, at the main thread's next step: otherwise the run never learns of its
+    signal (seen: a batch task that printed "Exception ignored in: ... Interrupted", went on
+    waiting for its command and was killed at the batch's grace). `ours` tells our
+    exceptions apart (and may note that one is on its way again); the handler for `signum`
+    is run once more, as if the signal had come again."""
+    import _thread
+
+    previous = sys.unraisablehook
+
+    def hook(unraisable: Any) -> None:
+        if unraisable.exc_value is not None and ours(unraisable.exc_value):
+            # Shortly, from another thread: run now, the handler would raise inside this
+            # hook, where its exception is dropped too.
+            again = threading.Timer(_REDELIVER_S, _thread.interrupt_main, (signum,))
+            again.daemon = True
+            with contextlib.suppress(RuntimeError):  # no thread at interpreter shutdown
+                again.start()
+            return
+        previous(unraisable)
+
+    sys.unraisablehook = hook
+    try:
+        yield
+    finally:
+        sys.unraisablehook = previous
 
 
 #: Cleanup after a signal takes well under a second; a run still alive this long after it is

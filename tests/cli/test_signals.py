@@ -181,3 +181,49 @@ def test_a_cleanup_that_hangs_after_a_signal_leaves_its_stacks_on_stderr(
     )
     assert proc.returncode == 0, proc.stderr
     assert ("in cleanup_that_hangs" in proc.stderr) is dumped, proc.stderr
+
+
+_SIGNAL_IN_A_FINALIZER = """
+import gc, os, signal, sys, time
+from oiexec.core.errors import Interrupted, RunTimedOut
+from oiexec.runner import signals
+
+class Finalized:
+    def __del__(self):
+        # The signal arrives while a finalizer runs: its handler's exception can only be
+        # printed and dropped there.
+        if sys.argv[1] == "timeout":
+            signal.setitimer(signal.ITIMER_REAL, 0.001)
+        else:
+            os.kill(os.getpid(), signal.SIGTERM)
+        deadline = time.monotonic() + 2
+        while time.monotonic() < deadline:
+            pass
+
+context = (signals.deadline_alarm(time.monotonic() + 60) if sys.argv[1] == "timeout"
+           else signals.interrupt_signals())
+with context:
+    try:
+        Finalized()  # finalized at once
+        time.sleep(5)  # the run going on, as a task waiting for its command did
+        print("not interrupted")
+    except (Interrupted, RunTimedOut) as exc:
+        print("ended:", type(exc).__name__)
+"""
+
+
+@pytest.mark.parametrize(
+    ("kind", "error"), [("sigterm", "Interrupted"), ("timeout", "RunTimedOut")]
+)
+def test_a_signal_that_lands_in_a_finalizer_still_ends_the_run(kind: str, error: str) -> None:
+    """Python drops an exception raised inside a finalizer ("Exception ignored in ...");
+    a signal's must be raised again where the run can see it."""
+    proc = subprocess.run(
+        [sys.executable, "-c", _SIGNAL_IN_A_FINALIZER, kind],
+        capture_output=True,
+        text=True,
+        timeout=30,
+    )
+    assert proc.stdout == f"ended: {error}\n", proc.stderr
+    assert "Exception ignored" not in proc.stderr
+    assert "interrupted again" not in proc.stderr

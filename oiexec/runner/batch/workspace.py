@@ -20,6 +20,7 @@ from oiexec.git import (
     GitError,
     add_worktree,
     clone_at,
+    prune_worktrees,
     remove_worktree,
     repository_root,
     resolve_commit,
@@ -33,6 +34,10 @@ WORKTREE_DIR = "worktree"
 # Worktree bookkeeping of one repository (add, remove, prune) is done one task at a time:
 # a prune must not judge a worktree another thread is half-way through adding.
 _WORKTREE_LOCK = threading.Lock()
+#: Repositories whose stale worktree registrations (an output directory deleted by hand)
+#: this process has pruned: once per repository, before its first task's worktree, rather
+#: than a git process more for every task on the path tasks take one at a time.
+_PRUNED: set[str] = set()
 
 # scp-like `user@host:path` or anything with a scheme (https://, ssh://, file://, git://).
 _URL_RE = re.compile(r"^([A-Za-z][A-Za-z0-9+.-]*://|[\w.-]+@[\w.-]+:)")
@@ -77,6 +82,9 @@ def prepare(source: Source, task_dir: Path) -> tuple[Path, str]:
     else:
         assert source.base is not None  # resolved for every local source
         with _WORKTREE_LOCK:
+            if source.location not in _PRUNED:
+                prune_worktrees(Path(source.location))
+                _PRUNED.add(source.location)
             add_worktree(Path(source.location), dest, source.base)
         commit = source.base
     return dest / source.subdir if source.subdir else dest, commit
