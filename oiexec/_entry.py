@@ -10,7 +10,7 @@ imports nothing but `sys` before the guard is in place.
 import sys
 
 
-def _lean() -> None:
+def lean_process() -> None:
     """Keep what a run never uses out of the process. `import httpx` imports its own command
     line client (`httpx._main`, which pulls in rich, pygments and click's whole tree) when those
     are installed, and they are (rich draws batch progress bars): ~75 modules on every run for
@@ -22,7 +22,8 @@ def _lean() -> None:
     # their kin ~47 modules and a tenth of a second of every run, to find no plugin (none is
     # installed with oiexec, and PYDANTIC_DISABLE_PLUGINS would still pay the import). This
     # CLI's process answers "no plugins" itself; the Python API, imported by someone else's
-    # program, leaves pydantic alone.
+    # program, leaves pydantic alone. The process runs are forked from (`runner/launch.py`)
+    # is ours too, and calls this first thing.
     if "pydantic" not in sys.modules:
         import types
 
@@ -81,7 +82,7 @@ def main() -> None:
     if page is not None:
         sys.stdout.write(page)
         return
-    _lean()
+    lean_process()
     try:
         from oiexec.cli import main as cli_main
     except KeyboardInterrupt:

@@ -10,6 +10,7 @@ written.
 
 from __future__ import annotations
 
+import contextlib
 import os
 import sys
 from typing import TYPE_CHECKING, Any
@@ -155,6 +156,7 @@ def run_command(
     summary.json, junit.xml or shard.json. The exec options below apply to every task; they are
     also the ceiling of its sandbox: a task's `sandbox` or `profile` may only tighten it.
     """
+    _start_launcher()
     from oiexec.core.errors import OiexecError
     from oiexec.runner.batch.progress import Events
 
@@ -170,6 +172,19 @@ def run_command(
         events.failed(exc.message, int(exc.exit_code))
         raise
     ctx.exit(code)
+
+
+def _start_launcher() -> None:
+    """Starts the process tasks are forked from (`runner/launch.py`) before anything else:
+    its imports (~0.5 s of a core) then overlap the batch's own imports, config, tasks file
+    and worktrees instead of following them, a delay every batch paid before its first task
+    (a 1-task batch of one turn, with the zygote's lean start-up: 1.5-1.9 s -> 1.2-1.4 s on
+    2 cores). A batch that stops before its first task takes it along; one that cannot
+    start it says so when a task would need it."""
+    from oiexec.runner.launch import LaunchError, prestart
+
+    with contextlib.suppress(LaunchError):
+        prestart()
 
 
 def _run(

@@ -39,9 +39,13 @@ from oiexec.runner.child_protocol import (
 __all__ = ["Child", "LaunchError", "Zygote", "spawn"]
 
 #: Imports the zygote with the caller's import path (without the working directory: nothing
-#: a run writes there can be imported), then serves the inherited socket.
+#: a run writes there can be imported), then serves the inherited socket. First it keeps out
+#: what the CLI keeps out of a run (`oiexec._entry.lean_process`: httpx's own command line
+#: client with rich and pygments, importlib.metadata), which its preload would otherwise
+#: load and every fork carry: ~130 modules and a tenth of a second before the first run.
 _BOOT = (
     "import json, sys; sys.path[:] = json.loads(sys.argv[1]); "
+    "from oiexec._entry import lean_process; lean_process(); "
     "from oiexec.runner.zygote import main; main(int(sys.argv[2]))"
 )
 

@@ -60,7 +60,7 @@ def _preload() -> None:
     from oiexec import _entry
     from oiexec.runner.zygote import PRELOAD
 
-    _entry._lean()  # what `main` does before importing the CLI
+    _entry.lean_process()  # what `main` does before importing the CLI
     for name in ("oiexec.cli", "oiexec.cli.sandbox_cmd", *PRELOAD, *_MCP_CLIENT):
         with contextlib.suppress(ImportError):
             importlib.import_module(name)

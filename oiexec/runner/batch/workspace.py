@@ -32,7 +32,9 @@ __all__ = ["WORKTREE_DIR", "Source", "full_diff", "prepare", "release", "resolve
 WORKTREE_DIR = "worktree"
 
 # Worktree bookkeeping of one repository (add, remove, prune) is done one task at a time:
-# a prune must not judge a worktree another thread is half-way through adding.
+# a prune must not judge a worktree another thread is half-way through adding, and git 2.39's
+# own adds are not safe side by side either (tried: one add failed reading the `commondir` of
+# the administrative directory another was still making).
 _WORKTREE_LOCK = threading.Lock()
 #: Repositories whose stale worktree registrations (an output directory deleted by hand)
 #: this process has pruned: once per repository, before its first task's worktree, rather
