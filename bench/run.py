@@ -6,8 +6,9 @@ imports, and a 6-turn scripted fix, side by side with `codex exec` when it is in
 The fix runs against the scripted model server on 127.0.0.1 with zero latency, so what is
 measured is the runner itself: wall and CPU time, peak RSS, and the time it adds on top of
 the commands the model asked for (measured by running the same commands directly). If a
-`codex` binary is found (PATH, or the Codex SDK test's node_modules), the same figures are
-printed for `codex exec`, in the same run.
+`codex` binary is found (PATH, or the Codex SDK test's node_modules: the suite installs the
+SDK without Codex's binaries, `npm install --prefix tests/sdk` adds them), the same figures
+are printed for `codex exec`, in the same run.
 
 Targets (2-core machine): `--version` and `exec --help` <= 40 ms; one exec run imports <= 480
 modules; the 6-turn fix: peak RSS <= 50 MiB, and beside codex wall <= 0.85x and runner CPU
@@ -354,7 +355,9 @@ def main() -> None:
             f" = {stack / theirs_cpu:.2f}x codex's runner CPU"
         )
     else:
-        print("codex: not installed (npm i @openai/codex, or pass --codex PATH) — skipped")
+        print(
+            "codex: not installed (npm install --prefix tests/sdk, or pass --codex PATH) — skipped"
+        )
 
 
 if __name__ == "__main__":
