@@ -104,17 +104,17 @@ def _redelivered(ours: Callable[[BaseException], bool], signum: signal.Signals) 
     raised again, at the main thread's next step: otherwise the run never learns of its
     signal (seen: a batch task that printed "Exception ignored in: ... Interrupted", went on
     waiting for its command and was killed at the batch's grace). `ours` tells our
-    exceptions apart (and may note that one is on its way again); the handler for `signum`
-    is run once more, as if the signal had come again."""
-    import _thread
-
+    exceptions apart (and may note that one is on its way again); `signum` is sent to the
+    main thread once more, which runs the handler again and wakes whatever it is blocked on
+    (`_thread.interrupt_main` would run the handler only once that wait has ended)."""
+    main = threading.main_thread().ident
     previous = sys.unraisablehook
 
     def hook(unraisable: Any) -> None:
-        if unraisable.exc_value is not None and ours(unraisable.exc_value):
+        if main is not None and unraisable.exc_value is not None and ours(unraisable.exc_value):
             # Shortly, from another thread: run now, the handler would raise inside this
             # hook, where its exception is dropped too.
-            again = threading.Timer(_REDELIVER_S, _thread.interrupt_main, (signum,))
+            again = threading.Timer(_REDELIVER_S, signal.pthread_kill, (main, signum))
             again.daemon = True
             with contextlib.suppress(RuntimeError):  # no thread at interpreter shutdown
                 again.start()
