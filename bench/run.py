@@ -221,11 +221,16 @@ def bench_version(argv: list[str], runs: int, *args: str) -> list[Measure]:
     return [run_measured([*argv, *flags], cwd=ROOT, env=env) for _ in range(runs)]
 
 
+def python_of(argv_for: list[str]) -> str:
+    """The Python the measured `interpreter` runs on (its venv's), else this one."""
+    python = Path(argv_for[0]).with_name("python") if argv_for[0].endswith("interpreter") else None
+    return str(python) if python is not None and python.exists() else sys.executable
+
+
 def stack_floor(argv_for: list[str], runs: int) -> list[Measure]:
     """The measured interpreter's Python importing click, pydantic (a model built) and httpx
     (a client made), nothing of oiexec."""
-    python = Path(argv_for[0]).with_name("python") if argv_for[0].endswith("interpreter") else None
-    exe = str(python) if python is not None and python.exists() else sys.executable
+    exe = python_of(argv_for)
     code = (
         "import click, httpx, pydantic\n"
         "class M(pydantic.BaseModel):\n    x: int\n"
@@ -259,8 +264,7 @@ def modules_imported(argv_for: list[str]) -> tuple[int, int]:
         for line in done.stderr.splitlines()
         if line.startswith("import time:") and "imported package" not in line
     }
-    python = Path(argv_for[0]).with_name("python") if argv_for[0].endswith("interpreter") else None
-    exe = str(python) if python is not None and python.exists() else sys.executable
+    exe = python_of(argv_for)
     find = (
         "import importlib.util, json, sys\n"
         "def absent(name):\n"
