@@ -126,7 +126,7 @@ def pytest_cmdline_main(config: pytest.Config) -> None:
     """Parallel when pytest-xdist is installed, plain sequential pytest when it is not (so
     `addopts` cannot name its options); an explicit `-n` or `--dist` wins. Two workers per
     core: the suite waits (on CLI runs, sandboxes, servers, streams) about half its time, so
-    with one worker per core a core sat idle whenever its worker waited (2 cores: 325-329 s
+    with one worker per core a core sat idle whenever its worker waited (2 cores: 307-335 s
     against 381-439 s). Work stealing: an idle worker takes queued tests from a busy one, so
     the run ends when the work does rather than when the unluckiest worker's share does.
     (The extra worker was tried before and reverted: under its load a batch task sometimes
