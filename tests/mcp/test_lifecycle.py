@@ -114,7 +114,9 @@ def test_servers_are_gone_after_sigterm_and_timeout(
     model_server.enqueue(
         reply(tool_calls=[call("mcp__mini__spawn", {"pidfile": str(childfile)})]), hang(60)
     )
-    extra = ["--timeout", "6"] if ending == "timeout" else []
+    # Long enough for the server to start and run its tool on a loaded machine (at 6 s, six
+    # workers on two cores once left the run timing out before the tool had run).
+    extra = ["--timeout", "12"] if ending == "timeout" else []
     flags = server_flags("mini", "--pidfile", str(pidfile))
     proc = _start([*exec_args(model_server), *extra, *flags, "go"], repo)
     try:
