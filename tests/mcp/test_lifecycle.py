@@ -115,10 +115,12 @@ def test_servers_are_gone_after_sigterm_and_timeout(
         reply(tool_calls=[call("mcp__mini__spawn", {"pidfile": str(childfile)})]), hang(60)
     )
     # Long enough for the server to start and run its tool on a loaded machine (at 6 s, six
-    # workers on two cores once left the run timing out before the tool had run).
+    # workers on two cores once left the run timing out before the tool had run); the hung
+    # model request must not reach its own idle limit first.
     extra = ["--timeout", "12"] if ending == "timeout" else []
     flags = server_flags("mini", "--pidfile", str(pidfile))
-    proc = _start([*exec_args(model_server), *extra, *flags, "go"], repo)
+    args = exec_args(model_server, stream_idle_timeout_ms=60_000)
+    proc = _start([*args, *extra, *flags, "go"], repo)
     try:
         _wait_for(childfile)
         if ending == "sigterm":
