@@ -112,12 +112,13 @@ class ProcessSession:
         self.owner: object | None = None
         #: Called once when the registry closes a session its owner never finished.
         self.on_close: Callable[[ProcessSession], object] | None = None
-        # The main thread takes the plain lock (`with self._lock`), never the Condition or an
-        # Event: their `__enter__`/`wait` are Python code, and the exception Ctrl-C, SIGTERM
-        # or --timeout raises in the main thread could land just after the lock was taken,
-        # leaving it held for good: the reader and waiter threads then block on it, and the
-        # clean-up that waits for them hangs (`providers/idle.py` had that bug). A C lock's
-        # `with` cannot be cut between acquiring and entering.
+        # The main thread enters the plain lock (`with self._lock`), never the Condition, and
+        # uses no Event: `Condition.__enter__` and `Event.wait` take their lock in Python code,
+        # and the exception Ctrl-C, SIGTERM or --timeout raises in the main thread could land
+        # just after, leaving the lock held for good: the reader and waiter threads then block
+        # on it, and the clean-up that waits for them hangs (`providers/idle.py` had that bug).
+        # A C lock's `with` cannot be cut between acquiring and entering; inside it the main
+        # thread still waits on the Condition, which gives the lock back however it ends.
         self._lock = threading.Lock()
         self._cond = threading.Condition(self._lock)
         self._exit_seen = False
