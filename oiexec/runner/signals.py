@@ -109,6 +109,7 @@ def _redelivered(ours: Callable[[BaseException], bool], signum: signal.Signals) 
     (`_thread.interrupt_main` would run the handler only once that wait has ended)."""
     main = threading.main_thread().ident
     previous = sys.unraisablehook
+    pending: list[threading.Timer] = []
 
     def hook(unraisable: Any) -> None:
         if main is not None and unraisable.exc_value is not None and ours(unraisable.exc_value):
@@ -118,6 +119,7 @@ def _redelivered(ours: Callable[[BaseException], bool], signum: signal.Signals) 
             again.daemon = True
             with contextlib.suppress(RuntimeError):  # no thread at interpreter shutdown
                 again.start()
+                pending.append(again)
             return
         previous(unraisable)
 
@@ -126,6 +128,9 @@ def _redelivered(ours: Callable[[BaseException], bool], signum: signal.Signals) 
         yield
     finally:
         sys.unraisablehook = previous
+        # Not after the handler is gone: the signal's default action would kill the process.
+        for timer in pending:
+            timer.cancel()
 
 
 #: Cleanup after a signal takes well under a second; a run still alive this long after it is
