@@ -81,6 +81,7 @@ def _parse(output: str) -> dict[str, str]:
 def _doctor(box: Box, backend: str, faults: str = "") -> dict[str, Any]:
     env = {"OI_SANDBOX_FAULTS": faults} if faults else {}
     done = box.cli(["doctor", "--network", "--json"], backend=backend, env=env)
+    assert done.stdout.strip(), f"doctor exited {done.returncode}, no report:\n{done.stderr}"
     report: dict[str, Any] = json.loads(done.stdout)
     assert report["backend"] == backend, report
     assert report["network"] == "on"
