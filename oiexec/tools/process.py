@@ -208,26 +208,17 @@ class ProcessSession:
     def wait(self, timeout: float) -> int | None:
         """Wait up to `timeout` seconds for the main process to exit, then briefly for its
         last output. Returns the exit status, or None if it is still running."""
-        deadline = time.monotonic() + max(0.0, timeout)
         with self._lock:
-            while not self._exit_seen:
-                left = deadline - time.monotonic()
-                if left <= 0:
-                    return None
-                self._cond.wait(left)
+            if not self._cond.wait_for(lambda: self._exit_seen, max(0.0, timeout)):
+                return None
         self._drain()
         return self.exit_code
 
     def _drain(self) -> None:
         # The reader keeps running: a background child may still hold the output open, and
         # closing our end would kill it with SIGPIPE. Only the wait for EOF is bounded.
-        deadline = time.monotonic() + DRAIN_GRACE
         with self._lock:
-            while not self._eof:
-                left = deadline - time.monotonic()
-                if left <= 0:
-                    break
-                self._cond.wait(left)
+            self._cond.wait_for(lambda: self._eof, DRAIN_GRACE)
 
     def group_alive(self) -> bool:
         """Whether any process of the command's group still exists."""

@@ -196,7 +196,7 @@ class Finalized:
             signal.setitimer(signal.ITIMER_REAL, 0.001)
         else:
             os.kill(os.getpid(), signal.SIGTERM)
-        deadline = time.monotonic() + 0.3  # the handler runs in here, and more than once
+        deadline = time.monotonic() + 0.3  # long enough for the handler to run in here
         while time.monotonic() < deadline:
             pass
 

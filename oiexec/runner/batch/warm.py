@@ -39,7 +39,9 @@ def warm_up(config: LoadedConfig, *, jobs: int, tasks: int) -> None:
             pending.begin()
     try:
         with contextlib.suppress(LaunchError):
-            prestart()  # the first task would start it; its failure is said there
+            # Already started by the batch command first thing (cli/batch_cmd.py); this
+            # starts it again only if it is not alive. Its failure is said by the first task.
+            prestart()
     except BaseException:  # a signal while the batch starts: the look-up goes too
         if pending is not None:
             pending.cancel()
